@@ -1,0 +1,130 @@
+// H5Z-FZ engine: the public C++ API. Compresses one chunk of typed elements into
+// a self-describing FZM frame and decompresses a frame back. Knows nothing of HDF5.
+//
+//   fz::Options options;                       // preset 1 (lossless) by default
+//   fz::Bytes frame = fz::compress(data, bytes, fz::DataType::of<float>(), {91, 91, 91}, options);
+//   fz::Decoded d = fz::decompress(frame.data(), frame.size());
+//
+// Errors are reported by throwing fz::Error (a std::runtime_error) with a message
+// that names the problem; nothing here exits or aborts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fz {
+
+using Bytes = std::vector<uint8_t>;
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// What an element is. Opaque covers compound, array, enum-of-opaque and anything
+// the lossless path treats as plain bytes; Float is IEEE-754 binary16/32/64.
+enum class ElementClass : uint8_t { Opaque = 0, Unsigned = 1, Signed = 2, Float = 3 };
+enum class ByteOrder : uint8_t { Little = 0, Big = 1 };
+
+struct DataType {
+  ElementClass element_class = ElementClass::Opaque;
+  uint32_t size = 1;  // bytes per element, >= 1
+  ByteOrder order = ByteOrder::Little;
+
+  template <typename T>
+  static DataType of();
+  bool operator==(const DataType& o) const {
+    return element_class == o.element_class && size == o.size && order == o.order;
+  }
+};
+
+// Preset ids are stable forever (they are stored in files): never renumber.
+enum class Preset : uint8_t {
+  Default = 0,  // = Lossless
+  Lossless = 1,
+  Pfpl = 2,
+  Fzgpu = 3,
+  Cusz = 4,
+  CuszHiTp = 5,
+  CuszHiCr = 6,
+};
+const char* preset_name(Preset p);
+bool preset_is_lossy(Preset p);
+bool preset_is_available(Preset p);  // implemented in this build
+
+// Error-bound modes (stable ids).
+enum class ErrorMode : uint8_t { Abs = 0, Noa = 1, Rel = 2 };
+const char* mode_name(ErrorMode m);
+
+struct Options {
+  Preset preset = Preset::Lossless;
+  ErrorMode mode = ErrorMode::Abs;
+  double bound = 0.0;           // lossy presets only
+  Bytes fill_value;             // one element in the data's byte order; empty = none
+  unsigned threads = 0;         // CPU threads; 0 = H5Z_FZ_THREADS or all cores
+};
+
+// Checks options against a data type; throws Error naming the problem.
+void validate(const Options& options, const DataType& dtype);
+
+// Compresses one chunk: `bytes` must equal dtype.size * product(dims) (dims
+// slowest first; an empty dims means one dimension of bytes / dtype.size).
+Bytes compress(const void* data, size_t bytes, const DataType& dtype,
+               const std::vector<uint64_t>& dims, const Options& options);
+
+struct Decoded {
+  Bytes data;
+  DataType dtype;
+  std::vector<uint64_t> dims;
+  Preset preset = Preset::Lossless;
+};
+
+// Decodes a whole frame (exactly `frame_bytes` long). Throws Error on anything
+// malformed, truncated, corrupted (CRC32C) or written by an incompatible version.
+Decoded decompress(const void* frame, size_t frame_bytes);
+
+// Decodes into a caller buffer of `capacity` bytes; returns the decoded length.
+size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t capacity);
+
+// The structure of a frame, for tools (h5fz inspect) and tests.
+struct StageInfo {
+  uint16_t type_id = 0;
+  std::string name;
+  Bytes config;
+  std::vector<uint8_t> inputs;  // buffer ids consumed
+  uint8_t outputs = 0;          // number of buffers produced
+};
+struct FrameInfo {
+  uint8_t version_major = 0, version_minor = 0;
+  uint16_t flags = 0;
+  bool raw = false;  // payload is the original bytes
+  Preset preset = Preset::Lossless;
+  DataType dtype;
+  std::vector<uint64_t> dims;
+  uint64_t original_bytes = 0;
+  size_t header_bytes = 0, frame_bytes = 0;
+  std::vector<StageInfo> stages;
+  std::vector<uint64_t> stored_sizes;  // each stored buffer, in payload order
+  uint32_t header_crc = 0, payload_crc = 0;
+};
+// Parses and checks a frame's header (and payload checksum) without decoding.
+FrameInfo inspect(const void* frame, size_t frame_bytes);
+
+// Library version, "major.minor.patch"; the frame format version is separate.
+const char* version();
+
+template <> inline DataType DataType::of<int8_t>() { return {ElementClass::Signed, 1, ByteOrder::Little}; }
+template <> inline DataType DataType::of<uint8_t>() { return {ElementClass::Unsigned, 1, ByteOrder::Little}; }
+template <> inline DataType DataType::of<int16_t>() { return {ElementClass::Signed, 2, ByteOrder::Little}; }
+template <> inline DataType DataType::of<uint16_t>() { return {ElementClass::Unsigned, 2, ByteOrder::Little}; }
+template <> inline DataType DataType::of<int32_t>() { return {ElementClass::Signed, 4, ByteOrder::Little}; }
+template <> inline DataType DataType::of<uint32_t>() { return {ElementClass::Unsigned, 4, ByteOrder::Little}; }
+template <> inline DataType DataType::of<int64_t>() { return {ElementClass::Signed, 8, ByteOrder::Little}; }
+template <> inline DataType DataType::of<uint64_t>() { return {ElementClass::Unsigned, 8, ByteOrder::Little}; }
+template <> inline DataType DataType::of<float>() { return {ElementClass::Float, 4, ByteOrder::Little}; }
+template <> inline DataType DataType::of<double>() { return {ElementClass::Float, 8, ByteOrder::Little}; }
+
+}  // namespace fz

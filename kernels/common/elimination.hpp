@@ -1,0 +1,49 @@
+// The stream format shared by RZE and RRE (docs/FORMAT.md, stage types 2 and 3).
+//
+//   u64 n                       decoded length in bytes
+//   u16 size[C]                 C = ceil(n / 16384): stored size of each sub-chunk
+//   payload[0] ... payload[C-1] concatenated, no padding
+//
+// Sub-chunk i covers input bytes [16384*i, min(16384*(i+1), n)); call its length
+// osize. size[i] == osize means the sub-chunk is stored raw (coding did not
+// shrink it); otherwise size[i] < osize and the payload is coded as follows, for
+// word size k: w = osize / k words, e = osize % k leftover bytes.
+//   B0: R0 = ceil(w / 8) bytes; bit (j % 8) of byte j / 8 is set iff word j is
+//       kept (RZE: word != 0; RRE: word != word j-1, with word -1 = 0). Unused
+//       high bits of the last byte are 0.
+//   While R_l > 8: bytes of B_l are themselves thinned. K_l = the bytes B_l[i]
+//       with B_l[i] != B_l[i-1] (B_l[-1] = 0), in order; B_{l+1} (R_{l+1} =
+//       ceil(R_l / 8) bytes) has bit i set iff B_l[i] was kept.
+//   Coded sub-chunk = B_top (the last level, R_top <= 8 bytes, raw)
+//                   | K_{top-1} | ... | K_0 | kept words (k bytes each) | e leftover bytes.
+// Decoding runs forward: expand each level from the one above (a dropped byte
+// repeats the previous byte, starting from 0), then place the kept words (RZE:
+// dropped words are 0; RRE: a dropped word repeats the previous word, from 0).
+// A decoder rejects a stream whose sizes, popcounts or padding bits disagree.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/bytes.hpp"
+#include "common/executor.hpp"
+
+namespace fz::elimination {
+
+enum class Rule { kNonZero, kChanged };
+
+// Codes sub-chunk `in` (at most kBlockBytes bytes). Returns the coded length
+// written to `out` (capacity kBlockBytes), or in.size if coding would not be
+// smaller (the caller then stores it raw).
+size_t encode_subchunk(ByteSpan in, unsigned word_size, Rule rule, uint8_t* out);
+
+// Decodes a coded (not raw) sub-chunk of `coded` bytes into osize bytes at out.
+// Throws FormatError if the coded bytes are inconsistent.
+void decode_subchunk(ByteSpan coded, size_t osize, unsigned word_size, Rule rule, uint8_t* out);
+
+// The whole-stream format above.
+void encode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, const Executor& exec);
+void decode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, size_t max_out,
+                   const Executor& exec);
+
+}  // namespace fz::elimination

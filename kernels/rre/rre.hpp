@@ -1,0 +1,17 @@
+// RRE: repeated word elimination (stage type 3). See common/elimination.hpp for
+// the stream format it shares with RZE; RRE keeps a word iff it differs from the
+// word before it (the word before the first of a sub-chunk counts as 0).
+#pragma once
+
+#include "common/bytes.hpp"
+#include "common/executor.hpp"
+
+namespace fz::rre {
+
+// word_size: 1, 2, 4 or 8 bytes.
+void encode(ByteSpan in, unsigned word_size, Bytes& out, const Executor& exec = serial_executor());
+// Throws FormatError on a malformed stream or one that decodes to more than max_out bytes.
+void decode(ByteSpan in, unsigned word_size, Bytes& out, size_t max_out,
+            const Executor& exec = serial_executor());
+
+}  // namespace fz::rre
