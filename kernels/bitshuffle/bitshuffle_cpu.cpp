@@ -1,0 +1,185 @@
+// CPU bit-shuffle (stream format: bitshuffle.hpp).
+//
+// With m transposed words per block, the W = 8*width planes of m/8 bytes are
+// grouped by byte: planes 8b..8b+7 are exactly the width-1 bit-shuffle of
+// "byte plane" b (byte b of every word). So a block is coded in two passes:
+// split words into byte planes, then bit-transpose each byte plane 8 bytes at a
+// time as 8x8 bit matrices. On x86-64 the second pass handles 64 bytes per step
+// in SSE2 registers (bit transpose per 64-bit lane, then an 8x8 byte transpose).
+#include "bitshuffle/bitshuffle.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "common/blocks.hpp"
+#include "common/error.hpp"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace fz::bitshuffle {
+namespace {
+
+void check_width(unsigned width) {
+  if (width != 1 && width != 2 && width != 4 && width != 8)
+    throw UsageError("bitshuffle: word width must be 1, 2, 4 or 8 bytes, got " + std::to_string(width));
+}
+
+// An 8x8 bit matrix as 8 row bytes (row j = byte j, column r = bit r) is
+// transposed: afterwards bit j of byte r is what bit r of byte j was. Swapping
+// 2x2, then 4x4, then 8x8 sub-blocks; the transform is its own inverse.
+inline uint64_t transpose_bits(uint64_t x) {
+  uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+  x ^= t ^ (t << 7);
+  t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+  x ^= t ^ (t << 14);
+  t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+  x ^= t ^ (t << 28);
+  return x;
+}
+
+#if defined(__SSE2__)
+inline __m128i transpose_bits(__m128i x) {  // the same, on both 64-bit lanes
+  __m128i t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64(x, 7)), _mm_set1_epi64x(0x00AA00AA00AA00AAll));
+  x = _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64(t, 7)));
+  t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64(x, 14)), _mm_set1_epi64x(0x0000CCCC0000CCCCll));
+  x = _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64(t, 14)));
+  t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64(x, 28)), _mm_set1_epi64x(0x00000000F0F0F0F0ll));
+  return _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64(t, 28)));
+}
+
+// 8x8 byte transpose of rows M0..M7 given as r[i] = [M_i | M_{i+4}] (low | high
+// lane); returns r = [N0|N1], [N2|N3], [N4|N5], [N6|N7] with N_k byte t = M_t byte k.
+inline void transpose_bytes(__m128i r[4]) {
+  const __m128i a0 = _mm_unpacklo_epi8(r[0], r[1]), a1 = _mm_unpackhi_epi8(r[0], r[1]);
+  const __m128i a2 = _mm_unpacklo_epi8(r[2], r[3]), a3 = _mm_unpackhi_epi8(r[2], r[3]);
+  const __m128i b0 = _mm_unpacklo_epi16(a0, a2), b1 = _mm_unpackhi_epi16(a0, a2);
+  const __m128i b2 = _mm_unpacklo_epi16(a1, a3), b3 = _mm_unpackhi_epi16(a1, a3);
+  r[0] = _mm_unpacklo_epi32(b0, b2);
+  r[1] = _mm_unpackhi_epi32(b0, b2);
+  r[2] = _mm_unpacklo_epi32(b1, b3);
+  r[3] = _mm_unpackhi_epi32(b1, b3);
+}
+
+inline __m128i load_pair(const uint8_t* lo, const uint8_t* hi) {
+  return _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(lo)),
+                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(hi)));
+}
+
+inline void store_pair(uint8_t* lo, uint8_t* hi, __m128i v) {
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(lo), v);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(hi), _mm_unpackhi_epi64(v, v));
+}
+#endif
+
+// Width-1 bit-shuffle of m bytes (m % 8 == 0): plane r (m/8 bytes at dst + r*m/8)
+// takes bit r of every byte, byte g bit j from src[8g + j].
+void bytes_to_planes(const uint8_t* src, size_t m, uint8_t* dst) {
+  const size_t plane = m / 8;
+  size_t g = 0;
+#if defined(__SSE2__)
+  for (; g + 8 <= plane; g += 8) {
+    const uint8_t* s = src + 8 * g;
+    __m128i r[4];
+    for (int i = 0; i < 4; ++i) r[i] = transpose_bits(load_pair(s + 8 * i, s + 8 * (i + 4)));
+    transpose_bytes(r);
+    for (int i = 0; i < 4; ++i) store_pair(dst + (2 * i) * plane + g, dst + (2 * i + 1) * plane + g, r[i]);
+  }
+#endif
+  for (; g < plane; ++g) {
+    const uint64_t x = transpose_bits(load_le<uint64_t>(src + 8 * g));
+    for (size_t r = 0; r < 8; ++r) dst[r * plane + g] = static_cast<uint8_t>(x >> (8 * r));
+  }
+}
+
+// Inverse of bytes_to_planes.
+void planes_to_bytes(const uint8_t* src, size_t m, uint8_t* dst) {
+  const size_t plane = m / 8;
+  size_t g = 0;
+#if defined(__SSE2__)
+  for (; g + 8 <= plane; g += 8) {
+    __m128i r[4];
+    for (int i = 0; i < 4; ++i) r[i] = load_pair(src + i * plane + g, src + (i + 4) * plane + g);
+    transpose_bytes(r);
+    uint8_t* d = dst + 8 * g;
+    for (int i = 0; i < 4; ++i) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 16 * i), transpose_bits(r[i]));
+  }
+#endif
+  for (; g < plane; ++g) {
+    uint64_t x = 0;
+    for (size_t r = 0; r < 8; ++r) x |= uint64_t{src[r * plane + g]} << (8 * r);
+    store_le<uint64_t>(dst + 8 * g, transpose_bits(x));
+  }
+}
+
+// Byte plane b (m bytes at planes + b*m) receives byte b of each of m words.
+template <unsigned W>
+void words_to_byte_planes(const uint8_t* words, size_t m, uint8_t* planes) {
+  for (size_t i = 0; i < m; ++i)
+    for (unsigned b = 0; b < W; ++b) planes[b * m + i] = words[i * W + b];
+}
+
+template <unsigned W>
+void byte_planes_to_words(const uint8_t* planes, size_t m, uint8_t* words) {
+  for (size_t i = 0; i < m; ++i)
+    for (unsigned b = 0; b < W; ++b) words[i * W + b] = planes[b * m + i];
+}
+
+template <unsigned W>
+void encode_block(const uint8_t* in, size_t length, uint8_t* out) {
+  const size_t n = length / W;
+  const size_t m = n - n % 8;
+  if constexpr (W == 1) {
+    bytes_to_planes(in, m, out);
+  } else {
+    alignas(16) uint8_t byte_planes[kBlockBytes];
+    words_to_byte_planes<W>(in, m, byte_planes);
+    for (unsigned b = 0; b < W; ++b) bytes_to_planes(byte_planes + b * m, m, out + b * m);
+  }
+  std::memcpy(out + m * W, in + m * W, length - m * W);
+}
+
+template <unsigned W>
+void decode_block(const uint8_t* in, size_t length, uint8_t* out) {
+  const size_t n = length / W;
+  const size_t m = n - n % 8;
+  if constexpr (W == 1) {
+    planes_to_bytes(in, m, out);
+  } else {
+    alignas(16) uint8_t byte_planes[kBlockBytes];
+    for (unsigned b = 0; b < W; ++b) planes_to_bytes(in + b * m, m, byte_planes + b * m);
+    byte_planes_to_words<W>(byte_planes, m, out);
+  }
+  std::memcpy(out + m * W, in + m * W, length - m * W);
+}
+
+using BlockCoder = void (*)(const uint8_t*, size_t, uint8_t*);
+
+void run_blocks(ByteSpan in, Bytes& out, const Executor& exec, BlockCoder coder) {
+  out.resize(in.size);
+  if (in.size == 0) return;
+  uint8_t* dst = out.data();
+  exec.parallel_for(block_count(in.size), [&](size_t block) {
+    const size_t begin = block * kBlockBytes;
+    coder(in.data + begin, block_length(in.size, block), dst + begin);
+  });
+}
+
+}  // namespace
+
+void encode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
+  check_width(width);
+  static constexpr BlockCoder coders[] = {encode_block<1>, encode_block<2>, nullptr, encode_block<4>,
+                                          nullptr,         nullptr,         nullptr, encode_block<8>};
+  run_blocks(in, out, exec, coders[width - 1]);
+}
+
+void decode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
+  check_width(width);
+  static constexpr BlockCoder coders[] = {decode_block<1>, decode_block<2>, nullptr, decode_block<4>,
+                                          nullptr,         nullptr,         nullptr, decode_block<8>};
+  run_blocks(in, out, exec, coders[width - 1]);
+}
+
+}  // namespace fz::bitshuffle
