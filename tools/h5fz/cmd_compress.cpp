@@ -1,0 +1,81 @@
+// h5fz compress: one raw array file -> one FZM frame, the whole array as one chunk.
+#include <cstdio>
+
+#include "cli.hpp"
+
+namespace h5fz {
+
+namespace {
+
+const char* const kHelp =
+    "usage: h5fz compress --dtype T --shape D0,D1,... [options] in.raw out.fzm\n"
+    "\n"
+    "Compresses a raw little-endian C-order array (last dimension fastest) into\n"
+    "one FZM frame, the same frame the HDF5 filter stores for one chunk.\n"
+    "\n"
+    "  --dtype T      f16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64, or bytesN (opaque N-byte elements)\n"
+    "  --shape D,...  extents, slowest first (91,91,91 or 91x91x91); their product times\n"
+    "                 the element size must equal the file size\n"
+    "  --preset P     lossless (default), pfpl, fzgpu, cusz, cuszhi-tp, cuszhi-cr, or 0..6\n"
+    "  --mode M       error-bound mode for lossy presets: abs (default), noa (relative to the\n"
+    "                 value range), rel (point-wise relative)\n"
+    "  --bound X      error bound (> 0), required by lossy presets\n"
+    "  --threads N    CPU threads (0 = H5Z_FZ_THREADS or all cores, the default)\n"
+    "  --quiet        print nothing on success\n";
+
+}  // namespace
+
+int run_compress(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  ParsedArgs parsed =
+      parse_args(args, {"--dtype", "--shape", "--preset", "--mode", "--bound", "--threads"}, {"--quiet"});
+  if (parsed.positional.size() != 2) throw UsageError("compress needs an input and an output file");
+  if (!parsed.has("--dtype")) throw UsageError("compress needs --dtype");
+  if (!parsed.has("--shape")) throw UsageError("compress needs --shape");
+  const std::string& in_path = parsed.positional[0];
+  const std::string& out_path = parsed.positional[1];
+
+  fz::DataType dtype = parse_dtype(parsed.get("--dtype"));
+  std::vector<uint64_t> dims = parse_shape(parsed.get("--shape"));
+  fz::Options options;
+  if (parsed.has("--preset")) options.preset = parse_preset(parsed.get("--preset"));
+  if (parsed.has("--mode")) options.mode = parse_mode(parsed.get("--mode"));
+  if (parsed.has("--bound")) options.bound = parse_positive_double("--bound", parsed.get("--bound"));
+  if (parsed.has("--threads")) options.threads = parse_unsigned("--threads", parsed.get("--threads"));
+  const bool lossy = fz::preset_is_lossy(options.preset);
+  if (!lossy && (parsed.has("--mode") || parsed.has("--bound")))
+    throw UsageError(std::string("--mode/--bound apply to lossy presets; preset '") +
+                     fz::preset_name(options.preset) + "' is lossless");
+  if (lossy && !parsed.has("--bound"))
+    throw UsageError(std::string("preset '") + fz::preset_name(options.preset) + "' is lossy and needs --bound");
+  // The engine names option/type conflicts (e.g. REL on a predictor preset) itself.
+  fz::validate(options, dtype);
+
+  uint64_t expected = element_count(dims);
+  if (expected > UINT64_MAX / dtype.size) throw UsageError("shape " + shape_text(dims) + " is too large");
+  expected *= dtype.size;
+  fz::Bytes input = read_whole_file(in_path);
+  if (input.size() != expected)
+    throw ToolError("'" + in_path + "' holds " + std::to_string(input.size()) + " bytes, but shape " +
+                    shape_text(dims) + " of " + dtype_name(dtype) + " needs " + std::to_string(expected));
+
+  Stopwatch clock;
+  fz::Bytes frame = fz::compress(input.data(), input.size(), dtype, dims, options);
+  double seconds = clock.seconds();
+  write_whole_file(out_path, frame);
+
+  if (!parsed.has("--quiet")) {
+    std::printf("%s -> %s: %s %s, preset %s\n", in_path.c_str(), out_path.c_str(), dtype_name(dtype).c_str(),
+                shape_text(dims).c_str(), fz::preset_name(options.preset));
+    std::printf("  %llu -> %llu bytes, ratio %.3f, compress %.1f MB/s (%.4f s)\n",
+                static_cast<unsigned long long>(input.size()), static_cast<unsigned long long>(frame.size()),
+                frame.empty() ? 0.0 : static_cast<double>(input.size()) / frame.size(),
+                megabytes_per_second(input.size(), seconds), seconds);
+  }
+  return 0;
+}
+
+}  // namespace h5fz

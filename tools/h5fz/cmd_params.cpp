@@ -1,0 +1,62 @@
+// h5fz params: the filter parameters for a preset/mode/bound, spelled for
+// h5repack (-f UD=...) and for h5py (compression=32850, compression_opts=...).
+#include <cstdio>
+
+#include "cli.hpp"
+#include "filter_params.hpp"
+
+namespace h5fz {
+
+namespace {
+
+const char* const kHelp =
+    "usage: h5fz params [--preset P] [--mode M] [--bound X]\n"
+    "\n"
+    "Prints the H5Z-FZ filter parameters (the cd_values user layout: preset, mode,\n"
+    "bound as two 32-bit words) as an h5repack -f argument and as an h5py\n"
+    "compression_opts tuple.\n"
+    "\n"
+    "  --preset P   lossless (default), pfpl, fzgpu, cusz, cuszhi-tp, cuszhi-cr, or 0..6\n"
+    "  --mode M     abs (default), noa, rel\n"
+    "  --bound X    error bound (> 0), required by lossy presets\n"
+    "\n"
+    "example:\n"
+    "  h5repack -f \"$(h5fz params --preset pfpl --mode noa --bound 1e-3 | sed -n 's/^h5repack: *-f //p')\" in.h5 out.h5\n";
+
+}  // namespace
+
+int run_params(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  ParsedArgs parsed = parse_args(args, {"--preset", "--mode", "--bound"}, {});
+  if (!parsed.positional.empty()) throw UsageError("params takes no file, got '" + parsed.positional[0] + "'");
+  fz::Options options;
+  if (parsed.has("--preset")) options.preset = parse_preset(parsed.get("--preset"));
+  if (parsed.has("--mode")) options.mode = parse_mode(parsed.get("--mode"));
+  if (parsed.has("--bound")) options.bound = parse_positive_double("--bound", parsed.get("--bound"));
+  const bool lossy = fz::preset_is_lossy(options.preset);
+  if (lossy && !parsed.has("--bound"))
+    throw UsageError(std::string("preset '") + fz::preset_name(options.preset) + "' is lossy and needs --bound");
+  if (!lossy && (parsed.has("--mode") || parsed.has("--bound")))
+    throw UsageError(std::string("--mode/--bound apply to lossy presets; preset '") +
+                     fz::preset_name(options.preset) + "' is lossless");
+
+  std::vector<unsigned> values = user_cd_values(options);
+  std::string repack = "UD=" + std::to_string(kFzFilterId) + ",0," + std::to_string(values.size());
+  std::string tuple = "(";
+  for (size_t i = 0; i < values.size(); ++i) {
+    repack += "," + std::to_string(values[i]);
+    tuple += (i ? ", " : "") + std::to_string(values[i]);
+  }
+  tuple += values.size() == 1 ? ",)" : ")";
+  std::printf("h5repack: -f %s\n", repack.c_str());
+  std::printf("h5py:     compression=%u, compression_opts=%s\n", kFzFilterId, tuple.c_str());
+  std::printf("meaning:  %s\n", describe_fz_cd_values(values).c_str());
+  if (!fz::preset_is_available(options.preset))
+    std::fprintf(stderr, "note: preset '%s' is not implemented in this build\n", fz::preset_name(options.preset));
+  return 0;
+}
+
+}  // namespace h5fz

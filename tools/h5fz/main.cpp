@@ -1,0 +1,65 @@
+// h5fz: compress, decompress and inspect FZM frames and HDF5 files written with
+// the H5Z-FZ filter, and print the filter parameters for h5repack and h5py.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "filter_params.hpp"
+
+namespace {
+
+const char* const kUsage =
+    "usage: h5fz <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  compress    raw array file -> FZM frame (one chunk through the engine)\n"
+    "  decompress  FZM frame -> raw array file, optionally compared with the original\n"
+    "  inspect     print the structure of an FZM frame or of every dataset in an HDF5 file\n"
+    "  params      print the cd_values for h5repack -f UD=... and h5py compression_opts\n"
+    "\n"
+    "  h5fz <command> --help   options of one command\n"
+    "  h5fz --version          tool and engine versions\n"
+    "\n"
+    "exit status: 0 success, 1 failure (bad data, I/O, mismatch), 2 bad usage\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string command = args.front();
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    if (command == "--help" || command == "-h" || command == "help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (command == "--version" || command == "-V") {
+      std::printf("h5fz %s (engine %s, H5Z-FZ filter id 32850, cd_values via %s)\n", H5FZ_VERSION, fz::version(),
+                  h5fz::uses_filter_core() ? "fz_filter_core" : "the tool's own conversion");
+      return 0;
+    }
+    if (command == "compress") return h5fz::run_compress(rest);
+    if (command == "decompress") return h5fz::run_decompress(rest);
+    if (command == "inspect") return h5fz::run_inspect(rest);
+    if (command == "params") return h5fz::run_params(rest);
+    throw h5fz::UsageError("unknown command '" + command + "'");
+  } catch (const h5fz::UsageError& e) {
+    std::fprintf(stderr, "h5fz: %s\n(try 'h5fz --help' or 'h5fz <command> --help')\n", e.what());
+    return 2;
+  } catch (const fz::Error& e) {
+    std::fprintf(stderr, "h5fz %s: %s\n", command.c_str(), e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "h5fz %s: out of memory\n", command.c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "h5fz %s: %s\n", command.c_str(), e.what());
+    return 1;
+  }
+}
