@@ -1,0 +1,185 @@
+"""Bit-exact round trips through h5py with the lossless preset: every integer
+and float dtype, both byte orders, compound, array and other fixed-size types,
+ranks 1 to 4, ragged edge chunks; every chunk must be an FZM frame."""
+
+import numpy as np
+import pytest
+import h5py
+
+import fz_samples
+import h5fz
+from conftest import assert_same, check_chunks_filtered, fz_filter_values, fz_kwargs
+
+pytestmark = pytest.mark.usefixtures("plugin")
+
+NUMERIC = ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8"]
+DTYPES = ["<" + t if t[1] != "1" else "|" + t for t in NUMERIC] + \
+         [">" + t for t in NUMERIC if t[1] != "1"]
+
+# rank -> (shape, chunks); every shape leaves ragged edge chunks
+SHAPES = {
+    1: ((1000,), (96,)),
+    2: ((37, 53), (16, 10)),
+    3: ((13, 17, 19), (8, 8, 5)),
+    4: ((5, 6, 7, 9), (2, 4, 3, 4)),
+}
+
+
+def _roundtrip(tmp_path, arr, chunks, name="d", **kw):
+    path = tmp_path / "rt.h5"
+    kwargs = fz_kwargs()
+    kwargs.update(kw)
+    with h5py.File(path, "w") as f:
+        f.create_dataset(name, data=arr, chunks=chunks, **kwargs)
+    with h5py.File(path, "r") as f:
+        d = f[name]
+        assert d.dtype == arr.dtype
+        got = d[()]
+        check_chunks_filtered(d)
+        flags, values = fz_filter_values(d)
+        assert len(values) >= 1
+    assert_same(got, arr)
+    return path
+
+
+@pytest.mark.parametrize("rank", sorted(SHAPES))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_smooth_roundtrip(tmp_path, dtype, rank):
+    shape, chunks = SHAPES[rank]
+    _roundtrip(tmp_path, fz_samples.smooth(shape, dtype, seed=rank), chunks)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_noisy_roundtrip(tmp_path, dtype):
+    # random bit patterns: NaN payloads, infinities, denormals, incompressible chunks
+    shape, chunks = SHAPES[3]
+    _roundtrip(tmp_path, fz_samples.noisy(shape, dtype, seed=7), chunks)
+
+
+def test_special_floats(tmp_path):
+    a = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1.7976931348623157e308,
+                  2.2250738585072014e-308, 1.0, -1.0] * 30, dtype="<f8")
+    a[7::11] = np.frombuffer(np.uint64(0x7FF0000000000001).tobytes(), "<f8")[0]  # signalling NaN
+    _roundtrip(tmp_path, a, (64,))
+    _roundtrip(tmp_path, a.astype(">f4"), (50,))
+
+
+def test_compound(tmp_path):
+    _roundtrip(tmp_path, fz_samples.compound(777, seed=3), (100,))
+
+
+def test_compound_2d_big_endian_members(tmp_path):
+    dt = np.dtype([("a", ">i2"), ("b", "<f8"), ("c", ">f4"), ("d", "u1")])
+    a = np.zeros((21, 13), dtype=dt)
+    a["a"] = fz_samples.smooth((21, 13), ">i2", 1)
+    a["b"] = fz_samples.noisy((21, 13), "<f8", 2)
+    a["c"] = fz_samples.smooth((21, 13), ">f4", 3)
+    a["d"] = fz_samples.smooth((21, 13), "u1", 4)
+    _roundtrip(tmp_path, a, (8, 5))
+
+
+@pytest.mark.parametrize("base", ["<f4", ">i8", "<u2"])
+def test_array_dtype(tmp_path, base):
+    dt = np.dtype((base, (3, 2)))
+    a = fz_samples.smooth((150, 3, 2), base, seed=2)
+    arr = np.empty((150,), dtype=dt)
+    arr[...] = a
+    assert arr.dtype == dt
+    _roundtrip(tmp_path, arr, (32,))
+
+
+def test_complex(tmp_path):
+    a = (fz_samples.smooth((40, 30), "<f8", 1) + 1j * fz_samples.smooth((40, 30), "<f8", 2))
+    _roundtrip(tmp_path, a.astype("<c16"), (16, 16))
+    _roundtrip(tmp_path, a.astype("<c8"), (7, 30))
+
+
+def test_fixed_strings_opaque_enum(tmp_path):
+    s = np.array([("s%05d" % i).encode() for i in range(500)], dtype="S7")
+    _roundtrip(tmp_path, s, (64,), name="strings")
+    v = np.frombuffer(fz_samples.noisy((1800,), "u1", 5).tobytes(), dtype="V6")
+    _roundtrip(tmp_path, v, (50,), name="opaque")
+    et = h5py.enum_dtype({"RED": 0, "GREEN": 1, "BLUE": 42}, basetype="i2")
+    e = np.array([0, 1, 42] * 100, dtype="i2")
+    path = tmp_path / "enum.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("enum", data=e, dtype=et, chunks=(64,), **fz_kwargs())
+    with h5py.File(path, "r") as f:
+        assert h5py.check_enum_dtype(f["enum"].dtype) == {"RED": 0, "GREEN": 1, "BLUE": 42}
+        check_chunks_filtered(f["enum"])
+        assert_same(f["enum"][()], e)
+
+
+def test_single_chunk_bigger_than_data(tmp_path):
+    a = fz_samples.smooth((10, 3), "<i4")
+    _roundtrip(tmp_path, a, (64, 64))
+
+
+def test_one_element_chunks(tmp_path):
+    a = fz_samples.smooth((4, 5), "<f8")
+    _roundtrip(tmp_path, a, (1, 1))
+
+
+def test_with_shuffle_and_fletcher32(tmp_path):
+    # lossless after shuffle is fine; fletcher32 checksums the frame
+    a = fz_samples.smooth((64, 50), "<f4", 3)
+    path = _roundtrip(tmp_path, a, (16, 25), shuffle=True, fletcher32=True)
+    with h5py.File(path, "r") as f:
+        dcpl = f["d"].id.get_create_plist()
+        codes = [dcpl.get_filter(i)[0] for i in range(dcpl.get_nfilters())]
+        assert h5fz.FILTER_ID in codes and h5py.h5z.FILTER_SHUFFLE in codes
+
+
+def test_partial_writes_fill_value_and_rewrites(tmp_path):
+    path = tmp_path / "partial.h5"
+    expect = np.full((70, 45), -1e34, dtype="<f4")
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("p", shape=expect.shape, dtype="<f4", chunks=(16, 16),
+                             fillvalue=-1e34, **fz_kwargs())
+        block = fz_samples.smooth((30, 20), "<f4", 4)
+        d[10:40, 3:23] = block
+        expect[10:40, 3:23] = block
+        # rewrite part of already written chunks (decompress + recompress)
+        patch = fz_samples.noisy((9, 9), "<f4", 5)
+        d[20:29, 15:24] = patch
+        expect[20:29, 15:24] = patch
+    with h5py.File(path, "r") as f:
+        d = f["p"]
+        assert d.fillvalue == np.float32(-1e34)
+        assert_same(d[()], expect)
+        check_chunks_filtered(d, expect_all=False)
+        assert d.id.get_num_chunks() < np.prod([-(-s // c) for s, c in zip(d.shape, d.chunks)])
+
+
+def test_resizable_append(tmp_path):
+    path = tmp_path / "grow.h5"
+    parts = [fz_samples.smooth((n, 12), "<i8", n) for n in (7, 30, 1, 19)]
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("g", shape=(0, 12), maxshape=(None, 12), dtype="<i8",
+                             chunks=(8, 12), **fz_kwargs())
+        for p in parts:
+            n = d.shape[0]
+            d.resize(n + p.shape[0], axis=0)
+            d[n:] = p
+    with h5py.File(path, "r") as f:
+        check_chunks_filtered(f["g"])
+        assert_same(f["g"][()], np.concatenate(parts))
+
+
+def test_hyperslab_reads(tmp_path):
+    a = fz_samples.smooth((13, 17, 19), ">f8", 2)
+    path = _roundtrip(tmp_path, a, (8, 8, 5))
+    with h5py.File(path, "r") as f:
+        d = f["d"]
+        assert_same(d[3:11, ::3, 17:], a[3:11, ::3, 17:])
+        assert_same(d[12, 16, 18], a[12, 16, 18])
+        assert_same(d[:, 5, :], a[:, 5, :])
+
+
+def test_filter_values_written(tmp_path):
+    path = _roundtrip(tmp_path, fz_samples.smooth((30,), "<i4"), (8,))
+    with h5py.File(path, "r") as f:
+        flags, values = fz_filter_values(f["d"])
+        # set_local rewrites the user values into the longer stored layout
+        assert len(values) > 1, values
+        assert all(0 <= v < 2**32 for v in values)
