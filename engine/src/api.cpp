@@ -1,0 +1,212 @@
+// The public API: validation, backend choice, frame assembly.
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "backend.hpp"
+#include "common/error.hpp"
+#include "frame.hpp"
+#include "fz/fz.hpp"
+#include "pipeline.hpp"
+#include "presets.hpp"
+#include "stage.hpp"
+#include "thread_pool.hpp"
+
+#ifndef FZ_VERSION_STRING
+#define FZ_VERSION_STRING "0.0.0"
+#endif
+
+namespace fz {
+namespace {
+
+// Streams inside one frame never exceed this multiple of the chunk (plus slack
+// for tiny chunks); a frame that claims more is hostile or corrupt.
+uint64_t stream_limit(uint64_t original_bytes) { return 2 * original_bytes + 65536; }
+
+// HDF5 chunks are limited to 4 GiB; so are our frames' decoded sizes, so that a
+// hostile frame cannot make us allocate more.
+constexpr uint64_t kMaxChunkBytes = uint64_t(1) << 32;
+
+uint64_t checked_elements(const std::vector<uint64_t>& dims) {
+  uint64_t n = 1;
+  for (uint64_t d : dims)
+    if (__builtin_mul_overflow(n, d, &n)) throw Error("chunk dimensions overflow 64 bits");
+  return n;
+}
+
+// Runs `body`, turning internal exceptions into fz::Error with context.
+template <typename F>
+auto translate_errors(const char* what, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const Error&) {
+    throw;
+  } catch (const FormatError& e) {
+    throw Error(std::string(what) + ": " + e.what());
+  } catch (const UsageError& e) {
+    throw Error(std::string(what) + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw Error(std::string(what) + ": out of memory");
+  } catch (const std::exception& e) {
+    throw Error(std::string(what) + ": " + e.what());
+  }
+}
+
+engine::Pipeline pipeline_from_frame(const FrameInfo& info) {
+  engine::Pipeline p;
+  for (const StageInfo& s : info.stages) {
+    auto stage = engine::parse_stage(s.type_id, ByteSpan(s.config));
+    if (stage->output_ports().size() != s.outputs)
+      throw FormatError("stage " + stage->name() + " records a wrong output count");
+    p.add(std::move(stage), s.inputs);
+  }
+  return p;
+}
+
+Bytes decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity, FrameInfo* info_out) {
+  engine::ParsedFrame parsed = engine::parse_frame(frame, frame_bytes);
+  const FrameInfo& info = parsed.info;
+  if (info.original_bytes > capacity)
+    throw FormatError("frame decodes to " + std::to_string(info.original_bytes) + " bytes, more than the " +
+                      std::to_string(capacity) + " allowed");
+  if (info_out) *info_out = info;
+  if (info.raw) return Bytes(parsed.stored[0].data, parsed.stored[0].data + parsed.stored[0].size);
+  engine::Pipeline pipeline = pipeline_from_frame(info);
+  auto exec = engine::make_pool_executor(0);
+  engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(info.original_bytes))};
+  Bytes out = pipeline.inverse(parsed.stored, ctx);
+  if (out.size() != info.original_bytes)
+    throw FormatError("frame decoded to " + std::to_string(out.size()) + " bytes instead of " +
+                      std::to_string(info.original_bytes));
+  return out;
+}
+
+}  // namespace
+
+const char* version() { return FZ_VERSION_STRING; }
+
+const char* preset_name(Preset p) {
+  switch (p) {
+    case Preset::Default: return "default";
+    case Preset::Lossless: return "lossless";
+    case Preset::Pfpl: return "pfpl";
+    case Preset::Fzgpu: return "fzgpu";
+    case Preset::Cusz: return "cusz";
+    case Preset::CuszHiTp: return "cuszhi-tp";
+    case Preset::CuszHiCr: return "cuszhi-cr";
+  }
+  return "unknown";
+}
+
+bool preset_is_lossy(Preset p) { return p != Preset::Default && p != Preset::Lossless; }
+
+bool preset_is_available(Preset p) { return p == Preset::Default || p == Preset::Lossless; }
+
+const char* mode_name(ErrorMode m) {
+  switch (m) {
+    case ErrorMode::Abs: return "abs";
+    case ErrorMode::Noa: return "noa";
+    case ErrorMode::Rel: return "rel";
+  }
+  return "unknown";
+}
+
+void validate(const Options& options, const DataType& dtype) {
+  if (static_cast<uint8_t>(options.preset) > static_cast<uint8_t>(Preset::CuszHiCr))
+    throw Error("unknown preset id " + std::to_string(static_cast<unsigned>(options.preset)) +
+                " (known: 0 default, 1 lossless, 2 pfpl, 3 fzgpu, 4 cusz, 5 cuszhi-tp, 6 cuszhi-cr)");
+  if (!preset_is_available(options.preset))
+    throw Error(std::string("preset '") + preset_name(options.preset) +
+                "' is not available in this build of H5Z-FZ (available: lossless)");
+  if (static_cast<uint8_t>(options.mode) > static_cast<uint8_t>(ErrorMode::Rel))
+    throw Error("unknown error-bound mode " + std::to_string(static_cast<unsigned>(options.mode)) +
+                " (known: 0 abs, 1 noa, 2 rel)");
+  if (preset_is_lossy(options.preset) && !(std::isfinite(options.bound) && options.bound > 0))
+    throw Error(std::string("preset '") + preset_name(options.preset) + "' needs a positive, finite error bound");
+  if (dtype.size == 0) throw Error("element size must be at least 1 byte");
+  if (static_cast<uint8_t>(dtype.element_class) > static_cast<uint8_t>(ElementClass::Float))
+    throw Error("unknown element class");
+  if (dtype.element_class == ElementClass::Float && dtype.size != 2 && dtype.size != 4 && dtype.size != 8)
+    throw Error("float elements must be 2, 4 or 8 bytes");
+  if (!options.fill_value.empty() && options.fill_value.size() != dtype.size)
+    throw Error("fill value size differs from the element size");
+}
+
+Bytes compress(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
+               const Options& options) {
+  return translate_errors("compress", [&]() -> Bytes {
+    validate(options, dtype);
+    if (bytes > 0 && data == nullptr) throw Error("null data pointer");
+    std::vector<uint64_t> dims = dims_in;
+    if (dims.empty()) {
+      if (bytes % dtype.size) throw Error("chunk size is not a multiple of the element size");
+      dims = {bytes / dtype.size};
+    }
+    if (dims.size() > engine::kMaxRank) throw Error("rank above 32");
+    uint64_t expected = 0;
+    if (__builtin_mul_overflow(checked_elements(dims), uint64_t(dtype.size), &expected) || expected != bytes)
+      throw Error("chunk holds " + std::to_string(bytes) + " bytes but dims x element size = " +
+                  std::to_string(expected));
+    if (bytes >= kMaxChunkBytes) throw Error("chunk larger than 4 GiB");
+
+    FrameInfo info;
+    info.preset = options.preset == Preset::Default ? Preset::Lossless : options.preset;
+    info.dtype = dtype;
+    info.dims = dims;
+    info.original_bytes = bytes;
+
+    Options effective = options;
+    effective.preset = info.preset;
+    engine::chosen_backend();
+    engine::Pipeline pipeline = engine::build_pipeline(dtype, effective);
+    auto exec = engine::make_pool_executor(options.threads);
+    engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
+    std::vector<Bytes> stored =
+        pipeline.forward(ByteSpan(static_cast<const uint8_t*>(data), bytes), ctx);
+    for (const auto& node : pipeline.nodes()) {
+      StageInfo s;
+      s.type_id = static_cast<uint16_t>(node.stage->type());
+      s.name = node.stage->name();
+      s.config = node.stage->config();
+      s.inputs = node.inputs;
+      s.outputs = node.output_count;
+      info.stages.push_back(std::move(s));
+    }
+    Bytes frame = engine::write_frame(info, stored);
+    if (frame.size() < bytes) return frame;
+    // Incompressible: store the chunk itself, so a frame is never more than a
+    // small fixed header larger than its chunk.
+    const auto* p = static_cast<const uint8_t*>(data);
+    info.flags = engine::kFlagRaw;
+    info.stages.clear();
+    return engine::write_frame(info, {Bytes(p, p + bytes)});
+  });
+}
+
+Decoded decompress(const void* frame, size_t frame_bytes) {
+  return translate_errors("decompress", [&]() -> Decoded {
+    Decoded d;
+    FrameInfo info;
+    d.data = decode_frame(static_cast<const uint8_t*>(frame), frame_bytes, kMaxChunkBytes, &info);
+    d.dtype = info.dtype;
+    d.dims = info.dims;
+    d.preset = info.preset;
+    return d;
+  });
+}
+
+size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t capacity) {
+  return translate_errors("decompress", [&]() -> size_t {
+    Bytes data = decode_frame(static_cast<const uint8_t*>(frame), frame_bytes, capacity, nullptr);
+    if (!data.empty()) std::memcpy(out, data.data(), data.size());
+    return data.size();
+  });
+}
+
+FrameInfo inspect(const void* frame, size_t frame_bytes) {
+  return translate_errors("inspect", [&]() -> FrameInfo {
+    return engine::parse_frame(static_cast<const uint8_t*>(frame), frame_bytes).info;
+  });
+}
+
+}  // namespace fz

@@ -1,0 +1,32 @@
+// The FZM frame: one compressed chunk, self-describing, versioned, checksummed.
+// docs/FORMAT.md defines every byte; keep the two in step.
+#pragma once
+
+#include <vector>
+
+#include "common/bytes.hpp"
+#include "fz/fz.hpp"
+
+namespace fz::engine {
+
+constexpr uint8_t kFrameMagic[4] = {'F', 'Z', 'M', 0};
+constexpr uint8_t kFormatMajor = 1;
+constexpr uint8_t kFormatMinor = 0;
+constexpr uint16_t kFlagRaw = 1u << 0;       // payload is the chunk itself, no stages
+constexpr uint16_t kKnownFlags = kFlagRaw;   // any other bit set: refuse (newer writer)
+constexpr size_t kMaxRank = 32;
+constexpr size_t kFixedHeaderBytes = 28;     // up to and excluding the dims
+
+// Serialises header + payload. Fills header_bytes, frame_bytes and both CRCs of `info`.
+Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored);
+
+struct ParsedFrame {
+  FrameInfo info;
+  std::vector<ByteSpan> stored;  // views into the frame, in payload order
+};
+
+// Parses and fully checks a frame (sizes, version, flags, CRC32C of header and
+// payload). Throws FormatError with a message naming what is wrong.
+ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes);
+
+}  // namespace fz::engine

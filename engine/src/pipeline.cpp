@@ -1,0 +1,95 @@
+#include "pipeline.hpp"
+
+#include <optional>
+#include <string>
+
+#include "common/error.hpp"
+
+namespace fz::engine {
+
+std::vector<uint8_t> Pipeline::add(std::unique_ptr<Stage> stage, std::vector<uint8_t> inputs) {
+  require_format(stage != nullptr, "pipeline: null stage");
+  if (inputs.size() != stage->input_ports().size())
+    throw FormatError("stage " + stage->name() + " needs " + std::to_string(stage->input_ports().size()) +
+                      " inputs, got " + std::to_string(inputs.size()));
+  for (uint8_t id : inputs) {
+    require_format(id < consumed_.size(), "pipeline: stage input refers to a buffer not produced yet");
+    require_format(!consumed_[id], "pipeline: a buffer feeds two stages");
+    consumed_[id] = true;
+  }
+  const size_t outputs = stage->output_ports().size();
+  require_format(consumed_.size() + outputs <= kMaxBuffers, "pipeline: too many buffers");
+  StageNode node;
+  node.first_output = static_cast<uint8_t>(consumed_.size());
+  node.output_count = static_cast<uint8_t>(outputs);
+  node.inputs = std::move(inputs);
+  node.stage = std::move(stage);
+  consumed_.resize(consumed_.size() + outputs, false);
+  std::vector<uint8_t> ids;
+  for (size_t i = 0; i < outputs; ++i) ids.push_back(static_cast<uint8_t>(node.first_output + i));
+  nodes_.push_back(std::move(node));
+  return ids;
+}
+
+std::vector<uint8_t> Pipeline::stored_buffers() const {
+  std::vector<uint8_t> ids;
+  for (size_t i = 0; i < consumed_.size(); ++i)
+    if (!consumed_[i]) ids.push_back(static_cast<uint8_t>(i));
+  return ids;
+}
+
+std::vector<Bytes> Pipeline::forward(ByteSpan chunk, const StageContext& ctx) const {
+  std::vector<Bytes> buffers(consumed_.size());
+  auto span_of = [&](uint8_t id) { return id == kChunk ? chunk : ByteSpan(buffers[id]); };
+  for (const StageNode& node : nodes_) {
+    std::vector<ByteSpan> in;
+    for (uint8_t id : node.inputs) in.push_back(span_of(id));
+    std::vector<Bytes> out;
+    node.stage->forward(in, out, ctx);
+    for (size_t i = 0; i < out.size(); ++i) buffers[node.first_output + i] = std::move(out[i]);
+    for (uint8_t id : node.inputs) Bytes().swap(buffers[id]);  // consumed: free early
+  }
+  std::vector<Bytes> stored;
+  for (uint8_t id : stored_buffers()) {
+    if (id == kChunk) {
+      stored.emplace_back(chunk.data, chunk.data + chunk.size);
+    } else {
+      stored.push_back(std::move(buffers[id]));
+    }
+  }
+  return stored;
+}
+
+Bytes Pipeline::inverse(std::vector<ByteSpan> stored, const StageContext& ctx) const {
+  const std::vector<uint8_t> stored_ids = stored_buffers();
+  require_format(stored.size() == stored_ids.size(), "frame stores the wrong number of buffers");
+  std::vector<std::optional<Bytes>> owned(consumed_.size());
+  std::vector<std::optional<ByteSpan>> view(consumed_.size());
+  for (size_t i = 0; i < stored_ids.size(); ++i) view[stored_ids[i]] = stored[i];
+
+  for (auto node = nodes_.rbegin(); node != nodes_.rend(); ++node) {
+    std::vector<ByteSpan> outs;
+    for (size_t i = 0; i < node->output_count; ++i) {
+      const auto& v = view[node->first_output + i];
+      require_format(v.has_value(), "pipeline: a stage output is missing");
+      outs.push_back(*v);
+    }
+    std::vector<Bytes> ins;
+    node->stage->inverse(outs, ins, ctx);
+    require_format(ins.size() == node->inputs.size(), "stage inverse produced the wrong number of streams");
+    for (size_t i = 0; i < node->output_count; ++i) {  // no longer needed
+      owned[node->first_output + i].reset();
+      view[node->first_output + i].reset();
+    }
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const uint8_t id = node->inputs[i];
+      owned[id] = std::move(ins[i]);
+      view[id] = ByteSpan(*owned[id]);
+    }
+  }
+  require_format(view[kChunk].has_value(), "pipeline does not rebuild the chunk");
+  if (owned[kChunk]) return std::move(*owned[kChunk]);
+  return Bytes(view[kChunk]->data, view[kChunk]->data + view[kChunk]->size);
+}
+
+}  // namespace fz::engine

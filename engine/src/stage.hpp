@@ -1,0 +1,70 @@
+// A pipeline stage: a pure transform from named input streams to named output
+// streams, with an exact inverse. Stages wrap kernels (kernels/<stage>/) and
+// carry the configuration that the frame records for them. Type ids are stable
+// forever (they are stored in files); docs/FORMAT.md lists them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/bytes.hpp"
+#include "common/executor.hpp"
+
+namespace fz::engine {
+
+enum class StageType : uint16_t {
+  BitShuffle = 1,
+  Rze = 2,
+  Rre = 3,
+  Tcms = 4,
+  DiffNb = 5,
+  Merge = 6,
+  ByteSwap = 7,
+};
+
+constexpr size_t kMaxStageConfigBytes = 128;
+
+struct StageContext {
+  const Executor& exec;
+  // No stream an inverse produces may be larger than this (hostile frames).
+  size_t max_stream_bytes;
+};
+
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  virtual StageType type() const = 0;
+  virtual std::string name() const = 0;
+  // At most kMaxStageConfigBytes; parse_stage() must accept exactly these bytes.
+  virtual Bytes config() const = 0;
+  virtual std::vector<std::string> input_ports() const { return {"in"}; }
+  virtual std::vector<std::string> output_ports() const { return {"out"}; }
+
+  // inputs.size() == input_ports().size(); fills outputs (one per output port).
+  virtual void forward(const std::vector<ByteSpan>& inputs, std::vector<Bytes>& outputs,
+                       const StageContext& ctx) const = 0;
+  // The exact inverse: from the forward outputs, rebuilds the forward inputs.
+  // Throws FormatError when the streams are malformed.
+  virtual void inverse(const std::vector<ByteSpan>& outputs, std::vector<Bytes>& inputs,
+                       const StageContext& ctx) const = 0;
+};
+
+// Rebuilds a stage from its stored type id and config; throws FormatError for an
+// unknown type (a frame from a newer version) or a config it does not accept.
+std::unique_ptr<Stage> parse_stage(uint16_t type_id, ByteSpan config);
+
+// The stages this build knows, by name, for tools.
+std::string stage_type_name(uint16_t type_id);
+
+// Constructors used by the presets.
+std::unique_ptr<Stage> make_bitshuffle(unsigned width);
+std::unique_ptr<Stage> make_rze(unsigned word_size);
+std::unique_ptr<Stage> make_rre(unsigned word_size);
+std::unique_ptr<Stage> make_tcms(unsigned width);
+std::unique_ptr<Stage> make_diffnb(unsigned width);
+std::unique_ptr<Stage> make_merge(unsigned parts);
+std::unique_ptr<Stage> make_byteswap(unsigned width);
+
+}  // namespace fz::engine

@@ -1,0 +1,82 @@
+// Stages that transform one stream of fixed-width words into one stream, with a
+// one-byte config holding the width: bit-shuffle, zigzag, difference/negabinary,
+// byte swap, and the two elimination coders.
+#include <functional>
+
+#include "bitshuffle/bitshuffle.hpp"
+#include "byteswap/byteswap.hpp"
+#include "common/error.hpp"
+#include "diffnb/diffnb.hpp"
+#include "rre/rre.hpp"
+#include "rze/rze.hpp"
+#include "stage.hpp"
+#include "tcms/tcms.hpp"
+
+namespace fz::engine {
+namespace {
+
+bool is_word_width(unsigned w) { return w == 1 || w == 2 || w == 4 || w == 8; }
+
+using Transform = void (*)(ByteSpan, unsigned, Bytes&, const Executor&);
+using Decoder = void (*)(ByteSpan, unsigned, Bytes&, size_t, const Executor&);
+
+// A one-in, one-out stage described by its kernels. Length-preserving kernels
+// take no output bound; the elimination decoders do (`decode_bounded`).
+class WordStage final : public Stage {
+ public:
+  WordStage(StageType type, const char* name, unsigned width, Transform encode, Transform decode,
+            Decoder decode_bounded)
+      : type_(type), name_(name), width_(width), encode_(encode), decode_(decode),
+        decode_bounded_(decode_bounded) {
+    if (!is_word_width(width)) throw UsageError(std::string(name) + ": width must be 1, 2, 4 or 8");
+  }
+  StageType type() const override { return type_; }
+  std::string name() const override { return name_ + std::to_string(width_); }
+  Bytes config() const override { return Bytes{static_cast<uint8_t>(width_)}; }
+
+  void forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const override {
+    out.resize(1);
+    encode_(in.at(0), width_, out[0], ctx.exec);
+  }
+  void inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const override {
+    in.resize(1);
+    if (decode_bounded_) {
+      decode_bounded_(out.at(0), width_, in[0], ctx.max_stream_bytes, ctx.exec);
+    } else {
+      require_format(out.at(0).size <= ctx.max_stream_bytes, "stream larger than the frame allows");
+      decode_(out.at(0), width_, in[0], ctx.exec);
+    }
+  }
+
+ private:
+  StageType type_;
+  std::string name_;
+  unsigned width_;
+  Transform encode_, decode_;
+  Decoder decode_bounded_;
+};
+
+void byteswap_apply(ByteSpan in, unsigned w, Bytes& out, const Executor& e) { byteswap::apply(in, w, out, e); }
+
+}  // namespace
+
+std::unique_ptr<Stage> make_bitshuffle(unsigned w) {
+  return std::make_unique<WordStage>(StageType::BitShuffle, "bitshuffle", w, bitshuffle::encode, bitshuffle::decode, nullptr);
+}
+std::unique_ptr<Stage> make_tcms(unsigned w) {
+  return std::make_unique<WordStage>(StageType::Tcms, "tcms", w, tcms::encode, tcms::decode, nullptr);
+}
+std::unique_ptr<Stage> make_diffnb(unsigned w) {
+  return std::make_unique<WordStage>(StageType::DiffNb, "diffnb", w, diffnb::encode, diffnb::decode, nullptr);
+}
+std::unique_ptr<Stage> make_byteswap(unsigned w) {
+  return std::make_unique<WordStage>(StageType::ByteSwap, "byteswap", w, byteswap_apply, byteswap_apply, nullptr);
+}
+std::unique_ptr<Stage> make_rze(unsigned w) {
+  return std::make_unique<WordStage>(StageType::Rze, "rze", w, rze::encode, nullptr, rze::decode);
+}
+std::unique_ptr<Stage> make_rre(unsigned w) {
+  return std::make_unique<WordStage>(StageType::Rre, "rre", w, rre::encode, nullptr, rre::decode);
+}
+
+}  // namespace fz::engine

@@ -1,0 +1,159 @@
+#include "thread_pool.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fz::engine {
+namespace {
+
+thread_local bool tls_inside_worker = false;
+
+struct Job {
+  size_t count = 0;
+  const std::function<void(size_t)>* body = nullptr;
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> finished{0};
+  unsigned helpers_wanted = 0;  // pool threads that may join, beyond the caller
+  unsigned helpers_joined = 0;  // guarded by the pool mutex
+  std::mutex error_mutex;
+  std::exception_ptr error;
+
+  // Runs items until none are left; returns when this thread has nothing more to take.
+  void work() {
+    for (;;) {
+      const size_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= count) return;
+      try {
+        (*body)(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+      finished.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+};
+
+class Pool {
+ public:
+  static Pool& instance() {
+    // Leaked on purpose: worker threads must outlive static destruction order
+    // problems when the plugin is unloaded at process exit.
+    static Pool* pool = new Pool();
+    return *pool;
+  }
+
+  void run(size_t count, const std::function<void(size_t)>& body, unsigned threads) {
+    if (count == 0) return;
+    if (threads <= 1 || count == 1 || tls_inside_worker) {
+      for (size_t i = 0; i < count; ++i) body(i);
+      return;
+    }
+    ensure_workers(threads - 1);
+    Job job;
+    job.count = count;
+    job.body = &body;
+    job.helpers_wanted = static_cast<unsigned>(std::min<size_t>(threads - 1, count - 1));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      jobs_.push_back(&job);
+    }
+    wake_.notify_all();
+    job.work();
+    {
+      // Unpublish before waiting so no new worker joins a finished job.
+      std::unique_lock<std::mutex> lock(mutex_);
+      jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
+      done_.wait(lock, [&] { return job.finished.load(std::memory_order_acquire) == count && active_on(&job) == 0; });
+    }
+    if (job.error) std::rethrow_exception(job.error);
+  }
+
+ private:
+  Pool() = default;
+
+  void ensure_workers(unsigned wanted) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (workers_.size() < wanted) {
+      workers_.emplace_back([this] { worker_loop(); });
+      workers_.back().detach();
+      active_.push_back(nullptr);
+    }
+  }
+
+  size_t active_on(const Job* job) const {
+    return static_cast<size_t>(std::count(active_.begin(), active_.end(), job));
+  }
+
+  void worker_loop() {
+    tls_inside_worker = true;
+    size_t slot;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      slot = next_slot_++;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      Job* job = nullptr;
+      wake_.wait(lock, [&] {
+        for (Job* j : jobs_)
+          if (j->helpers_joined < j->helpers_wanted && j->next.load(std::memory_order_relaxed) < j->count) {
+            job = j;
+            return true;
+          }
+        return false;
+      });
+      ++job->helpers_joined;
+      active_[slot] = job;
+      lock.unlock();
+      job->work();
+      lock.lock();
+      active_[slot] = nullptr;
+      done_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::deque<Job*> jobs_;
+  std::vector<std::thread> workers_;
+  std::vector<Job*> active_;  // which job each worker is running (by slot)
+  size_t next_slot_ = 0;
+};
+
+class PoolExecutor final : public Executor {
+ public:
+  explicit PoolExecutor(unsigned threads) : threads_(threads) {}
+  void parallel_for(size_t count, const std::function<void(size_t)>& body) const override {
+    Pool::instance().run(count, body, threads_);
+  }
+  unsigned concurrency() const override { return threads_; }
+
+ private:
+  unsigned threads_;
+};
+
+}  // namespace
+
+unsigned default_thread_count() {
+  if (const char* env = std::getenv("H5Z_FZ_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n > 0) return static_cast<unsigned>(std::min<long>(n, 1024));
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw ? hw : 1;
+}
+
+std::unique_ptr<Executor> make_pool_executor(unsigned threads) {
+  return std::make_unique<PoolExecutor>(threads ? threads : default_thread_count());
+}
+
+}  // namespace fz::engine

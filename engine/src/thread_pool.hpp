@@ -1,0 +1,20 @@
+// The CPU backend's worker threads: one process-wide pool, shared by every
+// engine call, that implements fz::Executor. Calls from several threads at once
+// are fine (each parallel_for is its own job); a parallel_for issued from inside
+// a worker runs inline, so nesting cannot deadlock.
+#pragma once
+
+#include <memory>
+
+#include "common/executor.hpp"
+
+namespace fz::engine {
+
+// An executor that uses at most `threads` threads (the caller included) of the
+// shared pool; 0 means the default (H5Z_FZ_THREADS, else all hardware threads).
+std::unique_ptr<Executor> make_pool_executor(unsigned threads);
+
+// H5Z_FZ_THREADS if set to a positive number, else std::thread::hardware_concurrency().
+unsigned default_thread_count();
+
+}  // namespace fz::engine
