@@ -138,14 +138,16 @@ std::string values_text(const std::vector<unsigned>& values) {
 }
 
 // The stored bytes of the first chunk, read past the filters, and its frame.
-void inspect_first_chunk(hid_t dataset, int rank, const std::vector<FilterEntry>& filters) {
+void inspect_first_chunk(hid_t dataset, hid_t space, int rank, const std::vector<FilterEntry>& filters) {
 #if H5_VERSION_GE(1, 10, 5)
+  // H5S_ALL is documented for these calls but mishandled by HDF5 1.10.x; the
+  // dataset's own dataspace is the documented workaround.
   hsize_t chunk_count = 0;
-  if (H5Dget_num_chunks(dataset, H5S_ALL, &chunk_count) < 0) {
+  if (H5Dget_num_chunks(dataset, space, &chunk_count) < 0) {
     std::printf("  chunks      cannot count the chunks\n");
     return;
   }
-  std::printf("  chunks      %llu allocated\n", static_cast<unsigned long long>(chunk_count));
+  std::printf("  chunks      %llu stored\n", static_cast<unsigned long long>(chunk_count));
   if (chunk_count == 0) return;
 
   // An optional filter that fails makes HDF5 store the chunk without it and set
@@ -160,7 +162,7 @@ void inspect_first_chunk(hid_t dataset, int rank, const std::vector<FilterEntry>
       unsigned mask = 0;
       haddr_t address = 0;
       hsize_t size = 0;
-      if (H5Dget_chunk_info(dataset, H5S_ALL, k, offset.data(), &mask, &address, &size) >= 0 &&
+      if (H5Dget_chunk_info(dataset, space, k, offset.data(), &mask, &address, &size) >= 0 &&
           (mask >> fz_index) & 1u)
         ++skipped;
     }
@@ -172,7 +174,7 @@ void inspect_first_chunk(hid_t dataset, int rank, const std::vector<FilterEntry>
   unsigned mask = 0;
   haddr_t address = 0;
   hsize_t stored_size = 0;
-  if (H5Dget_chunk_info(dataset, H5S_ALL, 0, offset.data(), &mask, &address, &stored_size) < 0) {
+  if (H5Dget_chunk_info(dataset, space, 0, offset.data(), &mask, &address, &stored_size) < 0) {
     std::printf("  first chunk cannot be located\n");
     return;
   }
@@ -202,7 +204,7 @@ void inspect_first_chunk(hid_t dataset, int rank, const std::vector<FilterEntry>
     std::printf("    bad FZM frame: %s\n", e.what());
   }
 #else
-  (void)dataset, (void)rank, (void)filters;
+  (void)dataset, (void)space, (void)rank, (void)filters;
   std::printf("  chunks      --chunks needs HDF5 >= 1.10.5 (H5Dget_chunk_info)\n");
 #endif
 }
@@ -234,7 +236,7 @@ void inspect_dataset(hid_t file, const std::string& path, bool with_chunks) {
     std::vector<hsize_t> chunk(rank > 0 ? rank : 1);
     int chunk_rank = H5Pget_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data());
     std::vector<uint64_t> chunk_shape(chunk.begin(), chunk.begin() + (chunk_rank > 0 ? chunk_rank : 0));
-    std::printf("  chunks      %s\n", shape_text(chunk_shape).c_str());
+    std::printf("  chunk shape %s\n", shape_text(chunk_shape).c_str());
     filters = filter_pipeline(dcpl.get());
   } else {
     std::printf("  layout      %s\n", layout == H5D_CONTIGUOUS ? "contiguous" : layout == H5D_COMPACT ? "compact" : "virtual/other");
@@ -259,7 +261,7 @@ void inspect_dataset(hid_t file, const std::string& path, bool with_chunks) {
   else
     std::printf("  stored      nothing allocated (%llu raw bytes)\n", static_cast<unsigned long long>(raw_bytes));
 
-  if (with_chunks && layout == H5D_CHUNKED) inspect_first_chunk(dataset.get(), rank, filters);
+  if (with_chunks && layout == H5D_CHUNKED) inspect_first_chunk(dataset.get(), space.get(), rank, filters);
 }
 
 }  // namespace

@@ -53,7 +53,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "h5fz: %s\n(try 'h5fz --help' or 'h5fz <command> --help')\n", e.what());
     return 2;
   } catch (const fz::Error& e) {
-    std::fprintf(stderr, "h5fz %s: %s\n", command.c_str(), e.what());
+    // The engine names the operation itself ("decompress: ..."); don't say it twice.
+    std::string message = e.what();
+    if (message.rfind(command + ": ", 0) == 0) message.erase(0, command.size() + 2);
+    std::fprintf(stderr, "h5fz %s: %s\n", command.c_str(), message.c_str());
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "h5fz %s: out of memory\n", command.c_str());
