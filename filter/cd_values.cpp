@@ -1,0 +1,326 @@
+#include "cd_values.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <tuple>
+
+namespace fz::filter {
+namespace {
+
+constexpr unsigned kLastPreset = static_cast<unsigned>(Preset::CuszHiCr);
+constexpr unsigned kLastMode = static_cast<unsigned>(ErrorMode::Rel);
+
+[[noreturn]] void fail(const std::string& message) { throw Error(message); }
+
+std::string preset_label(Preset preset) {
+  return std::to_string(static_cast<unsigned>(preset)) + " (" + preset_name(preset) + ")";
+}
+
+std::string known_presets() {
+  std::string list;
+  for (unsigned id = 0; id <= kLastPreset; ++id) {
+    if (!list.empty()) list += ", ";
+    list += std::to_string(id) + " " + preset_name(static_cast<Preset>(id));
+  }
+  return list;
+}
+
+std::string known_modes() {
+  std::string list;
+  for (unsigned id = 0; id <= kLastMode; ++id) {
+    if (!list.empty()) list += ", ";
+    list += std::to_string(id) + " " + mode_name(static_cast<ErrorMode>(id));
+  }
+  return list;
+}
+
+std::string format_double(double value) {
+  std::ostringstream out;
+  out.precision(17);
+  out << value;
+  return out.str();
+}
+
+Preset checked_preset(unsigned word, const char* where) {
+  if (word > kLastPreset) {
+    fail("unknown preset " + std::to_string(word) + " in " + where + " (known presets: " +
+         known_presets() + ")");
+  }
+  return static_cast<Preset>(word);
+}
+
+ErrorMode checked_mode(unsigned word, const char* where) {
+  if (word > kLastMode) {
+    fail("unknown error-bound mode " + std::to_string(word) + " in " + where + " (known modes: " +
+         known_modes() + ")");
+  }
+  return static_cast<ErrorMode>(word);
+}
+
+// The checks shared by both layouts once the fields are in place.
+void check_user_params(const UserParams& params) {
+  if (preset_is_lossy(params.preset)) {
+    if (!std::isfinite(params.bound) || !(params.bound > 0.0)) {
+      fail("preset " + preset_label(params.preset) +
+           " needs a positive finite error bound, but cd_values[2..3] hold " +
+           format_double(params.bound));
+    }
+  }
+  const size_t allowed = max_tuning_values(params.preset);
+  if (params.tuning.size() > allowed) {
+    if (allowed == 0) {
+      fail("preset " + preset_label(params.preset) + " takes no tuning values, but cd_values[4..] hold " +
+           std::to_string(params.tuning.size()));
+    }
+    fail("preset " + preset_label(params.preset) + " takes at most " + std::to_string(allowed) +
+         " tuning values, but cd_values[4..] hold " + std::to_string(params.tuning.size()));
+  }
+}
+
+// Fill value bytes travel in two words, byte i in bits 8*(i%4) of word i/4, so
+// the packing does not depend on the host's byte order.
+std::pair<unsigned, unsigned> pack_fill(const Bytes& fill) {
+  unsigned words[2] = {0, 0};
+  for (size_t i = 0; i < fill.size(); ++i) words[i / 4] |= static_cast<unsigned>(fill[i]) << (8 * (i % 4));
+  return {words[0], words[1]};
+}
+
+Bytes unpack_fill(unsigned low, unsigned high, size_t size) {
+  const unsigned words[2] = {low, high};
+  Bytes fill(size);
+  for (size_t i = 0; i < size; ++i) fill[i] = static_cast<uint8_t>(words[i / 4] >> (8 * (i % 4)));
+  return fill;
+}
+
+}  // namespace
+
+size_t max_tuning_values(Preset) { return 0; }
+
+FloatFields ieee_fields(unsigned size) {
+  switch (size) {
+    case 2: return {15, 10, 5, 0, 10, 15};
+    case 4: return {31, 23, 8, 0, 23, 127};
+    case 8: return {63, 52, 11, 0, 52, 1023};
+    default: return {};
+  }
+}
+
+std::pair<unsigned, unsigned> split_bound(double bound) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &bound, sizeof bits);
+  return {static_cast<unsigned>(bits & 0xFFFFFFFFu), static_cast<unsigned>(bits >> 32)};
+}
+
+double join_bound(unsigned low, unsigned high) {
+  const uint64_t bits = (static_cast<uint64_t>(high) << 32) | static_cast<uint64_t>(low);
+  double bound = 0.0;
+  std::memcpy(&bound, &bits, sizeof bound);
+  return bound;
+}
+
+bool is_stored_layout(const unsigned* cd, size_t n) { return n > 0 && cd != nullptr && cd[0] == kStoredMarker; }
+
+UserParams parse_user_layout(const unsigned* cd, size_t n) {
+  if (n > kMaxUserValues) {
+    fail(std::to_string(n) + " cd_values given; H5Z-FZ takes at most " + std::to_string(kMaxUserValues) +
+         " (preset, mode, bound low 32 bits, bound high 32 bits, then up to " +
+         std::to_string(kMaxTuningValues) + " tuning values)");
+  }
+  UserParams params;
+  if (n == 0) return params;  // no values: the default, lossless
+  params.preset = checked_preset(cd[kUserPreset], "cd_values[0]");
+  if (n > kUserMode) params.mode = checked_mode(cd[kUserMode], "cd_values[1]");
+  if (n == kUserBoundLow + 1) {
+    fail("3 cd_values given; the error bound takes two: cd_values[2] = low and cd_values[3] = high "
+         "32 bits of an IEEE-754 double");
+  }
+  if (n > kUserBoundHigh) {
+    params.bound = join_bound(cd[kUserBoundLow], cd[kUserBoundHigh]);
+  } else if (preset_is_lossy(params.preset)) {
+    fail("preset " + preset_label(params.preset) +
+         " is lossy and needs an error bound: cd_values = {preset, mode, bound low 32 bits, bound high "
+         "32 bits}");
+  }
+  if (n > kUserTuning) params.tuning.assign(cd + kUserTuning, cd + n);
+  check_user_params(params);
+  return params;
+}
+
+UserParams parse_any_layout(const unsigned* cd, size_t n) {
+  if (is_stored_layout(cd, n)) return decode_stored(cd, n).user;
+  return parse_user_layout(cd, n);
+}
+
+void require_available(Preset preset) {
+  if (preset_is_available(preset)) return;
+  std::string available;
+  for (unsigned id = 0; id <= kLastPreset; ++id) {
+    const Preset candidate = static_cast<Preset>(id);
+    if (!preset_is_available(candidate)) continue;
+    if (!available.empty()) available += ", ";
+    available += std::to_string(id) + " " + preset_name(candidate);
+  }
+  fail("preset " + preset_label(preset) + " is not available in this build of H5Z-FZ " + version() +
+       " (available: " + available + ")");
+}
+
+std::vector<unsigned> encode_stored(const StoredParams& params) {
+  const UserParams& user = params.user;
+  const DatasetInfo& dataset = params.dataset;
+  if (dataset.chunk_dims.size() > kMaxRank) fail("chunk rank " + std::to_string(dataset.chunk_dims.size()) + " is above 32");
+  if (user.tuning.size() > kMaxTuningValues) fail("too many tuning values");
+  if (dataset.fill_value.size() > kMaxFillBytes) fail("fill values above 8 bytes are not stored");
+  if (!dataset.fill_value.empty() && dataset.fill_value.size() != dataset.dtype.size) {
+    fail("the fill value is " + std::to_string(dataset.fill_value.size()) + " bytes, the element " +
+         std::to_string(dataset.dtype.size));
+  }
+  std::vector<unsigned> cd(kStoredFixedWords, 0u);
+  cd[kWordMarker] = kStoredMarker;
+  cd[kWordLayoutVersion] = kStoredLayoutVersion;
+  cd[kWordPreset] = static_cast<unsigned>(user.preset);
+  cd[kWordMode] = static_cast<unsigned>(user.mode);
+  std::tie(cd[kWordBoundLow], cd[kWordBoundHigh]) = split_bound(user.bound);
+  cd[kWordElementClass] = static_cast<unsigned>(dataset.dtype.element_class);
+  cd[kWordElementSize] = dataset.dtype.size;
+  cd[kWordByteOrder] = static_cast<unsigned>(dataset.dtype.order);
+  cd[kWordHdf5Class] = dataset.hdf5_class;
+  cd[kWordHdf5Sign] = dataset.hdf5_sign;
+  cd[kWordFloatSignPos] = dataset.float_fields.sign_pos;
+  cd[kWordFloatExpPos] = dataset.float_fields.exp_pos;
+  cd[kWordFloatExpSize] = dataset.float_fields.exp_size;
+  cd[kWordFloatMantPos] = dataset.float_fields.mant_pos;
+  cd[kWordFloatMantSize] = dataset.float_fields.mant_size;
+  cd[kWordFloatExpBias] = dataset.float_fields.exp_bias;
+  cd[kWordFillDefined] = dataset.fill_value.empty() ? 0u : 1u;
+  std::tie(cd[kWordFillLow], cd[kWordFillHigh]) = pack_fill(dataset.fill_value);
+  cd[kWordRank] = static_cast<unsigned>(dataset.chunk_dims.size());
+  cd[kWordTuningCount] = static_cast<unsigned>(user.tuning.size());
+  cd.insert(cd.end(), dataset.chunk_dims.begin(), dataset.chunk_dims.end());
+  cd.insert(cd.end(), user.tuning.begin(), user.tuning.end());
+  return cd;
+}
+
+StoredParams decode_stored(const unsigned* cd, size_t n) {
+  if (!is_stored_layout(cd, n)) fail("cd_values are not in the stored layout (no marker in cd_values[0])");
+  if (n < kStoredFixedWords) {
+    fail("stored cd_values are truncated: " + std::to_string(n) + " values, at least " +
+         std::to_string(kStoredFixedWords) + " expected");
+  }
+  if (cd[kWordLayoutVersion] != kStoredLayoutVersion) {
+    fail("stored cd_values layout version " + std::to_string(cd[kWordLayoutVersion]) +
+         " is not understood by this H5Z-FZ (it reads version " + std::to_string(kStoredLayoutVersion) +
+         "); upgrade the plugin");
+  }
+  const unsigned rank = cd[kWordRank];
+  const unsigned tuning = cd[kWordTuningCount];
+  if (rank > kMaxRank || tuning > kMaxTuningValues || n != kStoredFixedWords + rank + tuning) {
+    fail("stored cd_values are inconsistent: " + std::to_string(n) + " values for rank " +
+         std::to_string(rank) + " and " + std::to_string(tuning) + " tuning values");
+  }
+  StoredParams params;
+  UserParams& user = params.user;
+  user.preset = checked_preset(cd[kWordPreset], "stored cd_values[2]");
+  user.mode = checked_mode(cd[kWordMode], "stored cd_values[3]");
+  user.bound = join_bound(cd[kWordBoundLow], cd[kWordBoundHigh]);
+  user.tuning.assign(cd + kStoredFixedWords + rank, cd + n);
+  check_user_params(user);
+
+  DatasetInfo& dataset = params.dataset;
+  if (cd[kWordElementClass] > static_cast<unsigned>(ElementClass::Float)) {
+    fail("stored cd_values hold an unknown element class " + std::to_string(cd[kWordElementClass]));
+  }
+  if (cd[kWordElementSize] == 0) fail("stored cd_values hold an element size of 0");
+  if (cd[kWordByteOrder] > static_cast<unsigned>(ByteOrder::Big)) {
+    fail("stored cd_values hold an unknown byte order " + std::to_string(cd[kWordByteOrder]));
+  }
+  if (cd[kWordFillDefined] > 1) fail("stored cd_values hold a bad fill-value flag " + std::to_string(cd[kWordFillDefined]));
+  dataset.dtype.element_class = static_cast<ElementClass>(cd[kWordElementClass]);
+  dataset.dtype.size = cd[kWordElementSize];
+  dataset.dtype.order = static_cast<ByteOrder>(cd[kWordByteOrder]);
+  dataset.hdf5_class = cd[kWordHdf5Class];
+  dataset.hdf5_sign = cd[kWordHdf5Sign];
+  dataset.float_fields = {cd[kWordFloatSignPos], cd[kWordFloatExpPos],  cd[kWordFloatExpSize],
+                          cd[kWordFloatMantPos], cd[kWordFloatMantSize], cd[kWordFloatExpBias]};
+  if (cd[kWordFillDefined] == 1) {
+    if (dataset.dtype.size > kMaxFillBytes) {
+      fail("stored cd_values hold a fill value for a " + std::to_string(dataset.dtype.size) +
+           "-byte element (at most 8)");
+    }
+    dataset.fill_value = unpack_fill(cd[kWordFillLow], cd[kWordFillHigh], dataset.dtype.size);
+  }
+  dataset.chunk_dims.assign(cd + kStoredFixedWords, cd + kStoredFixedWords + rank);
+  return params;
+}
+
+std::vector<unsigned> user_cd_values(const UserParams& params) {
+  std::vector<unsigned> cd{static_cast<unsigned>(params.preset)};
+  if (!preset_is_lossy(params.preset) && params.tuning.empty()) return cd;
+  cd.push_back(static_cast<unsigned>(params.mode));
+  const auto [low, high] = split_bound(params.bound);
+  cd.push_back(low);
+  cd.push_back(high);
+  cd.insert(cd.end(), params.tuning.begin(), params.tuning.end());
+  return cd;
+}
+
+std::vector<unsigned> user_cd_values(const Options& options) { return user_cd_values(from_options(options)); }
+
+std::string h5repack_filter_argument(const Options& options, bool optional) {
+  const std::vector<unsigned> cd = user_cd_values(options);
+  std::string argument = "UD=" + std::to_string(kFilterId) + "," + (optional ? "1" : "0") + "," +
+                         std::to_string(cd.size());
+  for (unsigned word : cd) argument += "," + std::to_string(word);
+  return argument;
+}
+
+Options to_options(const UserParams& params) {
+  Options options;
+  options.preset = params.preset;
+  options.mode = params.mode;
+  options.bound = params.bound;
+  return options;
+}
+
+UserParams from_options(const Options& options) {
+  UserParams params;
+  params.preset = options.preset;
+  params.mode = options.mode;
+  params.bound = options.bound;
+  return params;
+}
+
+DataType bytes_type() { return {ElementClass::Opaque, 1, ByteOrder::Little}; }
+
+std::string describe(const DataType& dtype) {
+  const char* order = dtype.order == ByteOrder::Big ? " big-endian" : " little-endian";
+  const std::string bits = std::to_string(8 * static_cast<unsigned long>(dtype.size));
+  switch (dtype.element_class) {
+    case ElementClass::Float: return "float" + bits + order;
+    case ElementClass::Signed: return "int" + bits + (dtype.size > 1 ? order : "");
+    case ElementClass::Unsigned: return "uint" + bits + (dtype.size > 1 ? order : "");
+    case ElementClass::Opaque: break;
+  }
+  return "opaque " + std::to_string(dtype.size) + "-byte";
+}
+
+std::string describe(const UserParams& params) {
+  std::string text = "preset " + preset_label(params.preset);
+  if (preset_is_lossy(params.preset)) {
+    text += ", mode " + std::string(mode_name(params.mode)) + ", bound " + format_double(params.bound);
+  }
+  if (!params.tuning.empty()) text += ", " + std::to_string(params.tuning.size()) + " tuning values";
+  return text;
+}
+
+std::string describe(const StoredParams& params) {
+  std::string text = describe(params.user) + ", " + describe(params.dataset.dtype) + ", chunk ";
+  for (size_t i = 0; i < params.dataset.chunk_dims.size(); ++i) {
+    text += (i ? "x" : "") + std::to_string(params.dataset.chunk_dims[i]);
+  }
+  if (params.dataset.chunk_dims.empty()) text += "(none)";
+  if (!params.dataset.fill_value.empty()) text += ", fill value stored";
+  return text;
+}
+
+}  // namespace fz::filter

@@ -1,0 +1,153 @@
+// cd_values <-> fz::Options: the two layouts the H5Z-FZ filter understands
+// (docs/CD_VALUES.md describes them word by word). Pure code, no HDF5, so that
+// tools (h5fz params) and tests can build and check filter parameters.
+//
+// User layout (h5py compression_opts, h5repack UD=): what a person writes.
+//   [preset, mode, bound low 32 bits, bound high 32 bits, tuning...]
+// Stored layout: what set_local rewrites it into, adding what it learned from
+// HDF5 (element type, fill value, chunk shape). Starts with a marker and a
+// layout version, so a second set_local recognises it and rewrites it
+// idempotently. Word positions are stable forever: files carry them.
+//
+// Every function that checks something throws fz::Error with a message that
+// names the problem in words a user of h5py or h5repack can act on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fz/fz.hpp"
+
+namespace fz::filter {
+
+constexpr unsigned kFilterId = 32850;
+constexpr const char* kFilterName = "H5Z-FZ error-bounded compression";
+
+// User layout positions.
+constexpr size_t kUserPreset = 0;
+constexpr size_t kUserMode = 1;
+constexpr size_t kUserBoundLow = 2;
+constexpr size_t kUserBoundHigh = 3;
+constexpr size_t kUserTuning = 4;
+// h5repack accepts at most 20 values after UD=id,flag,n.
+constexpr size_t kMaxUserValues = 20;
+constexpr size_t kMaxTuningValues = kMaxUserValues - kUserTuning;
+
+// Stored layout positions (version 1).
+constexpr unsigned kStoredMarker = 0x5A46CD00u;  // "FZ" + "cd"; far above any preset id
+constexpr unsigned kStoredLayoutVersion = 1;
+enum StoredWord : size_t {
+  kWordMarker = 0,
+  kWordLayoutVersion = 1,
+  kWordPreset = 2,
+  kWordMode = 3,
+  kWordBoundLow = 4,
+  kWordBoundHigh = 5,
+  kWordElementClass = 6,   // fz::ElementClass
+  kWordElementSize = 7,    // bytes
+  kWordByteOrder = 8,      // fz::ByteOrder
+  kWordHdf5Class = 9,      // H5T_class_t, for the record (compound, enum, ...)
+  kWordHdf5Sign = 10,      // H5T_sign_t for integers (0 unsigned, 1 two's complement), else 0
+  kWordFloatSignPos = 11,  // H5Tget_fields, floats only (else 0)
+  kWordFloatExpPos = 12,
+  kWordFloatExpSize = 13,
+  kWordFloatMantPos = 14,
+  kWordFloatMantSize = 15,
+  kWordFloatExpBias = 16,  // H5Tget_ebias
+  kWordFillDefined = 17,   // 1 when the dataset has a user-defined fill value (element <= 8 bytes)
+  kWordFillLow = 18,       // fill value bytes 0..3 (byte i in bits 8*i)
+  kWordFillHigh = 19,      // fill value bytes 4..7
+  kWordRank = 20,
+  kWordTuningCount = 21,
+  kWordChunkDims = 22,     // rank words (slowest first), then the tuning words
+};
+constexpr size_t kStoredFixedWords = kWordChunkDims;
+constexpr size_t kMaxRank = 32;  // H5S_MAX_RANK
+constexpr size_t kMaxFillBytes = 8;
+constexpr size_t kMaxStoredValues = kStoredFixedWords + kMaxRank + kMaxTuningValues;
+
+// The user's choice: preset, mode, bound and tuning words.
+struct UserParams {
+  Preset preset = Preset::Default;
+  ErrorMode mode = ErrorMode::Abs;
+  double bound = 0.0;
+  std::vector<unsigned> tuning;
+};
+
+// IEEE-754 field layout as HDF5 describes it (H5Tget_fields, H5Tget_ebias).
+struct FloatFields {
+  unsigned sign_pos = 0, exp_pos = 0, exp_size = 0, mant_pos = 0, mant_size = 0, exp_bias = 0;
+  bool operator==(const FloatFields& o) const {
+    return sign_pos == o.sign_pos && exp_pos == o.exp_pos && exp_size == o.exp_size &&
+           mant_pos == o.mant_pos && mant_size == o.mant_size && exp_bias == o.exp_bias;
+  }
+};
+// The standard binary16/32/64 layout for an element of `size` bytes; all zero
+// for other sizes.
+FloatFields ieee_fields(unsigned size);
+
+// What set_local learned from HDF5 about the dataset.
+struct DatasetInfo {
+  DataType dtype;
+  unsigned hdf5_class = 0;
+  unsigned hdf5_sign = 0;
+  FloatFields float_fields;
+  Bytes fill_value;  // one element in the data's byte order; empty = none
+  std::vector<uint32_t> chunk_dims;
+};
+
+struct StoredParams {
+  UserParams user;
+  DatasetInfo dataset;
+};
+
+// The bound as two 32-bit words, bit for bit (cd[2] low, cd[3] high).
+std::pair<unsigned, unsigned> split_bound(double bound);
+double join_bound(unsigned low, unsigned high);
+
+// Parses and checks a user layout: count, known preset and mode, a positive
+// finite bound for lossy presets, no tuning a preset does not take. Does not
+// check that the preset is built in (see require_available). n == 0 is lossless.
+UserParams parse_user_layout(const unsigned* cd, size_t n);
+
+// True when cd starts with the stored layout's marker.
+bool is_stored_layout(const unsigned* cd, size_t n);
+
+// Either layout -> the user's choice (what a second set_local starts from).
+UserParams parse_any_layout(const unsigned* cd, size_t n);
+
+// Throws unless `preset` is implemented in this build (fz::preset_is_available).
+void require_available(Preset preset);
+
+// Stored layout encode/decode; decode checks marker, version, lengths and the
+// user fields, so a corrupt or future layout gives a message instead of garbage.
+std::vector<unsigned> encode_stored(const StoredParams& params);
+StoredParams decode_stored(const unsigned* cd, size_t n);
+
+// The user layout that selects `options` (h5py compression_opts, h5repack UD=):
+// lossless -> {preset}; lossy -> {preset, mode, bound low, bound high}.
+std::vector<unsigned> user_cd_values(const Options& options);
+std::vector<unsigned> user_cd_values(const UserParams& params);
+// "UD=32850,<flag>,<n>,<values...>" for h5repack -f.
+std::string h5repack_filter_argument(const Options& options, bool optional = false);
+
+// The engine options a user choice selects (fill value and threads left empty).
+Options to_options(const UserParams& params);
+UserParams from_options(const Options& options);
+
+// The element type HDF5 would describe for the 1-D byte fallback.
+DataType bytes_type();
+
+// One line describing a parameter set, for H5Z_FZ_VERBOSE and h5fz.
+std::string describe(const UserParams& params);
+std::string describe(const StoredParams& params);
+std::string describe(const DataType& dtype);
+
+// How many tuning words a preset takes (none today; each will get a
+// documented default when absent).
+size_t max_tuning_values(Preset preset);
+
+}  // namespace fz::filter

@@ -1,0 +1,218 @@
+#include "hdf5_binding.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "fz/fz.hpp"
+
+namespace fz::filter {
+
+struct Hdf5Api::ErrorIds {
+  std::mutex mutex;
+  bool attempted = false;
+  hid_t error_class = -1;
+  hid_t major = -1;
+  hid_t minors[4] = {-1, -1, -1, -1};
+};
+
+namespace {
+
+// Tables are created once per library and never freed: HDF5 flushes open
+// files from its own atexit handler, which runs after the destructors of
+// objects this plugin registered later, and may still call the filter then.
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::pair<const void*, Hdf5Api*>> tables;  // keyed by the caller object's load address
+};
+
+Registry& registry() {
+  static Registry* const instance = new Registry;
+  return *instance;
+}
+
+template <typename Pointer>
+bool resolve_one(void* handle, const char* name, Pointer& slot) {
+  slot = reinterpret_cast<Pointer>(dlsym(handle, name));
+  return slot != nullptr;
+}
+
+// Fills `api` from `handle`; false if any function is missing (an HDF5 older
+// than 1.8.15, or not HDF5 at all).
+bool resolve_all(void* handle, Hdf5Api& api) {
+  bool ok = true;
+  ok &= resolve_one(handle, "H5Pget_chunk", api.Pget_chunk);
+  ok &= resolve_one(handle, "H5Pget_filter_by_id2", api.Pget_filter_by_id2);
+  ok &= resolve_one(handle, "H5Pmodify_filter", api.Pmodify_filter);
+  ok &= resolve_one(handle, "H5Pget_nfilters", api.Pget_nfilters);
+  ok &= resolve_one(handle, "H5Pget_filter2", api.Pget_filter2);
+  ok &= resolve_one(handle, "H5Pfill_value_defined", api.Pfill_value_defined);
+  ok &= resolve_one(handle, "H5Pget_fill_value", api.Pget_fill_value);
+  ok &= resolve_one(handle, "H5Tget_class", api.Tget_class);
+  ok &= resolve_one(handle, "H5Tget_size", api.Tget_size);
+  ok &= resolve_one(handle, "H5Tget_sign", api.Tget_sign);
+  ok &= resolve_one(handle, "H5Tget_order", api.Tget_order);
+  ok &= resolve_one(handle, "H5Tget_fields", api.Tget_fields);
+  ok &= resolve_one(handle, "H5Tget_ebias", api.Tget_ebias);
+  ok &= resolve_one(handle, "H5Tis_variable_str", api.Tis_variable_str);
+  ok &= resolve_one(handle, "H5Tdetect_class", api.Tdetect_class);
+  ok &= resolve_one(handle, "H5Eregister_class", api.Eregister_class);
+  ok &= resolve_one(handle, "H5Ecreate_msg", api.Ecreate_msg);
+  ok &= resolve_one(handle, "H5Epush2", api.Epush2);
+  ok &= resolve_one(handle, "H5allocate_memory", api.allocate_memory);
+  ok &= resolve_one(handle, "H5free_memory", api.free_memory);
+  ok &= resolve_one(handle, "H5resize_memory", api.resize_memory);
+  return ok;
+}
+
+// dlopen of an object that is already loaded; the handle is kept (never
+// dlclosed) so the library cannot be unloaded under a cached table.
+void* open_loaded(const char* path) {
+  return dlopen(path != nullptr && path[0] != '\0' ? path : nullptr, RTLD_NOLOAD | RTLD_LAZY);
+}
+
+struct LoadedObject {
+  std::string path;  // empty for the main program
+  std::vector<std::pair<uintptr_t, uintptr_t>> segments;  // loaded address ranges
+
+  bool contains(const void* address) const {
+    const auto target = reinterpret_cast<uintptr_t>(address);
+    for (const auto& [start, end] : segments) {
+      if (target >= start && target < end) return true;
+    }
+    return false;
+  }
+};
+
+// Only records names and ranges: calling dlopen while dl_iterate_phdr holds
+// the loader's lock is not safe.
+int list_object(dl_phdr_info* info, size_t, void* data) {
+  auto* objects = static_cast<std::vector<LoadedObject>*>(data);
+  LoadedObject object;
+  object.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_LOAD) continue;
+    const uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+    object.segments.emplace_back(start, start + segment.p_memsz);
+  }
+  objects->push_back(std::move(object));
+  return 0;
+}
+
+// Path (as dlopen takes it; empty = main program) of a loaded object that
+// defines H5Pget_chunk, preferring the one that holds the caller (HDF5 linked
+// statically into a program) over the first one found.
+bool find_hdf5_object(const void* caller, std::string& path) {
+  std::vector<LoadedObject> objects;
+  dl_iterate_phdr(list_object, &objects);
+  bool found = false;
+  for (const LoadedObject& object : objects) {
+    void* handle = open_loaded(object.path.c_str());
+    if (handle == nullptr) continue;
+    void* symbol = dlsym(handle, "H5Pget_chunk");
+    dlclose(handle);
+    // dlsym also searches the object's dependencies: keep the object that
+    // actually defines the function.
+    if (symbol == nullptr || !object.contains(symbol)) continue;
+    if (!found || object.contains(caller)) {
+      found = true;
+      path = object.path;
+    }
+    if (object.contains(caller)) break;
+  }
+  return found;
+}
+
+Hdf5Api* bind(const void* caller, const char* caller_path) {
+  auto api = std::make_unique<Hdf5Api>();
+  void* handle = open_loaded(caller_path);
+  if (handle != nullptr && resolve_all(handle, *api)) {
+    api->library_path = caller_path != nullptr && caller_path[0] != '\0' ? caller_path : "(main program)";
+  } else {
+    if (handle != nullptr) dlclose(handle);
+    std::string path;
+    if (!find_hdf5_object(caller, path)) return nullptr;
+    handle = open_loaded(path.c_str());
+    if (handle == nullptr) return nullptr;
+    if (!resolve_all(handle, *api)) {
+      dlclose(handle);
+      return nullptr;
+    }
+    api->library_path = path.empty() ? "(main program)" : path;
+  }
+  api->errors = new Hdf5Api::ErrorIds;
+  return api.release();
+}
+
+}  // namespace
+
+const Hdf5Api* hdf5_api_for(const void* caller) {
+  Dl_info where{};
+  const void* key = nullptr;
+  const char* caller_path = nullptr;
+  if (dladdr(caller, &where) != 0) {
+    key = where.dli_fbase;
+    caller_path = where.dli_fname;
+  }
+  Registry& tables = registry();
+  std::lock_guard<std::mutex> lock(tables.mutex);
+  for (const auto& [object, api] : tables.tables) {
+    if (object == key) return api;
+  }
+  Hdf5Api* api = nullptr;
+  try {
+    api = bind(caller, caller_path);
+  } catch (...) {
+    api = nullptr;  // out of memory while binding: report as "no HDF5"
+  }
+  // A failed binding is not cached: a later call may come from a library
+  // loaded in the meantime.
+  if (api != nullptr) tables.tables.emplace_back(key, api);
+  return api;
+}
+
+void Hdf5Api::ensure_error_class() const {
+  std::lock_guard<std::mutex> lock(errors->mutex);
+  if (errors->attempted) return;
+  errors->attempted = true;
+  errors->error_class = Eregister_class("H5Z-FZ", "H5Z-FZ filter plugin", fz::version());
+  if (errors->error_class < 0) return;
+  errors->major = Ecreate_msg(errors->error_class, H5E_MAJOR, "H5Z-FZ filter");
+  errors->minors[static_cast<int>(Problem::BadParameters)] =
+      Ecreate_msg(errors->error_class, H5E_MINOR, "Invalid H5Z-FZ filter parameters");
+  errors->minors[static_cast<int>(Problem::Compress)] =
+      Ecreate_msg(errors->error_class, H5E_MINOR, "H5Z-FZ compression failed");
+  errors->minors[static_cast<int>(Problem::Decompress)] =
+      Ecreate_msg(errors->error_class, H5E_MINOR, "H5Z-FZ decompression failed");
+  errors->minors[static_cast<int>(Problem::Hdf5Call)] =
+      Ecreate_msg(errors->error_class, H5E_MINOR, "HDF5 call from H5Z-FZ failed");
+}
+
+void Hdf5Api::report(Problem problem, const char* function, int line, const std::string& message) const {
+  const std::string text = "H5Z-FZ: " + message;
+  hid_t minor = -1;
+  hid_t error_class = -1;
+  hid_t major = -1;
+  {
+    std::lock_guard<std::mutex> lock(errors->mutex);
+    error_class = errors->error_class;
+    major = errors->major;
+    minor = errors->minors[static_cast<int>(problem)];
+  }
+  if (error_class >= 0 && major >= 0 && minor >= 0 &&
+      Epush2(H5E_DEFAULT, __FILE__, function, static_cast<unsigned>(line), error_class, major, minor, "%s",
+             text.c_str()) >= 0) {
+    return;
+  }
+  std::fprintf(stderr, "%s\n", text.c_str());
+}
+
+}  // namespace fz::filter

@@ -1,0 +1,469 @@
+// The H5Z-FZ HDF5 filter plugin: H5PLget_plugin_type/info (the only exported
+// symbols), can_apply, set_local and the filter callback.
+//
+// Every entry point takes its caller's return address first, to bind to the
+// libhdf5 that called it (hdf5_binding.hpp), catches everything (no exception
+// crosses into C) and reports failures through H5Epush with a message.
+#include <H5PLextern.h>
+#include <hdf5.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cd_values.hpp"
+#include "fz/fz.hpp"
+#include "hdf5_binding.hpp"
+
+namespace fz::filter {
+namespace {
+
+using Problem = Hdf5Api::Problem;
+
+// A failure that an entry point reports and turns into its error return.
+struct Refusal {
+  Problem problem;
+  std::string message;
+};
+
+// HDF5 chunks are limited to 4 GiB - 1 bytes; a frame claiming more is hostile
+// and must not make the filter allocate it.
+constexpr uint64_t kMaxChunkBytes = 0xFFFFFFFFull;
+
+// Enough for any stored layout, and for noticing a user layout that is too long.
+constexpr size_t kCdCapacity = 256;
+
+bool verbose() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("H5Z_FZ_VERBOSE");
+    return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
+  }();
+  return enabled;
+}
+
+unsigned threads_from_environment() {
+  static const unsigned threads = [] {
+    const char* value = std::getenv("H5Z_FZ_THREADS");
+    if (value == nullptr || value[0] == '\0') return 0u;
+    char* end = nullptr;
+    const unsigned long parsed = std::strtoul(value, &end, 10);
+    if (end == value || *end != '\0' || parsed > 4096) {
+      if (verbose()) std::fprintf(stderr, "H5Z-FZ: ignoring H5Z_FZ_THREADS=%s (not a thread count)\n", value);
+      return 0u;
+    }
+    return static_cast<unsigned>(parsed);
+  }();
+  return threads;
+}
+
+// Prints a message the first time a given kind of decision is made.
+void say_once(std::atomic<bool>& said, const std::string& message) {
+  if (!verbose() || said.exchange(true)) return;
+  std::fprintf(stderr, "H5Z-FZ: %s\n", message.c_str());
+}
+
+std::string hdf5_failure(const char* function) { return std::string(function) + " failed"; }
+
+// ---- what set_local learns from HDF5 ----------------------------------------
+
+bool is_variable_length(const Hdf5Api& api, hid_t type) {
+  const H5T_class_t type_class = api.Tget_class(type);
+  if (type_class < 0) throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Tget_class")};
+  if (type_class == H5T_VLEN) return true;
+  if (type_class == H5T_STRING) {
+    const htri_t variable = api.Tis_variable_str(type);
+    if (variable < 0) throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Tis_variable_str")};
+    if (variable > 0) return true;
+  }
+  // Compounds and arrays may hold variable-length members (VL strings count
+  // as VLEN here: the library sees them as such below the top level).
+  const htri_t nested = api.Tdetect_class(type, H5T_VLEN);
+  if (nested < 0) throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Tdetect_class")};
+  return nested > 0;
+}
+
+void refuse_variable_length(const Hdf5Api& api, hid_t type) {
+  if (is_variable_length(api, type)) {
+    throw Refusal{Problem::BadParameters,
+                  "variable-length types (vlen sequences, variable-length strings, or compounds and "
+                  "arrays holding them) cannot be compressed by H5Z-FZ; use a fixed-size type"};
+  }
+}
+
+DatasetInfo learn_element(const Hdf5Api& api, hid_t type) {
+  DatasetInfo info;
+  const H5T_class_t type_class = api.Tget_class(type);
+  if (type_class < 0) throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Tget_class")};
+  const size_t size = api.Tget_size(type);
+  if (size == 0) throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Tget_size")};
+  if (size > std::numeric_limits<uint32_t>::max()) {
+    throw Refusal{Problem::BadParameters, "elements of " + std::to_string(size) + " bytes are too large"};
+  }
+  info.hdf5_class = static_cast<unsigned>(type_class);
+  info.dtype.size = static_cast<uint32_t>(size);
+  info.dtype.element_class = ElementClass::Opaque;
+  // H5Tget_order fails or says NONE/MIXED for types without one (opaque,
+  // compound of mixed members): those are plain bytes, little-endian by convention.
+  const H5T_order_t order = api.Tget_order(type);
+  info.dtype.order = order == H5T_ORDER_BE ? ByteOrder::Big : ByteOrder::Little;
+  const bool plain_order = order == H5T_ORDER_LE || order == H5T_ORDER_BE;
+
+  if (type_class == H5T_INTEGER) {
+    const H5T_sign_t sign = api.Tget_sign(type);
+    if (sign < 0) throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Tget_sign")};
+    info.hdf5_sign = static_cast<unsigned>(sign);
+    if (plain_order && (size == 1 || size == 2 || size == 4 || size == 8)) {
+      info.dtype.element_class = sign == H5T_SGN_2 ? ElementClass::Signed : ElementClass::Unsigned;
+    }
+  } else if (type_class == H5T_FLOAT) {
+    size_t sign_pos = 0, exp_pos = 0, exp_size = 0, mant_pos = 0, mant_size = 0;
+    if (api.Tget_fields(type, &sign_pos, &exp_pos, &exp_size, &mant_pos, &mant_size) < 0) {
+      throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Tget_fields")};
+    }
+    const size_t exp_bias = api.Tget_ebias(type);
+    info.float_fields = {static_cast<unsigned>(sign_pos), static_cast<unsigned>(exp_pos),
+                         static_cast<unsigned>(exp_size), static_cast<unsigned>(mant_pos),
+                         static_cast<unsigned>(mant_size), static_cast<unsigned>(exp_bias)};
+    // Only true IEEE binary16/32/64 is treated as numbers; other layouts
+    // (VAX order, bfloat16, x87 long double, custom fields) are kept bit-exact.
+    if (plain_order && info.float_fields == ieee_fields(static_cast<unsigned>(size))) {
+      info.dtype.element_class = ElementClass::Float;
+    }
+  } else if (!plain_order) {
+    info.dtype.order = ByteOrder::Little;
+  }
+  return info;
+}
+
+// The fill value matters for numbers (NOA range, exact storage of land masks);
+// only a user-defined one counts: the default fill (zero) is not a marker.
+Bytes learn_fill_value(const Hdf5Api& api, hid_t dcpl, hid_t type, const DataType& dtype) {
+  if (dtype.element_class == ElementClass::Opaque || dtype.size > kMaxFillBytes) return {};
+  H5D_fill_value_t status = H5D_FILL_VALUE_UNDEFINED;
+  if (api.Pfill_value_defined(dcpl, &status) < 0) {
+    throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Pfill_value_defined")};
+  }
+  if (status != H5D_FILL_VALUE_USER_DEFINED) return {};
+  Bytes fill(dtype.size);
+  // Asking in the dataset's own type gives the element in the data's byte order.
+  if (api.Pget_fill_value(dcpl, type, fill.data()) < 0) {
+    throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Pget_fill_value")};
+  }
+  return fill;
+}
+
+std::vector<uint32_t> learn_chunk(const Hdf5Api& api, hid_t dcpl) {
+  hsize_t dims[kMaxRank] = {};
+  const int rank = api.Pget_chunk(dcpl, static_cast<int>(kMaxRank), dims);
+  if (rank < 0) throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Pget_chunk")};
+  std::vector<uint32_t> chunk;
+  for (int i = 0; i < rank && i < static_cast<int>(kMaxRank); ++i) {
+    if (dims[i] > std::numeric_limits<uint32_t>::max()) {
+      throw Refusal{Problem::BadParameters, "chunk dimension " + std::to_string(dims[i]) + " is above 2^32-1"};
+    }
+    chunk.push_back(static_cast<uint32_t>(dims[i]));
+  }
+  return chunk;
+}
+
+// Our filter's cd_values and flags as stored in the dataset creation list.
+std::vector<unsigned> read_own_cd_values(const Hdf5Api& api, hid_t dcpl, unsigned& flags) {
+  std::vector<unsigned> cd(kCdCapacity, 0u);
+  size_t count = cd.size();
+  if (api.Pget_filter_by_id2(dcpl, static_cast<H5Z_filter_t>(kFilterId), &flags, &count, cd.data(), 0, nullptr,
+                             nullptr) < 0) {
+    throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Pget_filter_by_id2")};
+  }
+  if (count > cd.size()) {
+    throw Refusal{Problem::BadParameters, std::to_string(count) + " cd_values given; H5Z-FZ takes at most " +
+                                              std::to_string(kMaxUserValues)};
+  }
+  cd.resize(count);
+  return cd;
+}
+
+// Lossy quantization of bytes another filter rearranged (h5py's shuffle=True
+// puts shuffle first) would be garbage: a lossy preset must come first.
+void refuse_lossy_after_other_filter(const Hdf5Api& api, hid_t dcpl, Preset preset) {
+  if (!preset_is_lossy(preset)) return;
+  const int count = api.Pget_nfilters(dcpl);
+  if (count < 0) throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Pget_nfilters")};
+  std::string first_name;
+  H5Z_filter_t first_id = -1;
+  for (int index = 0; index < count; ++index) {
+    unsigned flags = 0;
+    size_t no_values = 0;
+    char name[128] = {};
+    const H5Z_filter_t id = api.Pget_filter2(dcpl, static_cast<unsigned>(index), &flags, &no_values, nullptr,
+                                             sizeof name, name, nullptr);
+    if (id < 0) throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Pget_filter2")};
+    if (id == static_cast<H5Z_filter_t>(kFilterId)) {
+      if (index == 0) return;
+      throw Refusal{Problem::BadParameters,
+                    "lossy preset " + std::to_string(static_cast<unsigned>(preset)) + " (" + preset_name(preset) +
+                        ") must be the first filter of the pipeline, but filter " + std::to_string(first_id) +
+                        (first_name.empty() ? "" : " (" + first_name + ")") +
+                        " comes before it; remove it (h5py: shuffle=False) or use the lossless preset"};
+    }
+    if (index == 0) {
+      first_id = id;
+      first_name.assign(name, strnlen(name, sizeof name));
+    }
+  }
+}
+
+// ---- the callbacks ------------------------------------------------------------
+
+[[noreturn]] void rethrow_as_refusal(Problem problem) {
+  try {
+    throw;
+  } catch (const Refusal&) {
+    throw;
+  } catch (const Error& e) {
+    throw Refusal{problem, e.what()};
+  } catch (const std::bad_alloc&) {
+    throw Refusal{problem, "out of memory"};
+  } catch (const std::exception& e) {
+    throw Refusal{problem, e.what()};
+  } catch (...) {
+    throw Refusal{problem, "unknown error"};
+  }
+}
+
+htri_t can_apply(const Hdf5Api& api, hid_t, hid_t type, hid_t) {
+  refuse_variable_length(api, type);
+  return 1;
+}
+
+herr_t set_local(const Hdf5Api& api, hid_t dcpl, hid_t type, hid_t) {
+  refuse_variable_length(api, type);
+  unsigned flags = 0;
+  const std::vector<unsigned> cd = read_own_cd_values(api, dcpl, flags);
+  StoredParams params;
+  try {
+    params.user = parse_any_layout(cd.data(), cd.size());
+    require_available(params.user.preset);
+  } catch (...) {
+    rethrow_as_refusal(Problem::BadParameters);
+  }
+  refuse_lossy_after_other_filter(api, dcpl, params.user.preset);
+  params.dataset = learn_element(api, type);
+  params.dataset.fill_value = learn_fill_value(api, dcpl, type, params.dataset.dtype);
+  params.dataset.chunk_dims = learn_chunk(api, dcpl);
+  std::vector<unsigned> stored;
+  try {
+    Options options = to_options(params.user);
+    options.fill_value = params.dataset.fill_value;
+    validate(options, params.dataset.dtype);
+    stored = encode_stored(params);
+  } catch (...) {
+    rethrow_as_refusal(Problem::BadParameters);
+  }
+  if (api.Pmodify_filter(dcpl, static_cast<H5Z_filter_t>(kFilterId), flags, stored.size(), stored.data()) < 0) {
+    throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Pmodify_filter")};
+  }
+  if (verbose()) {
+    std::fprintf(stderr, "H5Z-FZ: dataset set up: %s (HDF5 %s)\n", describe(params).c_str(),
+                 api.library_path.c_str());
+  }
+  return 0;
+}
+
+// Replaces HDF5's chunk buffer with `bytes` in a buffer HDF5's own allocator
+// made, since HDF5 frees it.
+size_t hand_back(const Hdf5Api& api, const void* bytes, size_t size, size_t* buf_size, void** buf) {
+  void* replacement = api.allocate_memory(size, false);
+  if (replacement == nullptr) throw std::bad_alloc();
+  std::memcpy(replacement, bytes, size);
+  api.free_memory(*buf);
+  *buf = replacement;
+  *buf_size = size;
+  return size;
+}
+
+std::atomic<bool> said_compress{false};
+std::atomic<bool> said_bytes_fallback{false};
+std::atomic<bool> said_decompress{false};
+
+size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], size_t nbytes, size_t* buf_size,
+                      void** buf) {
+  StoredParams params;
+  try {
+    params = decode_stored(cd, cd_count);
+  } catch (...) {
+    rethrow_as_refusal(Problem::BadParameters);
+  }
+  try {
+    Options options = to_options(params.user);
+    options.fill_value = params.dataset.fill_value;
+    options.threads = threads_from_environment();
+    DataType dtype = params.dataset.dtype;
+    std::vector<uint64_t> dims(params.dataset.chunk_dims.begin(), params.dataset.chunk_dims.end());
+    uint64_t expected = dtype.size;
+    for (uint64_t extent : dims) expected *= extent;
+    if (dims.empty() || expected != nbytes) {
+      // Another filter ran first and changed the size: the elements are gone,
+      // only bytes are left, and bytes are compressed losslessly.
+      say_once(said_bytes_fallback, "chunk of " + std::to_string(nbytes) + " bytes does not match the chunk shape (" +
+                                        std::to_string(expected) + " bytes): compressed losslessly as bytes");
+      dtype = bytes_type();
+      dims = {static_cast<uint64_t>(nbytes)};
+      options.preset = Preset::Lossless;
+      options.fill_value.clear();
+    }
+    say_once(said_compress, "compressing chunks: " + describe(params) + ", threads " +
+                                (options.threads ? std::to_string(options.threads) : std::string("default")));
+    const Bytes frame = compress(*buf, nbytes, dtype, dims, options);
+    return hand_back(api, frame.data(), frame.size(), buf_size, buf);
+  } catch (...) {
+    rethrow_as_refusal(Problem::Compress);
+  }
+}
+
+size_t decompress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], size_t nbytes, size_t* buf_size,
+                        void** buf) {
+  void* output = nullptr;
+  try {
+    const FrameInfo info = inspect(*buf, nbytes);
+    if (info.original_bytes > kMaxChunkBytes) {
+      throw Error("frame claims " + std::to_string(info.original_bytes) +
+                  " decoded bytes, more than an HDF5 chunk can hold");
+    }
+    // The frame alone says how to decode it; the dataset's parameters are a
+    // cross-check, skipped when they are not a layout this version reads.
+    if (is_stored_layout(cd, cd_count)) {
+      bool understood = true;
+      StoredParams params;
+      try {
+        params = decode_stored(cd, cd_count);
+      } catch (const Error&) {
+        understood = false;
+      }
+      if (understood && !(info.dtype == bytes_type())) {
+        uint64_t expected = params.dataset.dtype.size;
+        for (uint32_t extent : params.dataset.chunk_dims) expected *= extent;
+        if (info.dtype.size != params.dataset.dtype.size) {
+          throw Error("frame holds " + std::to_string(info.dtype.size) + "-byte elements but the dataset's are " +
+                      std::to_string(params.dataset.dtype.size) + " bytes");
+        }
+        if (info.original_bytes != expected) {
+          throw Error("frame decodes to " + std::to_string(info.original_bytes) + " bytes but a chunk of this dataset is " +
+                      std::to_string(expected) + " bytes");
+        }
+      }
+    }
+    say_once(said_decompress, "decompressing chunks (frame format " + std::to_string(info.version_major) + "." +
+                                  std::to_string(info.version_minor) + ", preset " + preset_name(info.preset) + ", " +
+                                  describe(info.dtype) + ")");
+    const size_t size = static_cast<size_t>(info.original_bytes);
+    output = api.allocate_memory(size > 0 ? size : 1, false);
+    if (output == nullptr) throw std::bad_alloc();
+    const size_t decoded = decompress_into(*buf, nbytes, output, size);
+    if (decoded != size) {
+      throw Error("frame decoded to " + std::to_string(decoded) + " bytes, its header says " + std::to_string(size));
+    }
+    api.free_memory(*buf);
+    *buf = output;
+    *buf_size = size;
+    return size;
+  } catch (...) {
+    if (output != nullptr) api.free_memory(output);
+    rethrow_as_refusal(Problem::Decompress);
+  }
+}
+
+// Binds, registers the error class, runs `body` and turns any failure into
+// `failure` plus a message on HDF5's error stack.
+template <typename Result, typename Body>
+Result guarded(const void* caller, const char* function, int line, Result failure, Body&& body) noexcept {
+  const Hdf5Api* api = hdf5_api_for(caller);
+  if (api == nullptr) {
+    std::fprintf(stderr, "H5Z-FZ: %s: cannot find the HDF5 library that called the filter\n", function);
+    return failure;
+  }
+  try {
+    api->ensure_error_class();
+    return body(*api);
+  } catch (const Refusal& refusal) {
+    try {
+      api->report(refusal.problem, function, line, refusal.message);
+    } catch (...) {
+      std::fprintf(stderr, "H5Z-FZ: %s\n", refusal.message.c_str());
+    }
+  } catch (...) {
+    // Only Refusal escapes the bodies; anything else is out of memory while
+    // building a message.
+    std::fprintf(stderr, "H5Z-FZ: %s failed (out of memory)\n", function);
+  }
+  return failure;
+}
+
+// __builtin_return_address must be taken in the function HDF5 calls, so the
+// entry points stay out of line.
+__attribute__((noinline)) htri_t fz_can_apply(hid_t dcpl, hid_t type, hid_t space) {
+  return guarded(__builtin_return_address(0), "H5Z-FZ can_apply", __LINE__, htri_t{-1},
+                 [&](const Hdf5Api& api) {
+                   try {
+                     return can_apply(api, dcpl, type, space);
+                   } catch (...) {
+                     rethrow_as_refusal(Problem::BadParameters);
+                   }
+                 });
+}
+
+__attribute__((noinline)) herr_t fz_set_local(hid_t dcpl, hid_t type, hid_t space) {
+  return guarded(__builtin_return_address(0), "H5Z-FZ set_local", __LINE__, herr_t{-1},
+                 [&](const Hdf5Api& api) {
+                   try {
+                     return set_local(api, dcpl, type, space);
+                   } catch (...) {
+                     rethrow_as_refusal(Problem::BadParameters);
+                   }
+                 });
+}
+
+__attribute__((noinline)) size_t fz_filter(unsigned flags, size_t cd_count, const unsigned cd[],
+                                                      size_t nbytes, size_t* buf_size, void** buf) {
+  return guarded(__builtin_return_address(0), "H5Z-FZ filter", __LINE__, size_t{0}, [&](const Hdf5Api& api) {
+    if (buf == nullptr || *buf == nullptr || buf_size == nullptr) {
+      throw Refusal{Problem::BadParameters, "the filter was called without a buffer"};
+    }
+    if (flags & H5Z_FLAG_REVERSE) return decompress_chunk(api, cd_count, cd, nbytes, buf_size, buf);
+    return compress_chunk(api, cd_count, cd, nbytes, buf_size, buf);
+  });
+}
+
+const H5Z_class2_t kFilterClass = {
+    H5Z_CLASS_T_VERS,
+    static_cast<H5Z_filter_t>(kFilterId),
+    1,  // encoder present
+    1,  // decoder present
+    kFilterName,
+    fz_can_apply,
+    fz_set_local,
+    fz_filter,
+};
+
+}  // namespace
+}  // namespace fz::filter
+
+extern "C" __attribute__((visibility("default"))) H5PL_type_t H5PLget_plugin_type(void) { return H5PL_TYPE_FILTER; }
+
+extern "C" __attribute__((visibility("default"), noinline)) const void* H5PLget_plugin_info(void) {
+  // Binding here, once, makes a missing or too old HDF5 visible when the
+  // plugin is loaded rather than at the first chunk.
+  if (fz::filter::hdf5_api_for(__builtin_return_address(0)) == nullptr) {
+    std::fprintf(stderr,
+                 "H5Z-FZ: no HDF5 library (1.8.15 or later) found in this process; the filter is not registered\n");
+    return nullptr;
+  }
+  return &fz::filter::kFilterClass;
+}
