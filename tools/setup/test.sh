@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# THE test command of H5Z-FZ (README, .ci/run): installs what is missing, builds,
+# runs GoogleTest (CPU labels), the sanitizer build and its tests, every libFuzzer
+# target for a bounded time, and pytest under three HDF5 versions. Runs every
+# step even when an earlier one failed, prints a summary, exits non-zero when
+# anything failed.
+#
+#   FZ_FUZZ_SECONDS   seconds per fuzz target (default 20; 0 skips fuzzing)
+#   FZ_SKIP           space-separated steps to skip: deps build ctest asan fuzz pytest
+#   FZ_JOBS           parallel build/test jobs (default: cores)
+#   FZ_CMAKE_ARGS     extra CMake arguments for the main build
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$FZ_REPO"
+
+FZ_FUZZ_SECONDS="${FZ_FUZZ_SECONDS:-20}"
+FZ_SKIP=" ${FZ_SKIP:-} "
+ASAN_DIR="$FZ_REPO/build-asan"
+FUZZ_DIR="$FZ_REPO/build-fuzz"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+declare -a SUMMARY=()
+FAILED=0
+PASSED=0
+T0=$SECONDS
+
+# step NAME FUNCTION: runs FUNCTION in a subshell with errexit on, records the result.
+step() {
+  local name="$1" fn="$2" start=$SECONDS rc
+  if [[ "$FZ_SKIP" == *" ${name%%:*} "* ]]; then
+    SUMMARY+=("$(printf '%-28s %-6s %5s' "$name" SKIP -)"); return 0
+  fi
+  fz_say "[$name]"
+  set +e
+  ( set -euo pipefail; "$fn" )
+  rc=$?
+  set -e
+  local secs=$((SECONDS - start))
+  if ((rc == 0)); then
+    PASSED=$((PASSED + 1)); SUMMARY+=("$(printf '%-28s %-6s %4ss' "$name" PASS "$secs")")
+  else
+    FAILED=$((FAILED + 1)); SUMMARY+=("$(printf '%-28s %-6s %4ss  (exit %d)' "$name" FAIL "$secs" "$rc")")
+    fz_say "[$name] FAILED (exit $rc)"
+  fi
+  return 0
+}
+
+do_deps() { bash tools/setup/deps.sh; }
+do_build() { bash tools/setup/build.sh; }
+do_ctest() { ctest --test-dir "$FZ_BUILD_DIR" -L cpu --output-on-failure --no-tests=error -j "$FZ_JOBS"; }
+
+do_asan_build() {
+  cmake -S . -B "$ASAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DFZ_SANITIZE=ON -DFZ_ENABLE_CUDA=OFF -DFZ_BUILD_TOOLS=OFF
+  cmake --build "$ASAN_DIR" -j "$FZ_JOBS"
+}
+do_asan_ctest() { ctest --test-dir "$ASAN_DIR" -L cpu --output-on-failure --no-tests=error -j "$FZ_JOBS"; }
+
+do_fuzz_build() {
+  cmake -S . -B "$FUZZ_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DFZ_FUZZ=ON -DFZ_BUILD_TESTS=OFF -DFZ_ENABLE_CUDA=OFF
+  cmake --build "$FUZZ_DIR" -j "$FZ_JOBS"
+}
+do_fuzz_run() {
+  local fuzzers=() f name corpus failed=0
+  mapfile -t fuzzers < <(find "$FUZZ_DIR" -type f -name '*_fuzz' -perm -u+x | sort)
+  ((${#fuzzers[@]})) || { echo "no *_fuzz executables in $FUZZ_DIR"; return 1; }
+  if [[ "$FZ_FUZZ_SECONDS" == 0 ]]; then echo "FZ_FUZZ_SECONDS=0: built, not run"; return 0; fi
+  for f in "${fuzzers[@]}"; do
+    name="$(basename "$f")"
+    corpus="$FUZZ_DIR/corpus/$name"   # kept between runs; crashes go to $FUZZ_DIR/crash-*
+    mkdir -p "$corpus"
+    fz_note "$name: ${FZ_FUZZ_SECONDS}s"
+    if "$f" "$corpus" -max_total_time="$FZ_FUZZ_SECONDS" -timeout=20 -rss_limit_mb=2048 \
+         -print_final_stats=1 -artifact_prefix="$FUZZ_DIR/$name-" >"$FUZZ_DIR/$name.log" 2>&1; then
+      grep -E '^stat::number_of_executed_units' "$FUZZ_DIR/$name.log" | sed "s/^/    $name /" || true
+    else
+      echo "---- $name FAILED; last lines of $FUZZ_DIR/$name.log:"; tail -n 60 "$FUZZ_DIR/$name.log"
+      failed=1
+    fi
+  done
+  return "$failed"
+}
+
+pytest_under() {
+  local py="$1"
+  echo "python: $py ($(fz_h5py_version "$py" || echo 'no h5py'))"
+  HDF5_PLUGIN_PATH="$FZ_BUILD_DIR/plugin" FZ_REQUIRE_ALL_PY=1 \
+  FZ_PY_A="$(fz_python_a)" FZ_PY_B="$(fz_python_b)" FZ_PY_C="$(fz_python_c)" \
+    "$py" -m pytest -p no:cacheprovider -q -rfEs tests/python
+}
+do_pytest_a() { pytest_under "$(fz_python_a)"; }
+do_pytest_b() { pytest_under "$(fz_python_b)"; }
+do_pytest_c() { pytest_under "$(fz_python_c)"; }
+
+step deps do_deps
+step build do_build
+step ctest do_ctest
+step asan:build do_asan_build
+step asan:ctest do_asan_ctest
+step fuzz:build do_fuzz_build
+step fuzz:run do_fuzz_run
+step "pytest:A (HDF5 2.0)" do_pytest_a
+step "pytest:B (HDF5 1.14)" do_pytest_b
+step "pytest:C (HDF5 1.10)" do_pytest_c
+
+echo
+echo "================ H5Z-FZ test summary ($((SECONDS - T0))s) ================"
+printf '%s\n' "${SUMMARY[@]}"
+echo "steps: $PASSED passed, $FAILED failed"
+((FAILED == 0))
