@@ -22,6 +22,7 @@ enum class StageType : uint16_t {
   DiffNb = 5,
   Merge = 6,
   ByteSwap = 7,
+  ByteTranspose = 8,
 };
 
 constexpr size_t kMaxStageConfigBytes = 128;
@@ -66,5 +67,6 @@ std::unique_ptr<Stage> make_tcms(unsigned width);
 std::unique_ptr<Stage> make_diffnb(unsigned width);
 std::unique_ptr<Stage> make_merge(unsigned parts);
 std::unique_ptr<Stage> make_byteswap(unsigned width);
+std::unique_ptr<Stage> make_bytetranspose(uint32_t element_size);
 
 }  // namespace fz::engine

@@ -33,6 +33,7 @@ std::string stage_type_name(uint16_t type_id) {
     case StageType::DiffNb: return "diffnb";
     case StageType::Merge: return "merge";
     case StageType::ByteSwap: return "byteswap";
+    case StageType::ByteTranspose: return "bytetranspose";
   }
   return "unknown-" + std::to_string(type_id);
 }
@@ -48,6 +49,9 @@ std::unique_ptr<Stage> parse_stage(uint16_t type_id, ByteSpan config) {
     case StageType::DiffNb: return build(make_diffnb, single_byte_config(config, n), n);
     case StageType::Merge: return build(make_merge, single_byte_config(config, n), n);
     case StageType::ByteSwap: return build(make_byteswap, single_byte_config(config, n), n);
+    case StageType::ByteTranspose:
+      if (config.size != 4) throw FormatError("bytetranspose stage: config must be 4 bytes");
+      return build(make_bytetranspose, load_le<uint32_t>(config.data), n);
   }
   throw FormatError("unknown stage type " + std::to_string(type_id) +
                     ": the frame was written by a newer version of H5Z-FZ");
