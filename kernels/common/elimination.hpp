@@ -20,6 +20,9 @@
 // repeats the previous byte, starting from 0), then place the kept words (RZE:
 // dropped words are 0; RRE: a dropped word repeats the previous word, from 0).
 // A decoder rejects a stream whose sizes, popcounts or padding bits disagree.
+// It does not reject a kept byte or word equal to what dropping it would give
+// (encoders never write one; the stream still has one meaning): CPU and CUDA
+// decoders must accept such streams alike.
 #pragma once
 
 #include <cstddef>
