@@ -179,39 +179,47 @@ const Hdf5Api* hdf5_api_for(const void* caller) {
   return api;
 }
 
+namespace {
+
+void register_error_class(const Hdf5Api& api, Hdf5Api::ErrorIds& errors) {
+  using Problem = Hdf5Api::Problem;
+  errors.attempted = true;
+  errors.error_class = api.Eregister_class("H5Z-FZ", "H5Z-FZ filter plugin", fz::version());
+  if (errors.error_class < 0) return;
+  errors.major = api.Ecreate_msg(errors.error_class, H5E_MAJOR, "H5Z-FZ filter");
+  errors.minors[static_cast<int>(Problem::BadParameters)] =
+      api.Ecreate_msg(errors.error_class, H5E_MINOR, "Invalid H5Z-FZ filter parameters");
+  errors.minors[static_cast<int>(Problem::Compress)] =
+      api.Ecreate_msg(errors.error_class, H5E_MINOR, "H5Z-FZ compression failed");
+  errors.minors[static_cast<int>(Problem::Decompress)] =
+      api.Ecreate_msg(errors.error_class, H5E_MINOR, "H5Z-FZ decompression failed");
+  errors.minors[static_cast<int>(Problem::Hdf5Call)] =
+      api.Ecreate_msg(errors.error_class, H5E_MINOR, "HDF5 call from H5Z-FZ failed");
+}
+
+bool push(const Hdf5Api& api, const Hdf5Api::ErrorIds& errors, Hdf5Api::Problem problem, const char* function,
+          int line, const std::string& text) {
+  const hid_t minor = errors.minors[static_cast<int>(problem)];
+  if (errors.error_class < 0 || errors.major < 0 || minor < 0) return false;
+  return api.Epush2(H5E_DEFAULT, __FILE__, function, static_cast<unsigned>(line), errors.error_class, errors.major,
+                    minor, "%s", text.c_str()) >= 0;
+}
+
+}  // namespace
+
 void Hdf5Api::ensure_error_class() const {
   std::lock_guard<std::mutex> lock(errors->mutex);
-  if (errors->attempted) return;
-  errors->attempted = true;
-  errors->error_class = Eregister_class("H5Z-FZ", "H5Z-FZ filter plugin", fz::version());
-  if (errors->error_class < 0) return;
-  errors->major = Ecreate_msg(errors->error_class, H5E_MAJOR, "H5Z-FZ filter");
-  errors->minors[static_cast<int>(Problem::BadParameters)] =
-      Ecreate_msg(errors->error_class, H5E_MINOR, "Invalid H5Z-FZ filter parameters");
-  errors->minors[static_cast<int>(Problem::Compress)] =
-      Ecreate_msg(errors->error_class, H5E_MINOR, "H5Z-FZ compression failed");
-  errors->minors[static_cast<int>(Problem::Decompress)] =
-      Ecreate_msg(errors->error_class, H5E_MINOR, "H5Z-FZ decompression failed");
-  errors->minors[static_cast<int>(Problem::Hdf5Call)] =
-      Ecreate_msg(errors->error_class, H5E_MINOR, "HDF5 call from H5Z-FZ failed");
+  if (!errors->attempted) register_error_class(*this, *errors);
 }
 
 void Hdf5Api::report(Problem problem, const char* function, int line, const std::string& message) const {
   const std::string text = "H5Z-FZ: " + message;
-  hid_t minor = -1;
-  hid_t error_class = -1;
-  hid_t major = -1;
-  {
-    std::lock_guard<std::mutex> lock(errors->mutex);
-    error_class = errors->error_class;
-    major = errors->major;
-    minor = errors->minors[static_cast<int>(problem)];
-  }
-  if (error_class >= 0 && major >= 0 && minor >= 0 &&
-      Epush2(H5E_DEFAULT, __FILE__, function, static_cast<unsigned>(line), error_class, major, minor, "%s",
-             text.c_str()) >= 0) {
-    return;
-  }
+  std::lock_guard<std::mutex> lock(errors->mutex);
+  if (push(*this, *errors, problem, function, line, text)) return;
+  // The ids die with H5close; a program that reopens the library (the plugin
+  // stays loaded) needs them registered again.
+  register_error_class(*this, *errors);
+  if (push(*this, *errors, problem, function, line, text)) return;
   std::fprintf(stderr, "%s\n", text.c_str());
 }
 

@@ -250,11 +250,15 @@ herr_t set_local(const Hdf5Api& api, hid_t dcpl, hid_t type, hid_t) {
   StoredParams params;
   try {
     params.user = parse_any_layout(cd.data(), cd.size());
-    require_available(params.user.preset);
   } catch (...) {
     rethrow_as_refusal(Problem::BadParameters);
   }
   refuse_lossy_after_other_filter(api, dcpl, params.user.preset);
+  try {
+    require_available(params.user.preset);
+  } catch (...) {
+    rethrow_as_refusal(Problem::BadParameters);
+  }
   params.dataset = learn_element(api, type);
   params.dataset.fill_value = learn_fill_value(api, dcpl, type, params.dataset.dtype);
   params.dataset.chunk_dims = learn_chunk(api, dcpl);
