@@ -36,7 +36,8 @@ Bytes smooth_words(size_t n, unsigned width, uint64_t seed) {
   uint64_t value = rng();
   for (size_t i = 0; i + width <= n; i += width) {
     value += (rng() % 17) - 8;
-    for (unsigned k = 0; k < width; ++k) b[i + k] = static_cast<uint8_t>(value >> (8 * k));
+    // Wider elements (compound) repeat the 8 value bytes.
+    for (unsigned k = 0; k < width; ++k) b[i + k] = static_cast<uint8_t>(value >> (8 * (k % 8)));
   }
   return b;
 }
