@@ -169,7 +169,7 @@ std::vector<unsigned> encode_stored(const StoredParams& params) {
   const UserParams& user = params.user;
   const DatasetInfo& dataset = params.dataset;
   if (dataset.chunk_dims.size() > kMaxRank) fail("chunk rank " + std::to_string(dataset.chunk_dims.size()) + " is above 32");
-  if (user.tuning.size() > kMaxTuningValues) fail("too many tuning values");
+  check_user_params(user);
   if (dataset.fill_value.size() > kMaxFillBytes) fail("fill values above 8 bytes are not stored");
   if (!dataset.fill_value.empty() && dataset.fill_value.size() != dataset.dtype.size) {
     fail("the fill value is " + std::to_string(dataset.fill_value.size()) + " bytes, the element " +

@@ -1,0 +1,471 @@
+// fz_filter_core: the user and stored cd_values layouts, their checks and
+// messages, and the pinned word positions files depend on.
+#include "cd_values.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fz::filter {
+namespace {
+
+using ::testing::HasSubstr;
+
+uint64_t bits_of(double value) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+double double_of(uint64_t bits) {
+  double value = 0.0;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+std::vector<unsigned> lossy_user(Preset preset, ErrorMode mode, double bound) {
+  const auto [low, high] = split_bound(bound);
+  return {static_cast<unsigned>(preset), static_cast<unsigned>(mode), low, high};
+}
+
+// The message a parse of `cd` fails with ("" when it succeeds).
+std::string user_layout_error(const std::vector<unsigned>& cd) {
+  try {
+    parse_user_layout(cd.data(), cd.size());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string stored_layout_error(const std::vector<unsigned>& cd) {
+  try {
+    decode_stored(cd.data(), cd.size());
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+StoredParams float32_params() {
+  StoredParams params;
+  params.user.preset = Preset::Lossless;
+  params.dataset.dtype = DataType::of<float>();
+  params.dataset.hdf5_class = 1;  // H5T_FLOAT
+  params.dataset.float_fields = ieee_fields(4);
+  params.dataset.chunk_dims = {16, 50};
+  return params;
+}
+
+void expect_same(const StoredParams& a, const StoredParams& b) {
+  EXPECT_EQ(a.user.preset, b.user.preset);
+  EXPECT_EQ(a.user.mode, b.user.mode);
+  EXPECT_EQ(bits_of(a.user.bound), bits_of(b.user.bound));
+  EXPECT_EQ(a.user.tuning, b.user.tuning);
+  EXPECT_EQ(a.dataset.dtype, b.dataset.dtype);
+  EXPECT_EQ(a.dataset.hdf5_class, b.dataset.hdf5_class);
+  EXPECT_EQ(a.dataset.hdf5_sign, b.dataset.hdf5_sign);
+  EXPECT_EQ(a.dataset.float_fields, b.dataset.float_fields);
+  EXPECT_EQ(a.dataset.fill_value, b.dataset.fill_value);
+  EXPECT_EQ(a.dataset.chunk_dims, b.dataset.chunk_dims);
+}
+
+// ---- the bound as two words ---------------------------------------------------
+
+TEST(Bound, SplitsLowWordFirst) {
+  EXPECT_EQ(split_bound(1.0), std::make_pair(0u, 0x3FF00000u));
+  EXPECT_EQ(split_bound(-2.0), std::make_pair(0u, 0xC0000000u));
+  const auto [low, high] = split_bound(1e-3);  // 0x3F50624DD2F1A9FC
+  EXPECT_EQ(low, 0xD2F1A9FCu);
+  EXPECT_EQ(high, 0x3F50624Du);
+  EXPECT_EQ(join_bound(0xD2F1A9FCu, 0x3F50624Du), 1e-3);
+}
+
+TEST(Bound, RoundTripsEveryBitPattern) {
+  std::mt19937_64 random(20240611);
+  std::vector<uint64_t> patterns = {
+      0, bits_of(-0.0), bits_of(std::numeric_limits<double>::denorm_min()),
+      bits_of(std::numeric_limits<double>::min()), bits_of(std::numeric_limits<double>::max()),
+      bits_of(std::numeric_limits<double>::infinity()), bits_of(-std::numeric_limits<double>::infinity()),
+      0x7FF8000000000001ull, 0xFFF0000000000001ull, 0xFFFFFFFFFFFFFFFFull, bits_of(0.1), bits_of(1e-300)};
+  for (int i = 0; i < 100000; ++i) patterns.push_back(random());
+  for (double decade = 1e-12; decade < 1e12; decade *= 10) patterns.push_back(bits_of(decade));
+  for (uint64_t pattern : patterns) {
+    const auto [low, high] = split_bound(double_of(pattern));
+    EXPECT_EQ(static_cast<uint64_t>(low) | (static_cast<uint64_t>(high) << 32), pattern);
+    ASSERT_EQ(bits_of(join_bound(low, high)), pattern);
+  }
+}
+
+// ---- user layout ----------------------------------------------------------------
+
+TEST(UserLayout, NoValuesIsLossless) {
+  const UserParams params = parse_user_layout(nullptr, 0);
+  EXPECT_EQ(params.preset, Preset::Default);
+  EXPECT_FALSE(preset_is_lossy(params.preset));
+  EXPECT_TRUE(params.tuning.empty());
+}
+
+TEST(UserLayout, LosslessForms) {
+  for (const std::vector<unsigned>& cd : std::vector<std::vector<unsigned>>{{0}, {1}, {1, 0}, {1, 2}, {1, 0, 0, 0}}) {
+    const UserParams params = parse_user_layout(cd.data(), cd.size());
+    EXPECT_EQ(static_cast<unsigned>(params.preset), cd[0]);
+    if (cd.size() > 1) {
+      EXPECT_EQ(static_cast<unsigned>(params.mode), cd[1]);
+    }
+  }
+}
+
+TEST(UserLayout, LossyPresetsTakeEveryModeAndBound) {
+  for (unsigned preset = 2; preset <= 6; ++preset) {
+    for (unsigned mode = 0; mode <= 2; ++mode) {
+      for (double bound : {1e-6, 0.5, 3.0, 1e30, std::numeric_limits<double>::denorm_min()}) {
+        const auto cd = lossy_user(static_cast<Preset>(preset), static_cast<ErrorMode>(mode), bound);
+        const UserParams params = parse_user_layout(cd.data(), cd.size());
+        EXPECT_EQ(static_cast<unsigned>(params.preset), preset);
+        EXPECT_EQ(static_cast<unsigned>(params.mode), mode);
+        EXPECT_EQ(bits_of(params.bound), bits_of(bound));
+        const Options options = to_options(params);
+        EXPECT_EQ(options.preset, params.preset);
+        EXPECT_EQ(options.mode, params.mode);
+        EXPECT_EQ(bits_of(options.bound), bits_of(bound));
+      }
+    }
+  }
+}
+
+TEST(UserLayout, RefusesUnknownPreset) {
+  EXPECT_THAT(user_layout_error({7}), HasSubstr("unknown preset 7 in cd_values[0]"));
+  EXPECT_THAT(user_layout_error({7}), HasSubstr("1 lossless"));
+  EXPECT_THAT(user_layout_error({0xFFFFFFFFu, 0, 0, 0}), HasSubstr("unknown preset 4294967295"));
+}
+
+TEST(UserLayout, RefusesUnknownMode) {
+  EXPECT_THAT(user_layout_error({1, 3}), HasSubstr("unknown error-bound mode 3 in cd_values[1]"));
+  EXPECT_THAT(user_layout_error(lossy_user(Preset::Pfpl, static_cast<ErrorMode>(9), 1.0)),
+              HasSubstr("unknown error-bound mode 9"));
+}
+
+TEST(UserLayout, RefusesHalfABound) {
+  EXPECT_THAT(user_layout_error({1, 0, 5}), HasSubstr("3 cd_values given; the error bound takes two"));
+  EXPECT_THAT(user_layout_error({2, 0, 5}), HasSubstr("3 cd_values given"));
+}
+
+TEST(UserLayout, RefusesLossyWithoutBound) {
+  EXPECT_THAT(user_layout_error({2}), HasSubstr("preset 2 (pfpl) is lossy and needs an error bound"));
+  EXPECT_THAT(user_layout_error({4, 1}), HasSubstr("preset 4 (cusz) is lossy and needs an error bound"));
+}
+
+TEST(UserLayout, RefusesBoundsThatAreNotPositiveAndFinite) {
+  for (double bound : {0.0, -0.0, -1e-3, std::numeric_limits<double>::infinity(),
+                       -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    EXPECT_THAT(user_layout_error(lossy_user(Preset::Fzgpu, ErrorMode::Abs, bound)),
+                HasSubstr("preset 3 (fzgpu) needs a positive finite error bound"))
+        << bound;
+  }
+  EXPECT_THAT(user_layout_error(lossy_user(Preset::Pfpl, ErrorMode::Rel, -0.25)), HasSubstr("hold -0.25"));
+}
+
+TEST(UserLayout, LosslessIgnoresTheBound) {
+  // h5repack's UD=32850,0,4,1,0,0,0 style: a zero bound with the lossless preset.
+  const auto cd = lossy_user(Preset::Lossless, ErrorMode::Abs, -1.0);
+  EXPECT_EQ(user_layout_error(cd), "");
+}
+
+TEST(UserLayout, RefusesTooManyValues) {
+  std::vector<unsigned> cd(21, 1u);
+  EXPECT_THAT(user_layout_error(cd), HasSubstr("21 cd_values given; H5Z-FZ takes at most 20"));
+  cd.resize(300);
+  EXPECT_THAT(user_layout_error(cd), HasSubstr("300 cd_values given"));
+}
+
+TEST(UserLayout, RefusesTuningNoPresetTakesYet) {
+  std::vector<unsigned> cd = {1, 0, 0, 0, 5};
+  EXPECT_THAT(user_layout_error(cd), HasSubstr("preset 1 (lossless) takes no tuning values, but cd_values[4..] hold 1"));
+  cd = lossy_user(Preset::Cusz, ErrorMode::Abs, 1.0);
+  cd.insert(cd.end(), 16, 0u);
+  EXPECT_THAT(user_layout_error(cd), HasSubstr("takes no tuning values, but cd_values[4..] hold 16"));
+}
+
+TEST(UserLayout, IsNotStored) {
+  const std::vector<unsigned> cd = {1, 0, 0, 0};
+  EXPECT_FALSE(is_stored_layout(cd.data(), cd.size()));
+  EXPECT_FALSE(is_stored_layout(nullptr, 0));
+}
+
+// ---- availability ---------------------------------------------------------------
+
+TEST(Availability, LosslessIsAlwaysBuilt) {
+  EXPECT_NO_THROW(require_available(Preset::Default));
+  EXPECT_NO_THROW(require_available(Preset::Lossless));
+}
+
+TEST(Availability, UnbuiltPresetIsRefusedByName) {
+  for (unsigned id = 2; id <= 6; ++id) {
+    const Preset preset = static_cast<Preset>(id);
+    if (preset_is_available(preset)) continue;
+    try {
+      require_available(preset);
+      FAIL() << "preset " << id << " accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(std::string(e.what()),
+                  HasSubstr("preset " + std::to_string(id) + " (" + preset_name(preset) + ") is not available"));
+      EXPECT_THAT(std::string(e.what()), HasSubstr("1 lossless"));
+    }
+    return;
+  }
+  GTEST_SKIP() << "every preset is available in this build";
+}
+
+// ---- stored layout --------------------------------------------------------------
+
+TEST(StoredLayout, WordPositionsArePinned) {
+  // Files carry these words: a change here breaks every file already written.
+  StoredParams params;
+  params.user.preset = Preset::Pfpl;
+  params.user.mode = ErrorMode::Noa;
+  params.user.bound = 1e-3;
+  params.dataset.dtype = {ElementClass::Float, 8, ByteOrder::Big};
+  params.dataset.hdf5_class = 1;
+  params.dataset.float_fields = ieee_fields(8);
+  params.dataset.fill_value = {1, 2, 3, 4, 5, 6, 7, 8};
+  params.dataset.chunk_dims = {7, 91, 300};
+  const std::vector<unsigned> expected = {
+      0x5A46CD00u, 1,           // marker, layout version
+      2, 1,                     // preset, mode
+      0xD2F1A9FCu, 0x3F50624Du, // bound low, high
+      3, 8, 1,                  // element class, size, byte order
+      1, 0,                     // HDF5 class, sign
+      63, 52, 11, 0, 52, 1023,  // IEEE fields and bias
+      1, 0x04030201u, 0x08070605u,  // fill value
+      3, 0,                     // rank, tuning count
+      7, 91, 300};              // chunk dims
+  EXPECT_EQ(encode_stored(params), expected);
+  EXPECT_TRUE(is_stored_layout(expected.data(), expected.size()));
+  expect_same(decode_stored(expected.data(), expected.size()), params);
+}
+
+TEST(StoredLayout, RoundTripsManyDatasets) {
+  std::vector<StoredParams> cases;
+  cases.push_back(float32_params());
+  {
+    StoredParams p = float32_params();
+    p.user.preset = Preset::CuszHiCr;
+    p.user.mode = ErrorMode::Rel;
+    p.user.bound = 0.125;
+    p.dataset.dtype = {ElementClass::Float, 2, ByteOrder::Little};
+    p.dataset.float_fields = ieee_fields(2);
+    p.dataset.fill_value = {0x00, 0x7C};
+    cases.push_back(p);
+  }
+  {
+    StoredParams p;
+    p.dataset.dtype = {ElementClass::Signed, 2, ByteOrder::Little};
+    p.dataset.hdf5_class = 0;
+    p.dataset.hdf5_sign = 1;
+    p.dataset.fill_value = {0xF9, 0xFF};
+    p.dataset.chunk_dims = {1000};
+    cases.push_back(p);
+  }
+  {
+    StoredParams p;
+    p.user.preset = Preset::Default;
+    p.dataset.dtype = {ElementClass::Opaque, 12, ByteOrder::Little};
+    p.dataset.hdf5_class = 6;  // compound
+    p.dataset.chunk_dims = {30};
+    cases.push_back(p);
+  }
+  {
+    StoredParams p;
+    p.dataset.dtype = {ElementClass::Unsigned, 1, ByteOrder::Little};
+    p.dataset.fill_value = {0xAB};
+    cases.push_back(p);  // rank 0: no chunk dims
+  }
+  {
+    StoredParams p = float32_params();
+    p.dataset.chunk_dims.assign(kMaxRank, 0xFFFFFFFFu);
+    cases.push_back(p);
+  }
+  for (const StoredParams& params : cases) {
+    const std::vector<unsigned> cd = encode_stored(params);
+    EXPECT_EQ(cd.size(), kStoredFixedWords + params.dataset.chunk_dims.size());
+    EXPECT_LE(cd.size(), kMaxStoredValues);
+    expect_same(decode_stored(cd.data(), cd.size()), params);
+  }
+}
+
+TEST(StoredLayout, SecondSetLocalRewritesIdempotently) {
+  // What set_local does: user choice from whatever layout is there, plus what
+  // HDF5 says about the dataset; running it on its own output changes nothing.
+  StoredParams first = float32_params();
+  const auto user = lossy_user(Preset::Pfpl, ErrorMode::Abs, 0.01);
+  first.user = parse_any_layout(user.data(), user.size());
+  const std::vector<unsigned> once = encode_stored(first);
+
+  StoredParams second = float32_params();
+  second.user = parse_any_layout(once.data(), once.size());
+  const std::vector<unsigned> twice = encode_stored(second);
+  EXPECT_EQ(once, twice);
+
+  // A rechunk (h5repack -l) keeps the user's choice and takes the new shape.
+  StoredParams rechunked = float32_params();
+  rechunked.dataset.chunk_dims = {4, 4, 4};
+  rechunked.user = parse_any_layout(once.data(), once.size());
+  const std::vector<unsigned> moved = encode_stored(rechunked);
+  const StoredParams decoded = decode_stored(moved.data(), moved.size());
+  EXPECT_EQ(decoded.dataset.chunk_dims, (std::vector<uint32_t>{4, 4, 4}));
+  EXPECT_EQ(bits_of(decoded.user.bound), bits_of(0.01));
+  EXPECT_EQ(user_cd_values(decoded.user), user);
+}
+
+TEST(StoredLayout, FillBytesDoNotDependOnTheHost) {
+  StoredParams params;
+  params.dataset.dtype = {ElementClass::Signed, 4, ByteOrder::Big};
+  params.dataset.fill_value = {0x12, 0x34, 0x56, 0x78};
+  const std::vector<unsigned> cd = encode_stored(params);
+  EXPECT_EQ(cd[kWordFillDefined], 1u);
+  EXPECT_EQ(cd[kWordFillLow], 0x78563412u);
+  EXPECT_EQ(cd[kWordFillHigh], 0u);
+  EXPECT_EQ(decode_stored(cd.data(), cd.size()).dataset.fill_value, params.dataset.fill_value);
+}
+
+TEST(StoredLayout, EncodeRefusesInconsistentInput) {
+  StoredParams params = float32_params();
+  params.dataset.fill_value = {1, 2};  // 2 bytes for a 4-byte element
+  EXPECT_THROW(encode_stored(params), Error);
+  params = float32_params();
+  params.dataset.chunk_dims.assign(kMaxRank + 1, 1);
+  EXPECT_THROW(encode_stored(params), Error);
+  params = float32_params();
+  params.dataset.dtype = {ElementClass::Opaque, 16, ByteOrder::Little};
+  params.dataset.fill_value.assign(16, 0);
+  EXPECT_THROW(encode_stored(params), Error);
+}
+
+TEST(StoredLayout, RefusesDamage) {
+  const std::vector<unsigned> good = encode_stored(float32_params());
+  ASSERT_EQ(stored_layout_error(good), "");
+
+  EXPECT_THAT(stored_layout_error({1, 0, 0, 0}), HasSubstr("not in the stored layout"));
+
+  std::vector<unsigned> cd(good.begin(), good.begin() + 10);
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("stored cd_values are truncated: 10 values, at least 22"));
+
+  cd = good;
+  cd[kWordLayoutVersion] = 2;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("layout version 2 is not understood"));
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("upgrade the plugin"));
+
+  cd = good;
+  cd.pop_back();
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("inconsistent: 23 values for rank 2"));
+  cd = good;
+  cd[kWordRank] = 33;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("inconsistent"));
+  cd = good;
+  cd[kWordTuningCount] = 1;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("inconsistent"));
+
+  cd = good;
+  cd[kWordPreset] = 12;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("unknown preset 12 in stored cd_values[2]"));
+  cd = good;
+  cd[kWordMode] = 5;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("unknown error-bound mode 5 in stored cd_values[3]"));
+  cd = good;
+  cd[kWordPreset] = static_cast<unsigned>(Preset::Pfpl);  // lossy with a zero bound
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("needs a positive finite error bound"));
+
+  cd = good;
+  cd[kWordElementClass] = 4;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("unknown element class 4"));
+  cd = good;
+  cd[kWordElementSize] = 0;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("element size of 0"));
+  cd = good;
+  cd[kWordByteOrder] = 2;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("unknown byte order 2"));
+  cd = good;
+  cd[kWordFillDefined] = 2;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("bad fill-value flag 2"));
+  cd = good;
+  cd[kWordFillDefined] = 1;
+  cd[kWordElementSize] = 16;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("fill value for a 16-byte element"));
+}
+
+TEST(AnyLayout, ReadsBoth) {
+  const auto user = lossy_user(Preset::Cusz, ErrorMode::Noa, 1e-4);
+  StoredParams params = float32_params();
+  params.user = parse_user_layout(user.data(), user.size());
+  const std::vector<unsigned> stored = encode_stored(params);
+  for (const std::vector<unsigned>& cd : {user, stored}) {
+    const UserParams parsed = parse_any_layout(cd.data(), cd.size());
+    EXPECT_EQ(parsed.preset, Preset::Cusz);
+    EXPECT_EQ(parsed.mode, ErrorMode::Noa);
+    EXPECT_EQ(bits_of(parsed.bound), bits_of(1e-4));
+  }
+}
+
+// ---- the user layout for tools --------------------------------------------------
+
+TEST(UserCdValues, LosslessIsOneWord) {
+  EXPECT_EQ(user_cd_values(Options{}), std::vector<unsigned>{1});
+  Options options;
+  options.preset = Preset::Default;
+  EXPECT_EQ(user_cd_values(options), std::vector<unsigned>{0});
+}
+
+TEST(UserCdValues, LossyIsFourWordsAndParsesBack) {
+  Options options;
+  options.preset = Preset::Fzgpu;
+  options.mode = ErrorMode::Rel;
+  options.bound = 2.5e-5;
+  const std::vector<unsigned> cd = user_cd_values(options);
+  const auto [low, high] = split_bound(2.5e-5);
+  EXPECT_EQ(cd, (std::vector<unsigned>{3, 2, low, high}));
+  const Options back = to_options(parse_user_layout(cd.data(), cd.size()));
+  EXPECT_EQ(back.preset, options.preset);
+  EXPECT_EQ(back.mode, options.mode);
+  EXPECT_EQ(bits_of(back.bound), bits_of(options.bound));
+}
+
+TEST(UserCdValues, H5repackArgument) {
+  EXPECT_EQ(h5repack_filter_argument(Options{}), "UD=32850,0,1,1");
+  EXPECT_EQ(h5repack_filter_argument(Options{}, true), "UD=32850,1,1,1");
+  Options options;
+  options.preset = Preset::Pfpl;
+  options.bound = 1.0;
+  EXPECT_EQ(h5repack_filter_argument(options), "UD=32850,0,4,2,0,0,1072693248");
+}
+
+TEST(Describe, NamesTheChoice) {
+  StoredParams params = float32_params();
+  params.user.preset = Preset::Pfpl;
+  params.user.mode = ErrorMode::Abs;
+  params.user.bound = 0.5;
+  const std::string text = describe(params);
+  EXPECT_THAT(text, HasSubstr("preset 2 (pfpl)"));
+  EXPECT_THAT(text, HasSubstr("0.5"));
+  EXPECT_THAT(text, HasSubstr("float32 little-endian"));
+  EXPECT_THAT(text, HasSubstr("chunk 16x50"));
+  EXPECT_EQ(describe(DataType{ElementClass::Signed, 8, ByteOrder::Big}), "int64 big-endian");
+  EXPECT_EQ(describe(DataType{ElementClass::Unsigned, 1, ByteOrder::Little}), "uint8");
+  EXPECT_EQ(describe(DataType{ElementClass::Opaque, 12, ByteOrder::Little}), "opaque 12-byte");
+}
+
+TEST(IeeeFields, StandardLayouts) {
+  EXPECT_EQ(ieee_fields(2), (FloatFields{15, 10, 5, 0, 10, 15}));
+  EXPECT_EQ(ieee_fields(4), (FloatFields{31, 23, 8, 0, 23, 127}));
+  EXPECT_EQ(ieee_fields(8), (FloatFields{63, 52, 11, 0, 52, 1023}));
+  EXPECT_EQ(ieee_fields(16), FloatFields{});
+}
+
+}  // namespace
+}  // namespace fz::filter
