@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -69,6 +70,10 @@ bool resolve_all(void* handle, Hdf5Api& api) {
   ok &= resolve_one(handle, "H5allocate_memory", api.allocate_memory);
   ok &= resolve_one(handle, "H5free_memory", api.free_memory);
   ok &= resolve_one(handle, "H5resize_memory", api.resize_memory);
+  decltype(&::H5get_libversion) get_libversion = nullptr;
+  if (ok && resolve_one(handle, "H5get_libversion", get_libversion)) {
+    get_libversion(&api.version_major, &api.version_minor, &api.version_release);
+  }
   return ok;
 }
 
@@ -221,6 +226,16 @@ void Hdf5Api::report(Problem problem, const char* function, int line, const std:
   register_error_class(*this, *errors);
   if (push(*this, *errors, problem, function, line, text)) return;
   std::fprintf(stderr, "%s\n", text.c_str());
+}
+
+void Hdf5Api::report_from_filter(Problem problem, const char* function, int line, const std::string& message) const {
+  report(problem, function, line, message);
+  if (!filter_errors_dropped()) return;
+  static std::atomic<unsigned> printed{0};
+  constexpr unsigned kMostPrinted = 50;
+  const unsigned count = printed.fetch_add(1);
+  if (count < kMostPrinted) std::fprintf(stderr, "H5Z-FZ: %s\n", message.c_str());
+  if (count + 1 == kMostPrinted) std::fprintf(stderr, "H5Z-FZ: further failures are not printed\n");
 }
 
 }  // namespace fz::filter

@@ -42,6 +42,14 @@ struct Hdf5Api {
   decltype(&::H5resize_memory) resize_memory = nullptr;
 
   std::string library_path;  // for H5Z_FZ_VERBOSE
+  unsigned version_major = 0, version_minor = 0, version_release = 0;  // H5get_libversion
+
+  // HDF5 1.14 and later run filter callbacks between saving and restoring
+  // the error stack, so what the filter callback pushes never reaches the
+  // application (HDF5 2.0.0 under h5py: only "filter returned failure during
+  // read"). set_local's messages are kept. Failures of the filter callback
+  // are therefore also printed on stderr with these versions.
+  bool filter_errors_dropped() const { return version_major > 1 || (version_major == 1 && version_minor >= 14); }
 
   // Which minor message a failure reports under.
   enum class Problem { BadParameters, Compress, Decompress, Hdf5Call };
@@ -51,6 +59,9 @@ struct Hdf5Api {
   // after the last other HDF5 call of an entry point: every API call clears
   // the stack on entry.
   void report(Problem problem, const char* function, int line, const std::string& message) const;
+  // The same for the filter callback: also on stderr where HDF5 drops it
+  // (at most a few dozen times per process, so a damaged file cannot flood).
+  void report_from_filter(Problem problem, const char* function, int line, const std::string& message) const;
 
   // Registers the error class and messages once per library. Called at the
   // start of each entry point (it clears the error stack, so not in the middle

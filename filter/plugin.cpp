@@ -387,7 +387,8 @@ size_t decompress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[]
 // Binds, registers the error class, runs `body` and turns any failure into
 // `failure` plus a message on HDF5's error stack.
 template <typename Result, typename Body>
-Result guarded(const void* caller, const char* function, int line, Result failure, Body&& body) noexcept {
+Result guarded(const void* caller, const char* function, int line, Result failure, Body&& body,
+               bool filter_callback = false) noexcept {
   const Hdf5Api* api = hdf5_api_for(caller);
   if (api == nullptr) {
     std::fprintf(stderr, "H5Z-FZ: %s: cannot find the HDF5 library that called the filter\n", function);
@@ -398,7 +399,11 @@ Result guarded(const void* caller, const char* function, int line, Result failur
     return body(*api);
   } catch (const Refusal& refusal) {
     try {
-      api->report(refusal.problem, function, line, refusal.message);
+      if (filter_callback) {
+        api->report_from_filter(refusal.problem, function, line, refusal.message);
+      } else {
+        api->report(refusal.problem, function, line, refusal.message);
+      }
     } catch (...) {
       std::fprintf(stderr, "H5Z-FZ: %s\n", refusal.message.c_str());
     }
@@ -442,7 +447,7 @@ __attribute__((noinline)) size_t fz_filter(unsigned flags, size_t cd_count, cons
     }
     if (flags & H5Z_FLAG_REVERSE) return decompress_chunk(api, cd_count, cd, nbytes, buf_size, buf);
     return compress_chunk(api, cd_count, cd, nbytes, buf_size, buf);
-  });
+  }, true);
 }
 
 const H5Z_class2_t kFilterClass = {
