@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backend.hpp"
+#include "buffer_pool.hpp"
 #include "common/error.hpp"
 #include "frame.hpp"
 #include "fz/fz.hpp"
@@ -173,6 +174,7 @@ Bytes compress(const void* data, size_t bytes, const DataType& dtype, const std:
       info.stages.push_back(std::move(s));
     }
     Bytes frame = engine::write_frame(info, stored);
+    for (Bytes& b : stored) engine::release_buffer(std::move(b));
     if (frame.size() < bytes) return frame;
     // Incompressible: store the chunk itself, so a frame is never more than a
     // small fixed header larger than its chunk.
@@ -199,7 +201,9 @@ size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t 
   return translate_errors("decompress", [&]() -> size_t {
     Bytes data = decode_frame(static_cast<const uint8_t*>(frame), frame_bytes, capacity, nullptr);
     if (!data.empty()) std::memcpy(out, data.data(), data.size());
-    return data.size();
+    const size_t n = data.size();
+    engine::release_buffer(std::move(data));
+    return n;
   });
 }
 

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "buffer_pool.hpp"
 #include "common/error.hpp"
 
 namespace fz::engine {
@@ -45,9 +46,10 @@ std::vector<Bytes> Pipeline::forward(ByteSpan chunk, const StageContext& ctx) co
     std::vector<ByteSpan> in;
     for (uint8_t id : node.inputs) in.push_back(span_of(id));
     std::vector<Bytes> out;
+    for (size_t i = 0; i < node.output_count; ++i) out.push_back(acquire_buffer());
     node.stage->forward(in, out, ctx);
     for (size_t i = 0; i < out.size(); ++i) buffers[node.first_output + i] = std::move(out[i]);
-    for (uint8_t id : node.inputs) Bytes().swap(buffers[id]);  // consumed: free early
+    for (uint8_t id : node.inputs) release_buffer(std::move(buffers[id]));  // consumed
   }
   std::vector<Bytes> stored;
   for (uint8_t id : stored_buffers()) {
@@ -75,9 +77,11 @@ Bytes Pipeline::inverse(std::vector<ByteSpan> stored, const StageContext& ctx) c
       outs.push_back(*v);
     }
     std::vector<Bytes> ins;
+    for (size_t i = 0; i < node->inputs.size(); ++i) ins.push_back(acquire_buffer());
     node->stage->inverse(outs, ins, ctx);
     require_format(ins.size() == node->inputs.size(), "stage inverse produced the wrong number of streams");
     for (size_t i = 0; i < node->output_count; ++i) {  // no longer needed
+      if (owned[node->first_output + i]) release_buffer(std::move(*owned[node->first_output + i]));
       owned[node->first_output + i].reset();
       view[node->first_output + i].reset();
     }
