@@ -17,6 +17,7 @@ compression_opts layout (the "user layout", see docs/CD_VALUES.md):
     cd[2] low 32 bits and cd[3] high 32 bits of the bound as IEEE-754 binary64.
 """
 
+import ctypes
 import os
 import struct
 
@@ -119,6 +120,101 @@ def parse_opts(values):
     return out
 
 
+# Stored layout (what set_local rewrites the user values into; docs/CD_VALUES.md).
+STORED_MARKER = 0x5A46CD00
+_STORED_FIELDS = [
+    "marker", "layout_version", "preset", "mode", "bound_low", "bound_high",
+    "element_class", "element_size", "byte_order", "hdf5_class", "hdf5_sign",
+    "float_sign_pos", "float_exp_pos", "float_exp_size", "float_mant_pos",
+    "float_mant_size", "float_exp_bias", "fill_defined", "fill_low", "fill_high",
+    "rank", "tuning_count",
+]
+ELEMENT_CLASSES = {0: "opaque", 1: "unsigned", 2: "signed", 3: "float"}
+
+
+def is_stored_layout(values):
+    return len(values) > 0 and int(values[0]) == STORED_MARKER
+
+
+def parse_stored(values):
+    """Decode the stored layout (version 1) into a dict; raises ValueError if malformed."""
+    values = [int(v) for v in values]
+    if not is_stored_layout(values):
+        raise ValueError("not a stored H5Z-FZ layout (no marker): %r" % (values[:4],))
+    fixed = len(_STORED_FIELDS)
+    if len(values) < fixed:
+        raise ValueError("stored layout too short: %d values" % len(values))
+    out = dict(zip(_STORED_FIELDS, values[:fixed]))
+    if out["layout_version"] != 1:
+        raise ValueError("unknown stored layout version %d" % out["layout_version"])
+    rank, ntune = out["rank"], out["tuning_count"]
+    if len(values) != fixed + rank + ntune:
+        raise ValueError("stored layout holds %d values, expected %d + rank %d + tuning %d"
+                         % (len(values), fixed, rank, ntune))
+    out["chunk_dims"] = tuple(values[fixed:fixed + rank])
+    out["tuning"] = tuple(values[fixed + rank:])
+    out["bound"] = join_bound(out["bound_low"], out["bound_high"])
+    out["preset_name"] = PRESET_NAMES.get(out["preset"], "?")
+    out["mode_name"] = MODE_NAMES.get(out["mode"], "?")
+    out["element_class_name"] = ELEMENT_CLASSES.get(out["element_class"], "?")
+    out["byte_order_name"] = {0: "little", 1: "big"}.get(out["byte_order"], "?")
+    if out["fill_defined"]:
+        out["fill_bytes"] = struct.pack("<II", out["fill_low"], out["fill_high"])[:out["element_size"]]
+    else:
+        out["fill_bytes"] = None
+    return out
+
+
+_LIBHDF5 = {}
+
+
+def _libhdf5_of_process():
+    """The libhdf5 already loaded in this process (h5py's copy), through ctypes."""
+    if "lib" in _LIBHDF5:
+        return _LIBHDF5["lib"]
+    seen = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            base = os.path.basename(path)
+            if base.startswith("libhdf5") and ".so" in base and "_hl" not in base and path not in seen:
+                seen.append(path)
+    for path in seen:
+        try:
+            lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 0) | ctypes.RTLD_GLOBAL)
+            fn = lib.H5Pget_filter_by_id2
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_uint),
+                       ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_uint),
+                       ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint)]
+        _LIBHDF5["lib"] = lib
+        return lib
+    raise RuntimeError("no libhdf5 with H5Pget_filter_by_id2 loaded in this process")
+
+
+def filter_values(obj, filter_id=FILTER_ID):
+    """(flags, cd_values) of a filter in a dataset's (or a dcpl's) pipeline.
+
+    h5py before 3.16 reads at most 16 cd_values correctly (get_filter and
+    get_filter_by_id read past a 16-word buffer); this asks HDF5 directly with
+    room for 256. Raises KeyError when the filter is not in the pipeline.
+    """
+    dcpl = obj.id.get_create_plist() if hasattr(obj, "id") and hasattr(obj.id, "get_create_plist") else obj
+    lib = _libhdf5_of_process()
+    flags = ctypes.c_uint(0)
+    n = ctypes.c_size_t(256)
+    buf = (ctypes.c_uint * 256)()
+    # (no h5py get_filter here: before 3.16 it reads past its buffer)
+    rc = lib.H5Pget_filter_by_id2(dcpl.id, filter_id, ctypes.byref(flags), ctypes.byref(n), buf, 0,
+                                  None, None)
+    if rc < 0:
+        raise KeyError("filter %d not in the pipeline" % filter_id)
+    count = min(n.value, 256)
+    return flags.value, tuple(int(buf[i]) for i in range(count))
+
+
 def h5repack_filter(preset="lossless", mode="abs", bound=None, dataset=None):
     """The h5repack ``-f`` argument, e.g. ``UD=32850,0,1,1`` (optionally ``name:UD=...``)."""
     opts = compression_opts(preset, mode, bound)
@@ -179,5 +275,6 @@ __all__ = [
     "FILTER_ID", "FILTER_NAME", "PLUGIN_FILE", "PRESETS", "PRESET_NAMES", "MODES",
     "MODE_NAMES", "LOSSY_PRESETS", "preset_id", "mode_id", "split_bound", "join_bound",
     "compression_opts", "parse_opts", "h5repack_filter", "plugin_dir", "plugin_path",
-    "register", "is_available",
+    "register", "is_available", "STORED_MARKER", "is_stored_layout", "parse_stored",
+    "filter_values",
 ]
