@@ -202,11 +202,11 @@ void register_error_class(const Hdf5Api& api, Hdf5Api::ErrorIds& errors) {
       api.Ecreate_msg(errors.error_class, H5E_MINOR, "HDF5 call from H5Z-FZ failed");
 }
 
-bool push(const Hdf5Api& api, const Hdf5Api::ErrorIds& errors, Hdf5Api::Problem problem, const char* function,
-          int line, const std::string& text) {
+bool push(const Hdf5Api& api, const Hdf5Api::ErrorIds& errors, Hdf5Api::Problem problem, const char* file,
+          const char* function, int line, const std::string& text) {
   const hid_t minor = errors.minors[static_cast<int>(problem)];
   if (errors.error_class < 0 || errors.major < 0 || minor < 0) return false;
-  return api.Epush2(H5E_DEFAULT, __FILE__, function, static_cast<unsigned>(line), errors.error_class, errors.major,
+  return api.Epush2(H5E_DEFAULT, file, function, static_cast<unsigned>(line), errors.error_class, errors.major,
                     minor, "%s", text.c_str()) >= 0;
 }
 
@@ -217,19 +217,21 @@ void Hdf5Api::ensure_error_class() const {
   if (!errors->attempted) register_error_class(*this, *errors);
 }
 
-void Hdf5Api::report(Problem problem, const char* function, int line, const std::string& message) const {
+void Hdf5Api::report(Problem problem, const char* file, const char* function, int line,
+                     const std::string& message) const {
   const std::string text = "H5Z-FZ: " + message;
   std::lock_guard<std::mutex> lock(errors->mutex);
-  if (push(*this, *errors, problem, function, line, text)) return;
+  if (push(*this, *errors, problem, file, function, line, text)) return;
   // The ids die with H5close; a program that reopens the library (the plugin
   // stays loaded) needs them registered again.
   register_error_class(*this, *errors);
-  if (push(*this, *errors, problem, function, line, text)) return;
+  if (push(*this, *errors, problem, file, function, line, text)) return;
   std::fprintf(stderr, "%s\n", text.c_str());
 }
 
-void Hdf5Api::report_from_filter(Problem problem, const char* function, int line, const std::string& message) const {
-  report(problem, function, line, message);
+void Hdf5Api::report_from_filter(Problem problem, const char* file, const char* function, int line,
+                                 const std::string& message) const {
+  report(problem, file, function, line, message);
   if (!filter_errors_dropped()) return;
   static std::atomic<unsigned> printed{0};
   constexpr unsigned kMostPrinted = 50;

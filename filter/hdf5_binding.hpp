@@ -58,10 +58,11 @@ struct Hdf5Api {
   // class; falls back to stderr if the class could not be registered. Call it
   // after the last other HDF5 call of an entry point: every API call clears
   // the stack on entry.
-  void report(Problem problem, const char* function, int line, const std::string& message) const;
+  void report(Problem problem, const char* file, const char* function, int line, const std::string& message) const;
   // The same for the filter callback: also on stderr where HDF5 drops it
   // (at most a few dozen times per process, so a damaged file cannot flood).
-  void report_from_filter(Problem problem, const char* function, int line, const std::string& message) const;
+  void report_from_filter(Problem problem, const char* file, const char* function, int line,
+                          const std::string& message) const;
 
   // Registers the error class and messages once per library. Called at the
   // start of each entry point (it clears the error stack, so not in the middle

@@ -400,9 +400,9 @@ Result guarded(const void* caller, const char* function, int line, Result failur
   } catch (const Refusal& refusal) {
     try {
       if (filter_callback) {
-        api->report_from_filter(refusal.problem, function, line, refusal.message);
+        api->report_from_filter(refusal.problem, __FILE__, function, line, refusal.message);
       } else {
-        api->report(refusal.problem, function, line, refusal.message);
+        api->report(refusal.problem, __FILE__, function, line, refusal.message);
       }
     } catch (...) {
       std::fprintf(stderr, "H5Z-FZ: %s\n", refusal.message.c_str());
