@@ -12,6 +12,7 @@ before they exist) gets a row saying so instead of numbers.
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,6 +73,12 @@ def max_abs_error(a, b, np):
     return float(np.max(np.abs(a64[~same] - b64[~same])))
 
 
+def short_error(text):
+    """The filter's own message out of h5py's or h5repack's text."""
+    m = re.search(r"H5Z-FZ: (.*?)\)?\s*$", str(text).strip().splitlines()[-1] if str(text).strip() else "")
+    return (m.group(1) if m else str(text).strip().splitlines()[-1] if str(text).strip() else "?")[:70]
+
+
 def best_time(fn, repeat):
     best = None
     out = None
@@ -130,7 +137,10 @@ def main():
         except ValueError as e:
             rows.append(("*", spec, "", "", "", "", "", "", "refused: %s" % e))
             continue
+        refused = False
         for name, arr in fields.items():
+            if refused:
+                break
             path = os.path.join(work, "h5py_%s_%s.h5" % (pname, name))
             chunks = chunks_for(arr.shape, arr.itemsize)
 
@@ -141,7 +151,9 @@ def main():
             try:
                 t_write, _ = best_time(write, args.repeat)
             except Exception as e:  # the plugin refused these options
-                rows.append((name, spec, arr.nbytes, "", "", "", "", "", "refused: %s" % str(e)[:60]))
+                rows.append(("(every field)", spec, "", "", "", "", "", "",
+                             "refused: %s" % short_error(e)))
+                refused = True
                 continue
 
             def read():
@@ -175,6 +187,16 @@ def main():
             if r.returncode != 0:
                 rows.append(("h5repack", spec, raw_total, "", "", "", "", "",
                              "failed: %s" % (r.stderr.strip().splitlines() or ["?"])[-1][:60]))
+                continue
+            with h5py.File(dst, "r") as f:
+                unfiltered = [n for n in fields if f[n].id.get_create_plist().get_nfilters() == 0]
+            if unfiltered:
+                # h5repack copies a dataset unfiltered when set_local refuses the filter
+                err = subprocess.run([args.h5repack, "--enable-error-stack", "-f", filt, src,
+                                      dst + ".tmp"], capture_output=True, text=True)
+                msg = [ln for ln in (err.stdout + err.stderr).splitlines() if "H5Z-FZ: " in ln]
+                rows.append(("h5repack", spec, raw_total, "", "", "", "", "",
+                             "refused, copied unfiltered: %s" % short_error(msg[-1] if msg else "?")))
                 continue
             stored_total = 0
             for name, arr in fields.items():
