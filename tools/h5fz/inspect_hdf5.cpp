@@ -209,7 +209,11 @@ void inspect_first_chunk(hid_t dataset, hid_t space, int rank, const std::vector
 #endif
 }
 
-void inspect_dataset(hid_t file, const std::string& path, bool with_chunks) {
+struct Totals {
+  uint64_t raw_bytes = 0, stored_bytes = 0;
+};
+
+void inspect_dataset(hid_t file, const std::string& path, bool with_chunks, Totals& totals) {
   Handle dataset(H5Dopen2(file, path.c_str(), H5P_DEFAULT), H5Dclose);
   std::printf("%s\n", path.c_str());
   if (!dataset.ok()) {
@@ -255,6 +259,8 @@ void inspect_dataset(hid_t file, const std::string& path, bool with_chunks) {
   hssize_t points = H5Sget_simple_extent_npoints(space.get());
   uint64_t raw_bytes = points > 0 ? static_cast<uint64_t>(points) * H5Tget_size(type.get()) : 0;
   uint64_t stored_bytes = H5Dget_storage_size(dataset.get());
+  totals.raw_bytes += raw_bytes;
+  totals.stored_bytes += stored_bytes;
   if (stored_bytes)
     std::printf("  stored      %llu bytes of %llu raw, ratio %.3f\n", static_cast<unsigned long long>(stored_bytes),
                 static_cast<unsigned long long>(raw_bytes), static_cast<double>(raw_bytes) / stored_bytes);
@@ -279,7 +285,13 @@ int inspect_hdf5_file(const std::string& path, bool with_chunks) {
   if (!file.ok()) throw ToolError("cannot open HDF5 file '" + path + "'");
   std::vector<std::string> paths = dataset_paths(file.get());
   std::printf("%s: HDF5 file, %zu dataset(s)\n", path.c_str(), paths.size());
-  for (const std::string& dataset_path : paths) inspect_dataset(file.get(), dataset_path, with_chunks);
+  Totals totals;
+  for (const std::string& dataset_path : paths) inspect_dataset(file.get(), dataset_path, with_chunks, totals);
+  if (totals.stored_bytes)
+    std::printf("all datasets: %llu bytes stored of %llu raw, ratio %.3f\n",
+                static_cast<unsigned long long>(totals.stored_bytes),
+                static_cast<unsigned long long>(totals.raw_bytes),
+                static_cast<double>(totals.raw_bytes) / totals.stored_bytes);
   return 0;
 }
 
