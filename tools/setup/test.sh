@@ -6,7 +6,8 @@
 # anything failed.
 #
 #   FZ_FUZZ_SECONDS   seconds per fuzz target (default 20; 0 skips fuzzing)
-#   FZ_SKIP           space-separated steps to skip: deps build ctest asan fuzz pytest
+#   FZ_SKIP           space-separated steps to skip: deps build ctest asan fuzz pytest,
+#                     or single ones: asan:build asan:ctest fuzz:build fuzz:run pytest:A ...
 #   FZ_JOBS           parallel build/test jobs (default: cores)
 #   FZ_CMAKE_ARGS     extra CMake arguments for the main build
 set -euo pipefail
@@ -15,8 +16,8 @@ cd "$FZ_REPO"
 
 FZ_FUZZ_SECONDS="${FZ_FUZZ_SECONDS:-20}"
 FZ_SKIP=" ${FZ_SKIP:-} "
-ASAN_DIR="$FZ_REPO/build-asan"
-FUZZ_DIR="$FZ_REPO/build-fuzz"
+ASAN_DIR="${FZ_ASAN_DIR:-$FZ_REPO/build-asan}"
+FUZZ_DIR="${FZ_FUZZ_DIR:-$FZ_REPO/build-fuzz}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 declare -a SUMMARY=()
@@ -27,7 +28,7 @@ T0=$SECONDS
 # step NAME FUNCTION: runs FUNCTION in a subshell with errexit on, records the result.
 step() {
   local name="$1" fn="$2" start=$SECONDS rc
-  if [[ "$FZ_SKIP" == *" ${name%%:*} "* ]]; then
+  if [[ "$FZ_SKIP" == *" ${name%%:*} "* || "$FZ_SKIP" == *" ${name%% *} "* ]]; then
     SUMMARY+=("$(printf '%-28s %-6s %5s' "$name" SKIP -)"); return 0
   fi
   fz_say "[$name]"
