@@ -1,18 +1,15 @@
 """Hostile chunks give read errors (never crashes), frames do not depend on the
 CPU thread count, and netCDF-C's nccopy can apply the filter."""
 
-import glob
 import os
 import shutil
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import h5py
 
 import fz_samples
-import h5fz
 from conftest import HERE, REPO, FZM_MAGIC, assert_same, check_chunks_filtered, fz_kwargs
 
 pytestmark = pytest.mark.usefixtures("plugin")
@@ -45,7 +42,6 @@ def _damaged_file(path, how):
 CHILD = r"""
 import sys
 sys.path[:0] = [%(tools)r]
-import h5fz
 h5fz.register()
 import h5py, h5py._errors
 h5py._errors.unsilence_errors()

@@ -5,7 +5,6 @@ filter values still parse."""
 import os
 import subprocess
 
-import numpy as np
 import pytest
 import h5py
 
