@@ -42,6 +42,7 @@ def _damaged_file(path, how):
 CHILD = r"""
 import sys
 sys.path[:0] = [%(tools)r]
+import h5fz
 h5fz.register()
 import h5py, h5py._errors
 h5py._errors.unsilence_errors()
