@@ -1,11 +1,13 @@
 // The public API: validation, backend choice, frame assembly.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "backend.hpp"
 #include "buffer_pool.hpp"
 #include "common/error.hpp"
+#include "fault_injection.hpp"
 #include "frame.hpp"
 #include "fz/fz.hpp"
 #include "pipeline.hpp"
@@ -159,23 +161,32 @@ Bytes compress(const void* data, size_t bytes, const DataType& dtype, const std:
     Options effective = options;
     effective.preset = info.preset;
     engine::chosen_backend();
-    engine::Pipeline pipeline = engine::build_pipeline(dtype, effective);
-    auto exec = engine::make_pool_executor(options.threads);
-    engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
-    std::vector<Bytes> stored =
-        pipeline.forward(ByteSpan(static_cast<const uint8_t*>(data), bytes), ctx);
-    for (const auto& node : pipeline.nodes()) {
-      StageInfo s;
-      s.type_id = static_cast<uint16_t>(node.stage->type());
-      s.name = node.stage->name();
-      s.config = node.stage->config();
-      s.inputs = node.inputs;
-      s.outputs = node.output_count;
-      info.stages.push_back(std::move(s));
+    try {
+      engine::fault_injection::maybe_fail(engine::fault_injection::pipeline_failures);
+      engine::Pipeline pipeline = engine::build_pipeline(dtype, effective);
+      auto exec = engine::make_pool_executor(options.threads);
+      engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
+      std::vector<Bytes> stored = pipeline.forward(ByteSpan(static_cast<const uint8_t*>(data), bytes), ctx);
+      for (const auto& node : pipeline.nodes()) {
+        StageInfo s;
+        s.type_id = static_cast<uint16_t>(node.stage->type());
+        s.name = node.stage->name();
+        s.config = node.stage->config();
+        s.inputs = node.inputs;
+        s.outputs = node.output_count;
+        info.stages.push_back(std::move(s));
+      }
+      Bytes frame = engine::write_frame(info, stored);
+      for (Bytes& b : stored) engine::release_buffer(std::move(b));
+      if (frame.size() < bytes) return frame;
+    } catch (const std::exception& e) {
+      // The write path must not fail once the options were accepted (an HDF5
+      // optional filter that fails stores the chunk uncompressed, silently):
+      // keep the chunk in a raw frame and say why, always.
+      std::fprintf(stderr, "H5Z-FZ: compressing a %zu-byte chunk failed (%s); stored it uncompressed in its frame\n",
+                   bytes, e.what());
+      info.stages.clear();
     }
-    Bytes frame = engine::write_frame(info, stored);
-    for (Bytes& b : stored) engine::release_buffer(std::move(b));
-    if (frame.size() < bytes) return frame;
     // Incompressible: store the chunk itself, so a frame is never more than a
     // small fixed header larger than its chunk.
     const auto* p = static_cast<const uint8_t*>(data);

@@ -9,6 +9,7 @@
 
 #include "common/testing/test_data.hpp"
 #include "engine_test_util.hpp"
+#include "fault_injection.hpp"
 #include "fz/fz.hpp"
 
 namespace fz {
@@ -137,6 +138,21 @@ TEST(Api, BadArgumentsAreRefusedWithMessages) {
   EXPECT_NE(message_of(Options{}, DataType{ElementClass::Opaque, 0}, {}, 0).find("element size"), std::string::npos);
   EXPECT_NE(message_of(Options{}, DataType::of<float>(), {1ull << 40, 1ull << 40}, 40).find("overflow"),
             std::string::npos);
+}
+
+TEST(Api, AFailingPipelineStillStoresTheChunkInARawFrame) {
+  const auto v = test::smooth_field<float>(20000, 10);
+  engine::fault_injection::pipeline_failures = 1;
+  ::testing::internal::CaptureStderr();
+  const Bytes frame = compress(v.data(), v.size() * 4, DataType::of<float>(), {20000}, Options{});
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("injected fault"), std::string::npos) << said;
+  const FrameInfo info = inspect(frame.data(), frame.size());
+  EXPECT_TRUE(info.raw);
+  EXPECT_TRUE(decompress(frame.data(), frame.size()).data == test::as_bytes(v.data(), v.size() * 4));
+  // The fault was used up: the next chunk compresses normally.
+  const Bytes next = compress(v.data(), v.size() * 4, DataType::of<float>(), {20000}, Options{});
+  EXPECT_FALSE(inspect(next.data(), next.size()).raw);
 }
 
 TEST(Api, DefaultPresetIsRecordedAsLossless) {

@@ -1,0 +1,16 @@
+#include "fault_injection.hpp"
+
+#include <stdexcept>
+
+namespace fz::engine::fault_injection {
+
+std::atomic<int> pipeline_failures{0};
+
+void maybe_fail(std::atomic<int>& counter) {
+  int pending = counter.load();
+  while (pending > 0) {
+    if (counter.compare_exchange_weak(pending, pending - 1)) throw std::runtime_error("injected fault");
+  }
+}
+
+}  // namespace fz::engine::fault_injection
