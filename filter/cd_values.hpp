@@ -5,9 +5,9 @@
 // User layout (h5py compression_opts, h5repack UD=): what a person writes.
 //   [preset, mode, bound low 32 bits, bound high 32 bits, tuning...]
 // Stored layout: what set_local rewrites it into, adding what it learned from
-// HDF5 (element type, fill value, chunk shape). Starts with a marker and a
-// layout version, so a second set_local recognises it and rewrites it
-// idempotently. Word positions are stable forever: files carry them.
+// HDF5 (element type, fill value, chunk shape). Starts with a marker holding
+// the layout version, so a second set_local recognises it and rewrites it
+// idempotently. Word and bit positions are stable forever: files carry them.
 //
 // Every function that checks something throws fz::Error with a message that
 // names the problem in words a user of h5py or h5repack can act on.
@@ -36,38 +36,61 @@ constexpr size_t kUserTuning = 4;
 constexpr size_t kMaxUserValues = 20;
 constexpr size_t kMaxTuningValues = kMaxUserValues - kUserTuning;
 
-// Stored layout positions (version 1).
-constexpr unsigned kStoredMarker = 0x5A46CD00u;  // "FZ" + "cd"; far above any preset id
+// Stored layout (version 1): 10 fixed words, the chunk dims, the tuning words.
+// Compact on purpose: older tools mangle long cd_values (h5py before 3.16
+// past 16 words, h5dump 1.10 past 20), and 10 + rank stays within 16 words up
+// to rank 6. Small fields share words; a field is (word, lowest bit, bits).
+constexpr unsigned kStoredMarker = 0x5A46CD00u;      // "FZ" + "cd"; far above any preset id
+constexpr unsigned kStoredMarkerMask = 0xFFFFFF00u;  // the low byte of word 0 is the layout version
 constexpr unsigned kStoredLayoutVersion = 1;
 enum StoredWord : size_t {
-  kWordMarker = 0,
-  kWordLayoutVersion = 1,
-  kWordPreset = 2,
-  kWordMode = 3,
-  kWordBoundLow = 4,
-  kWordBoundHigh = 5,
-  kWordElementClass = 6,   // fz::ElementClass
-  kWordElementSize = 7,    // bytes
-  kWordByteOrder = 8,      // fz::ByteOrder
-  kWordHdf5Class = 9,      // H5T_class_t, for the record (compound, enum, ...)
-  kWordHdf5Sign = 10,      // H5T_sign_t for integers (0 unsigned, 1 two's complement), else 0
-  kWordFloatSignPos = 11,  // H5Tget_fields, floats only (else 0)
-  kWordFloatExpPos = 12,
-  kWordFloatExpSize = 13,
-  kWordFloatMantPos = 14,
-  kWordFloatMantSize = 15,
-  kWordFloatExpBias = 16,  // H5Tget_ebias
-  kWordFillDefined = 17,   // 1 when the dataset has a user-defined fill value (element <= 8 bytes)
-  kWordFillLow = 18,       // fill value bytes 0..3 (byte i in bits 8*i)
-  kWordFillHigh = 19,      // fill value bytes 4..7
-  kWordRank = 20,
-  kWordTuningCount = 21,
-  kWordChunkDims = 22,     // rank words (slowest first), then the tuning words
+  kWordMarker = 0,        // kStoredMarker | layout version
+  kWordChoice = 1,        // preset, mode, tuning count, rank (fields below)
+  kWordBoundLow = 2,
+  kWordBoundHigh = 3,
+  kWordType = 4,          // element class, byte order, HDF5 sign, fill defined, HDF5 class
+  kWordElementSize = 5,   // bytes, the whole word
+  kWordFloatFields = 6,   // H5Tget_fields positions and exponent size, floats only (else 0)
+  kWordFloatMantBias = 7, // mantissa size, H5Tget_ebias
+  kWordFillLow = 8,       // fill value bytes 0..3 (byte i in bits 8*i)
+  kWordFillHigh = 9,      // fill value bytes 4..7
+  kWordChunkDims = 10,    // rank words (slowest first), then the tuning words
 };
+struct StoredField {
+  size_t word;
+  unsigned shift;
+  unsigned bits;
+  const char* name;
+  constexpr unsigned max() const { return bits >= 32 ? 0xFFFFFFFFu : (1u << bits) - 1u; }
+  constexpr unsigned mask() const { return max() << shift; }
+};
+constexpr StoredField kFieldLayoutVersion{kWordMarker, 0, 8, "layout version"};
+constexpr StoredField kFieldPreset{kWordChoice, 0, 8, "preset"};
+constexpr StoredField kFieldMode{kWordChoice, 8, 8, "error-bound mode"};
+constexpr StoredField kFieldTuningCount{kWordChoice, 16, 8, "tuning count"};
+constexpr StoredField kFieldRank{kWordChoice, 24, 8, "rank"};
+constexpr StoredField kFieldElementClass{kWordType, 0, 4, "element class"};   // fz::ElementClass
+constexpr StoredField kFieldByteOrder{kWordType, 4, 1, "byte order"};         // fz::ByteOrder
+constexpr StoredField kFieldHdf5Sign{kWordType, 5, 1, "HDF5 sign"};           // H5T_sign_t: 1 two's complement
+constexpr StoredField kFieldFillDefined{kWordType, 6, 1, "fill-value flag"};  // user-defined fill value stored
+constexpr StoredField kFieldHdf5Class{kWordType, 8, 8, "HDF5 class"};         // H5T_class_t, for the record
+constexpr unsigned kTypeReservedMask = 0xFFFF0080u;                           // bit 7, bits 16-31: 0
+constexpr StoredField kFieldFloatSignPos{kWordFloatFields, 0, 8, "float sign position"};
+constexpr StoredField kFieldFloatExpPos{kWordFloatFields, 8, 8, "float exponent position"};
+constexpr StoredField kFieldFloatExpSize{kWordFloatFields, 16, 8, "float exponent size"};
+constexpr StoredField kFieldFloatMantPos{kWordFloatFields, 24, 8, "float mantissa position"};
+constexpr StoredField kFieldFloatMantSize{kWordFloatMantBias, 0, 8, "float mantissa size"};
+constexpr StoredField kFieldFloatExpBias{kWordFloatMantBias, 8, 24, "float exponent bias"};
+
 constexpr size_t kStoredFixedWords = kWordChunkDims;
 constexpr size_t kMaxRank = 32;  // H5S_MAX_RANK
 constexpr size_t kMaxFillBytes = 8;
 constexpr size_t kMaxStoredValues = kStoredFixedWords + kMaxRank + kMaxTuningValues;
+
+// A field's value in a stored word.
+constexpr unsigned stored_field(const unsigned* cd, const StoredField& field) {
+  return (cd[field.word] >> field.shift) & field.max();
+}
 
 // The user's choice: preset, mode, bound and tuning words.
 struct UserParams {
@@ -113,7 +136,7 @@ double join_bound(unsigned low, unsigned high);
 // check that the preset is built in (see require_available). n == 0 is lossless.
 UserParams parse_user_layout(const unsigned* cd, size_t n);
 
-// True when cd starts with the stored layout's marker.
+// True when cd starts with the stored layout's marker (any layout version).
 bool is_stored_layout(const unsigned* cd, size_t n);
 
 // Either layout -> the user's choice (what a second set_local starts from).
@@ -122,8 +145,9 @@ UserParams parse_any_layout(const unsigned* cd, size_t n);
 // Throws unless `preset` is implemented in this build (fz::preset_is_available).
 void require_available(Preset preset);
 
-// Stored layout encode/decode; decode checks marker, version, lengths and the
-// user fields, so a corrupt or future layout gives a message instead of garbage.
+// Stored layout encode/decode. Encode refuses a value that does not fit its
+// field; decode checks marker, version, lengths, reserved bits and the user
+// fields, so a corrupt or future layout gives a message instead of garbage.
 std::vector<unsigned> encode_stored(const StoredParams& params);
 StoredParams decode_stored(const unsigned* cd, size_t n);
 

@@ -1,5 +1,5 @@
 // fz_filter_core: the user and stored cd_values layouts, their checks and
-// messages, and the pinned word positions files depend on.
+// messages, and the pinned word and bit positions files depend on.
 #include "cd_values.hpp"
 
 #include <gmock/gmock.h>
@@ -237,18 +237,46 @@ TEST(StoredLayout, WordPositionsArePinned) {
   params.dataset.fill_value = {1, 2, 3, 4, 5, 6, 7, 8};
   params.dataset.chunk_dims = {7, 91, 300};
   const std::vector<unsigned> expected = {
-      0x5A46CD00u, 1,           // marker, layout version
-      2, 1,                     // preset, mode
-      0xD2F1A9FCu, 0x3F50624Du, // bound low, high
-      3, 8, 1,                  // element class, size, byte order
-      1, 0,                     // HDF5 class, sign
-      63, 52, 11, 0, 52, 1023,  // IEEE fields and bias
-      1, 0x04030201u, 0x08070605u,  // fill value
-      3, 0,                     // rank, tuning count
-      7, 91, 300};              // chunk dims
+      0x5A46CD01u,               // marker | layout version 1
+      0x03000102u,               // rank 3 | tuning 0 | mode 1 | preset 2
+      0xD2F1A9FCu, 0x3F50624Du,  // bound low, high
+      0x00000153u,               // HDF5 class 1 | fill defined | sign 0 | big-endian | element class 3
+      8,                         // element size
+      0x000B343Fu,               // mant_pos 0 | exp_size 11 | exp_pos 52 | sign_pos 63
+      0x0003FF34u,               // exp_bias 1023 | mant_size 52
+      0x04030201u, 0x08070605u,  // fill value
+      7, 91, 300};               // chunk dims
   EXPECT_EQ(encode_stored(params), expected);
   EXPECT_TRUE(is_stored_layout(expected.data(), expected.size()));
   expect_same(decode_stored(expected.data(), expected.size()), params);
+}
+
+TEST(StoredLayout, IntegerWordsArePinned) {
+  StoredParams params;
+  params.user.preset = Preset::Lossless;
+  params.dataset.dtype = {ElementClass::Signed, 2, ByteOrder::Little};
+  params.dataset.hdf5_class = 0;  // H5T_INTEGER
+  params.dataset.hdf5_sign = 1;   // H5T_SGN_2
+  params.dataset.fill_value = {0xF9, 0xFF};
+  params.dataset.chunk_dims = {1000};
+  const std::vector<unsigned> expected = {0x5A46CD01u, 0x01000001u, 0, 0, 0x00000062u, 2, 0, 0, 0x0000FFF9u, 0, 1000};
+  EXPECT_EQ(encode_stored(params), expected);
+  expect_same(decode_stored(expected.data(), expected.size()), params);
+}
+
+TEST(StoredLayout, CompactForOldTools) {
+  // h5py before 3.16 reads 16 cd_values correctly, h5dump 1.10 20: a 3-D
+  // chunk takes 13 words and every rank up to 6 at most 16.
+  StoredParams params = float32_params();
+  params.dataset.chunk_dims = {64, 64, 64};
+  EXPECT_EQ(encode_stored(params).size(), 13u);
+  params.dataset.chunk_dims = {2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(encode_stored(params).size(), 16u);
+  for (size_t rank = 0; rank <= 6; ++rank) {
+    params.dataset.chunk_dims.assign(rank, 9);
+    EXPECT_LE(encode_stored(params).size(), 16u) << rank;
+  }
+  EXPECT_EQ(kStoredFixedWords, 10u);
 }
 
 TEST(StoredLayout, RoundTripsManyDatasets) {
@@ -329,7 +357,7 @@ TEST(StoredLayout, FillBytesDoNotDependOnTheHost) {
   params.dataset.dtype = {ElementClass::Signed, 4, ByteOrder::Big};
   params.dataset.fill_value = {0x12, 0x34, 0x56, 0x78};
   const std::vector<unsigned> cd = encode_stored(params);
-  EXPECT_EQ(cd[kWordFillDefined], 1u);
+  EXPECT_EQ(stored_field(cd.data(), kFieldFillDefined), 1u);
   EXPECT_EQ(cd[kWordFillLow], 0x78563412u);
   EXPECT_EQ(cd[kWordFillHigh], 0u);
   EXPECT_EQ(decode_stored(cd.data(), cd.size()).dataset.fill_value, params.dataset.fill_value);
@@ -348,56 +376,119 @@ TEST(StoredLayout, EncodeRefusesInconsistentInput) {
   EXPECT_THROW(encode_stored(params), Error);
 }
 
+std::string encode_error(const StoredParams& params) {
+  try {
+    encode_stored(params);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(StoredLayout, EncodeRefusesFieldsThatDoNotFit) {
+  StoredParams params = float32_params();
+  params.dataset.float_fields.sign_pos = 256;  // a 33-byte custom float
+  EXPECT_THAT(encode_error(params),
+              HasSubstr("cannot store float sign position 256: stored cd_values[6] bits 0-7 holds at most 255"));
+  params = float32_params();
+  params.dataset.float_fields.exp_bias = 1u << 24;
+  EXPECT_THAT(encode_error(params), HasSubstr("float exponent bias 16777216: stored cd_values[7] bits 8-31"));
+  params = float32_params();
+  params.dataset.float_fields.exp_bias = (1u << 24) - 1;  // the largest that fits
+  const std::vector<unsigned> cd = encode_stored(params);
+  EXPECT_EQ(decode_stored(cd.data(), cd.size()).dataset.float_fields.exp_bias, (1u << 24) - 1);
+  params = float32_params();
+  params.dataset.hdf5_class = 256;
+  EXPECT_THAT(encode_error(params), HasSubstr("cannot store HDF5 class 256"));
+  params = float32_params();
+  params.dataset.hdf5_sign = 2;
+  EXPECT_THAT(encode_error(params), HasSubstr("cannot store HDF5 sign 2: stored cd_values[4] bit 5"));
+  // Preset and mode are 8-bit enums, rank and tuning count are checked before
+  // (at most 32 and 16): their 8-bit fields always fit.
+}
+
 TEST(StoredLayout, RefusesDamage) {
   const std::vector<unsigned> good = encode_stored(float32_params());
+  ASSERT_EQ(good.size(), 12u);
   ASSERT_EQ(stored_layout_error(good), "");
 
   EXPECT_THAT(stored_layout_error({1, 0, 0, 0}), HasSubstr("not in the stored layout"));
+  EXPECT_THAT(stored_layout_error({0x5A47CD01u}), HasSubstr("not in the stored layout"));
 
-  std::vector<unsigned> cd(good.begin(), good.begin() + 10);
-  EXPECT_THAT(stored_layout_error(cd), HasSubstr("stored cd_values are truncated: 10 values, at least 22"));
+  std::vector<unsigned> cd(good.begin(), good.begin() + 9);
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("stored cd_values are truncated: 9 values, at least 10"));
+  cd.assign(good.begin(), good.begin() + 1);
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("truncated: 1 values"));
 
-  cd = good;
-  cd[kWordLayoutVersion] = 2;
-  EXPECT_THAT(stored_layout_error(cd), HasSubstr("layout version 2 is not understood"));
-  EXPECT_THAT(stored_layout_error(cd), HasSubstr("upgrade the plugin"));
+  for (unsigned version : {0u, 2u, 255u}) {
+    cd = good;
+    cd[kWordMarker] = kStoredMarker | version;
+    EXPECT_TRUE(is_stored_layout(cd.data(), cd.size()));
+    EXPECT_THAT(stored_layout_error(cd), HasSubstr("layout version " + std::to_string(version) + " is not understood"));
+    EXPECT_THAT(stored_layout_error(cd), HasSubstr("upgrade the plugin"));
+    cd.resize(3);  // a later version may be shorter: the version is what is reported
+    EXPECT_THAT(stored_layout_error(cd), HasSubstr("layout version " + std::to_string(version)));
+  }
 
   cd = good;
   cd.pop_back();
-  EXPECT_THAT(stored_layout_error(cd), HasSubstr("inconsistent: 23 values for rank 2"));
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("inconsistent: 11 values for rank 2 and 0 tuning values"));
   cd = good;
-  cd[kWordRank] = 33;
-  EXPECT_THAT(stored_layout_error(cd), HasSubstr("inconsistent"));
+  cd.push_back(0);
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("inconsistent: 13 values for rank 2"));
   cd = good;
-  cd[kWordTuningCount] = 1;
-  EXPECT_THAT(stored_layout_error(cd), HasSubstr("inconsistent"));
+  cd[kWordChoice] = (cd[kWordChoice] & ~kFieldRank.mask()) | (33u << kFieldRank.shift);
+  cd.resize(kStoredFixedWords + 33);
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("inconsistent: 43 values for rank 33"));
+  cd = good;
+  cd[kWordChoice] = (cd[kWordChoice] & ~kFieldRank.mask()) | (3u << kFieldRank.shift);
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("inconsistent: 12 values for rank 3"));
+  cd = good;
+  cd[kWordChoice] |= 1u << kFieldTuningCount.shift;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("inconsistent: 12 values for rank 2 and 1 tuning values"));
+  cd = good;
+  cd[kWordChoice] |= 17u << kFieldTuningCount.shift;
+  cd.resize(cd.size() + 17);
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("and 17 tuning values"));
 
   cd = good;
-  cd[kWordPreset] = 12;
-  EXPECT_THAT(stored_layout_error(cd), HasSubstr("unknown preset 12 in stored cd_values[2]"));
+  cd[kWordChoice] = (cd[kWordChoice] & ~kFieldPreset.mask()) | 12u;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("unknown preset 12 in stored cd_values[1] bits 0-7"));
   cd = good;
-  cd[kWordMode] = 5;
-  EXPECT_THAT(stored_layout_error(cd), HasSubstr("unknown error-bound mode 5 in stored cd_values[3]"));
+  cd[kWordChoice] |= 5u << kFieldMode.shift;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("unknown error-bound mode 5 in stored cd_values[1] bits 8-15"));
   cd = good;
-  cd[kWordPreset] = static_cast<unsigned>(Preset::Pfpl);  // lossy with a zero bound
+  cd[kWordChoice] = (cd[kWordChoice] & ~kFieldPreset.mask()) | static_cast<unsigned>(Preset::Pfpl);
   EXPECT_THAT(stored_layout_error(cd), HasSubstr("needs a positive finite error bound"));
 
   cd = good;
-  cd[kWordElementClass] = 4;
+  cd[kWordType] = (cd[kWordType] & ~kFieldElementClass.mask()) | 4u;
   EXPECT_THAT(stored_layout_error(cd), HasSubstr("unknown element class 4"));
+  cd = good;
+  cd[kWordType] |= 0xFu;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("unknown element class 15"));
   cd = good;
   cd[kWordElementSize] = 0;
   EXPECT_THAT(stored_layout_error(cd), HasSubstr("element size of 0"));
+  for (unsigned bit : {7u, 16u, 23u, 31u}) {
+    cd = good;
+    cd[kWordType] |= 1u << bit;
+    EXPECT_THAT(stored_layout_error(cd), HasSubstr("stored cd_values[4] has reserved bits set")) << bit;
+  }
   cd = good;
-  cd[kWordByteOrder] = 2;
-  EXPECT_THAT(stored_layout_error(cd), HasSubstr("unknown byte order 2"));
+  cd[kWordType] |= 0x80000080u;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("reserved bits set (0x80000080)"));
   cd = good;
-  cd[kWordFillDefined] = 2;
-  EXPECT_THAT(stored_layout_error(cd), HasSubstr("bad fill-value flag 2"));
-  cd = good;
-  cd[kWordFillDefined] = 1;
+  cd[kWordType] |= kFieldFillDefined.mask();
   cd[kWordElementSize] = 16;
   EXPECT_THAT(stored_layout_error(cd), HasSubstr("fill value for a 16-byte element"));
+  cd = good;
+  cd[kWordFillHigh] = 1;  // no fill value, yet fill bytes
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("fill value bytes beyond an absent fill value"));
+  cd = good;
+  cd[kWordType] |= kFieldFillDefined.mask();
+  cd[kWordFillHigh] = 0x100;  // byte 5 of a 4-byte element's fill value
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("fill value bytes beyond the 4-byte element"));
 }
 
 TEST(AnyLayout, ReadsBoth) {

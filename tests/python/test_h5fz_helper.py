@@ -59,3 +59,46 @@ def test_plugin_dir_prefers_env(tmp_path, monkeypatch):
     monkeypatch.setenv("HDF5_PLUGIN_PATH", os.pathsep.join(["/nonexistent", str(tmp_path)]))
     assert h5fz.plugin_dir() == str(tmp_path)
     assert h5fz.plugin_path() == str(tmp_path / "libH5Zfz.so")
+
+
+# The words tests/filter/cd_values_test.cpp pins (WordPositionsArePinned):
+# pfpl, NOA 1e-3, big-endian float64, fill bytes 1..8, chunk 7x91x300.
+PINNED_STORED = (0x5A46CD01, 0x03000102, 0xD2F1A9FC, 0x3F50624D, 0x00000153, 8,
+                 0x000B343F, 0x0003FF34, 0x04030201, 0x08070605, 7, 91, 300)
+
+
+def test_parse_stored_pinned_words():
+    assert h5fz.is_stored_layout(PINNED_STORED)
+    p = h5fz.parse_stored(PINNED_STORED)
+    assert (p["layout_version"], p["preset_name"], p["mode_name"], p["bound"]) == (1, "pfpl", "noa", 1e-3)
+    assert (p["rank"], p["tuning_count"], p["chunk_dims"], p["tuning"]) == (3, 0, (7, 91, 300), ())
+    assert (p["element_class_name"], p["element_size"], p["byte_order_name"]) == ("float", 8, "big")
+    assert (p["hdf5_class"], p["hdf5_sign"], p["fill_defined"]) == (1, 0, 1)
+    assert (p["float_sign_pos"], p["float_exp_pos"], p["float_exp_size"], p["float_mant_pos"],
+            p["float_mant_size"], p["float_exp_bias"]) == (63, 52, 11, 0, 52, 1023)
+    assert p["fill_bytes"] == bytes(range(1, 9))
+
+
+def _damaged(word, value):
+    values = list(PINNED_STORED)
+    values[word] = value
+    return values
+
+
+@pytest.mark.parametrize("values", [
+    PINNED_STORED[:9],                               # truncated
+    PINNED_STORED[:-1],                              # one chunk dim missing
+    PINNED_STORED + (0,),                            # one word too many
+    _damaged(0, 0x5A46CD02),                         # layout version 2
+    _damaged(1, 0x03010102),                         # tuning count 1, no tuning word
+    _damaged(4, 0x00000153 | 0x80),                  # reserved bit 7
+    _damaged(4, 0x00000153 | 0x10000),               # reserved bits 16-31
+], ids=["truncated", "short", "long", "version", "tuning", "reserved7", "reserved16"])
+def test_parse_stored_refuses(values):
+    with pytest.raises(ValueError):
+        h5fz.parse_stored(values)
+
+
+def test_user_layout_is_not_stored():
+    assert not h5fz.is_stored_layout((1, 0, 0, 0))
+    assert not h5fz.is_stored_layout(())

@@ -194,6 +194,34 @@ def test_filter_values_written(tmp_path):
         assert (p["preset_name"], p["mode_name"], p["rank"], p["chunk_dims"]) == ("lossless", "abs", 2, (8, 7))
         assert (p["element_class_name"], p["element_size"], p["fill_defined"]) == ("signed", 4, 0)
         assert all(0 <= v < 2**32 for v in values)
+        assert len(values) == 12, values  # 10 fixed words + rank 2
+        assert values[0] == h5fz.STORED_MARKER | 1, values  # marker | layout version 1
+
+
+@pytest.mark.parametrize("shape,chunks", [((9, 10, 11), (4, 5, 6)), ((2, 3, 2, 3, 2, 3), (1, 2, 2, 3, 1, 2))],
+                         ids=["rank3", "rank6"])
+def test_h5py_own_readers_see_every_stored_value(tmp_path, shape, chunks):
+    """The stored layout takes 10 + rank words: up to rank 6 that is at most 16,
+    which h5py before 3.16 reads correctly (get_filter_by_id, compression_opts)."""
+    a = fz_samples.smooth(shape, "<f4", 1)
+    path = tmp_path / "own.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("d", data=a, chunks=chunks, **fz_kwargs())
+    with h5py.File(path, "r") as f:
+        d = f["d"]
+        _, values = fz_filter_values(d)
+        assert len(values) == 10 + len(shape) <= 16, values
+        fid, opts, _ = d.id.get_create_plist().get_filter_by_id(h5fz.FILTER_ID)
+        assert tuple(int(v) for v in opts) == values
+        assert tuple(int(v) for v in d.id.get_create_plist().get_filter(0)[2]) == values
+        # compression_opts is None for third-party filters; _filters holds their values
+        own = getattr(d, "_filters", {}).get(str(h5fz.FILTER_ID))
+        if own is not None:
+            assert tuple(int(v) for v in own) == values
+        p = h5fz.parse_stored(opts)
+        assert p["chunk_dims"] == chunks and p["element_class_name"] == "float", p
+        assert (p["float_sign_pos"], p["float_exp_size"], p["float_mant_size"], p["float_exp_bias"]) == (31, 8, 23, 127)
+        assert_same(d[()], a)
 
 
 def test_fill_value_recorded(tmp_path):

@@ -121,19 +121,45 @@ def parse_opts(values):
 
 
 # Stored layout (what set_local rewrites the user values into; docs/CD_VALUES.md).
-STORED_MARKER = 0x5A46CD00
-_STORED_FIELDS = [
-    "marker", "layout_version", "preset", "mode", "bound_low", "bound_high",
-    "element_class", "element_size", "byte_order", "hdf5_class", "hdf5_sign",
-    "float_sign_pos", "float_exp_pos", "float_exp_size", "float_mant_pos",
-    "float_mant_size", "float_exp_bias", "fill_defined", "fill_low", "fill_high",
-    "rank", "tuning_count",
-]
+# Version 1: 10 fixed words, then the chunk dims and the tuning words. Small
+# fields share words so that old tools (h5py < 3.16: 16 words, h5dump 1.10: 20)
+# show all of it for chunks up to rank 6.
+STORED_MARKER = 0x5A46CD00          # word 0 without its low byte (the layout version)
+STORED_MARKER_MASK = 0xFFFFFF00
+STORED_LAYOUT_VERSION = 1
+STORED_FIXED_WORDS = 10
+_MAX_RANK = 32
+_MAX_TUNING = 16
+# name: (word, lowest bit, bits)
+_STORED_FIELDS = {
+    "layout_version": (0, 0, 8),
+    "preset": (1, 0, 8),
+    "mode": (1, 8, 8),
+    "tuning_count": (1, 16, 8),
+    "rank": (1, 24, 8),
+    "bound_low": (2, 0, 32),
+    "bound_high": (3, 0, 32),
+    "element_class": (4, 0, 4),
+    "byte_order": (4, 4, 1),
+    "hdf5_sign": (4, 5, 1),
+    "fill_defined": (4, 6, 1),
+    "hdf5_class": (4, 8, 8),
+    "element_size": (5, 0, 32),
+    "float_sign_pos": (6, 0, 8),
+    "float_exp_pos": (6, 8, 8),
+    "float_exp_size": (6, 16, 8),
+    "float_mant_pos": (6, 24, 8),
+    "float_mant_size": (7, 0, 8),
+    "float_exp_bias": (7, 8, 24),
+    "fill_low": (8, 0, 32),
+    "fill_high": (9, 0, 32),
+}
+_TYPE_RESERVED_MASK = 0xFFFF0080    # word 4: bit 7 and bits 16-31 are 0
 ELEMENT_CLASSES = {0: "opaque", 1: "unsigned", 2: "signed", 3: "float"}
 
 
 def is_stored_layout(values):
-    return len(values) > 0 and int(values[0]) == STORED_MARKER
+    return len(values) > 0 and (int(values[0]) & STORED_MARKER_MASK) == STORED_MARKER
 
 
 def parse_stored(values):
@@ -141,23 +167,28 @@ def parse_stored(values):
     values = [int(v) for v in values]
     if not is_stored_layout(values):
         raise ValueError("not a stored H5Z-FZ layout (no marker): %r" % (values[:4],))
-    fixed = len(_STORED_FIELDS)
+    version = values[0] & 0xFF
+    if version != STORED_LAYOUT_VERSION:
+        raise ValueError("unknown stored layout version %d" % version)
+    fixed = STORED_FIXED_WORDS
     if len(values) < fixed:
         raise ValueError("stored layout too short: %d values" % len(values))
-    out = dict(zip(_STORED_FIELDS, values[:fixed]))
-    if out["layout_version"] != 1:
-        raise ValueError("unknown stored layout version %d" % out["layout_version"])
+    out = {"marker": values[0] & STORED_MARKER_MASK}
+    for name, (word, shift, bits) in _STORED_FIELDS.items():
+        out[name] = (values[word] >> shift) & ((1 << bits) - 1)
     rank, ntune = out["rank"], out["tuning_count"]
-    if len(values) != fixed + rank + ntune:
+    if rank > _MAX_RANK or ntune > _MAX_TUNING or len(values) != fixed + rank + ntune:
         raise ValueError("stored layout holds %d values, expected %d + rank %d + tuning %d"
                          % (len(values), fixed, rank, ntune))
+    if values[4] & _TYPE_RESERVED_MASK:
+        raise ValueError("stored layout word 4 has reserved bits set: 0x%08X" % values[4])
     out["chunk_dims"] = tuple(values[fixed:fixed + rank])
     out["tuning"] = tuple(values[fixed + rank:])
     out["bound"] = join_bound(out["bound_low"], out["bound_high"])
     out["preset_name"] = PRESET_NAMES.get(out["preset"], "?")
     out["mode_name"] = MODE_NAMES.get(out["mode"], "?")
     out["element_class_name"] = ELEMENT_CLASSES.get(out["element_class"], "?")
-    out["byte_order_name"] = {0: "little", 1: "big"}.get(out["byte_order"], "?")
+    out["byte_order_name"] = {0: "little", 1: "big"}[out["byte_order"]]
     if out["fill_defined"]:
         out["fill_bytes"] = struct.pack("<II", out["fill_low"], out["fill_high"])[:out["element_size"]]
     else:
@@ -275,6 +306,6 @@ __all__ = [
     "FILTER_ID", "FILTER_NAME", "PLUGIN_FILE", "PRESETS", "PRESET_NAMES", "MODES",
     "MODE_NAMES", "LOSSY_PRESETS", "preset_id", "mode_id", "split_bound", "join_bound",
     "compression_opts", "parse_opts", "h5repack_filter", "plugin_dir", "plugin_path",
-    "register", "is_available", "STORED_MARKER", "is_stored_layout", "parse_stored",
+    "register", "is_available", "STORED_MARKER", "STORED_LAYOUT_VERSION", "is_stored_layout", "parse_stored",
     "filter_values",
 ]
