@@ -132,6 +132,12 @@ DatasetInfo learn_element(const Hdf5Api& api, hid_t type) {
     info.float_fields = {static_cast<unsigned>(sign_pos), static_cast<unsigned>(exp_pos),
                          static_cast<unsigned>(exp_size), static_cast<unsigned>(mant_pos),
                          static_cast<unsigned>(mant_size), static_cast<unsigned>(exp_bias)};
+    // Layouts too wide for the stored words (floats above 32 bytes) are not
+    // recorded; they are kept bit-exact as opaque bytes like every non-IEEE float.
+    if (sign_pos > 255 || exp_pos > 255 || exp_size > 255 || mant_pos > 255 || mant_size > 255 ||
+        exp_bias >= (size_t(1) << 24)) {
+      info.float_fields = {};
+    }
     // Only true IEEE binary16/32/64 is treated as numbers; other layouts
     // (VAX order, bfloat16, x87 long double, custom fields) are kept bit-exact.
     if (plain_order && info.float_fields == ieee_fields(static_cast<unsigned>(size))) {
