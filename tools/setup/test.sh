@@ -72,6 +72,8 @@ do_fuzz_run() {
     name="$(basename "$f")"
     corpus="$FUZZ_DIR/corpus/$name"   # kept between runs; crashes go to $FUZZ_DIR/crash-*
     mkdir -p "$corpus"
+    # The frame parser needs real frames to start from: the golden corpus.
+    [[ "$name" == frame_fuzz ]] && cp -n "$FZ_REPO"/tests/golden/v*/*.fzm "$corpus"/ 2>/dev/null
     fz_note "$name: ${FZ_FUZZ_SECONDS}s"
     if "$f" "$corpus" -max_total_time="$FZ_FUZZ_SECONDS" -timeout=20 -rss_limit_mb=2048 \
          -print_final_stats=1 -artifact_prefix="$FUZZ_DIR/$name-" >"$FUZZ_DIR/$name.log" 2>&1; then
