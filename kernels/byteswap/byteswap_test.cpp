@@ -2,68 +2,20 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <exception>
-#include <mutex>
-#include <thread>
-
 #include "common/blocks.hpp"
 #include "common/error.hpp"
 #include "common/testing/test_data.hpp"
+#include "common/testing/width_transform_checks.hpp"
 
 namespace fz {
 namespace {
 
-// Hands items to a few threads in whatever order they grab them.
-class ThreadExecutor final : public Executor {
- public:
-  explicit ThreadExecutor(unsigned threads) : threads_(threads) {}
-  void parallel_for(size_t count, const std::function<void(size_t)>& body) const override {
-    std::atomic<size_t> next{0};
-    std::exception_ptr first_error;
-    std::mutex error_mutex;
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads_; ++t)
-      pool.emplace_back([&] {
-        for (size_t i = next++; i < count; i = next++) {
-          try {
-            body(i);
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(error_mutex);
-            if (!first_error) first_error = std::current_exception();
-          }
-        }
-      });
-    for (auto& thread : pool) thread.join();
-    if (first_error) std::rethrow_exception(first_error);
-  }
-  unsigned concurrency() const override { return threads_; }
+using testing::kWidths;
 
- private:
-  unsigned threads_;
-};
-
-constexpr unsigned kWidths[] = {1, 2, 4, 8};
-
-const std::vector<testing::NamedInput>& inputs() {
-  static const std::vector<testing::NamedInput> all = testing::standard_inputs();
-  return all;
-}
-
-Bytes swapped(const Bytes& in, unsigned width, const Executor& exec = serial_executor()) {
-  Bytes out{1, 2, 3};
-  byteswap::apply(in, width, out, exec);
-  return out;
-}
+Bytes swapped(const Bytes& in, unsigned width) { return testing::transformed(byteswap::apply, in, width); }
 
 TEST(Byteswap, IsItsOwnInverseOnEveryStandardInput) {
-  for (unsigned width : kWidths)
-    for (const auto& input : inputs()) {
-      SCOPED_TRACE(input.name + " width " + std::to_string(width));
-      const Bytes once = swapped(input.bytes, width);
-      ASSERT_EQ(once.size(), input.bytes.size());
-      ASSERT_EQ(swapped(once, width), input.bytes);
-    }
+  testing::expect_width_transform_round_trips(byteswap::apply, byteswap::apply, kWidths);
 }
 
 TEST(Byteswap, KnownBytes) {
@@ -89,19 +41,11 @@ TEST(Byteswap, MatchesWordReversal) {
 }
 
 TEST(Byteswap, RejectsBadWidths) {
-  const Bytes in(64, 1);
-  Bytes out;
-  for (unsigned width : {0u, 3u, 5u, 6u, 7u, 9u, 16u}) EXPECT_THROW(byteswap::apply(in, width, out), UsageError);
+  testing::expect_bad_widths_refused(byteswap::apply, {0u, 3u, 5u, 6u, 7u, 9u, 16u});
 }
 
 TEST(Byteswap, ThreadsGiveTheSerialBytes) {
-  const ThreadExecutor threads(4);
-  for (unsigned width : kWidths)
-    for (const auto& input : inputs()) {
-      if (input.bytes.size() < 2 * kBlockBytes) continue;
-      SCOPED_TRACE(input.name + " width " + std::to_string(width));
-      ASSERT_EQ(swapped(input.bytes, width, threads), swapped(input.bytes, width));
-    }
+  testing::expect_threads_give_the_serial_bytes(byteswap::apply, kWidths);
 }
 
 }  // namespace

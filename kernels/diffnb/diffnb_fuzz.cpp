@@ -5,23 +5,8 @@
 #include <cstdint>
 
 #include "diffnb/diffnb.hpp"
-#include "common/error.hpp"
+#include "common/testing/fuzz_targets.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size == 0) return 0;
-  static constexpr unsigned kWidths[] = {1, 2, 4, 8, 3};
-  const unsigned width = kWidths[data[0] % 5];
-  const fz::ByteSpan stream(data + 1, size - 1);
-  try {
-    fz::Bytes decoded, reencoded, encoded, redecoded;
-    fz::diffnb::decode(stream, width, decoded);
-    fz::diffnb::encode(decoded, width, reencoded);
-    fz::diffnb::encode(stream, width, encoded);
-    fz::diffnb::decode(encoded, width, redecoded);
-    const fz::Bytes original(stream.data, stream.data + stream.size);
-    if (reencoded != original || redecoded != original) __builtin_trap();
-  } catch (const fz::FormatError&) {
-  } catch (const fz::UsageError&) {
-  }
-  return 0;
+  return fz::testing::fuzz_width_transform(data, size, fz::diffnb::encode, fz::diffnb::decode);
 }

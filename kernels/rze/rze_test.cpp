@@ -5,103 +5,33 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
-#include <mutex>
-#include <random>
-#include <thread>
 #include <vector>
 
 #include "common/blocks.hpp"
 #include "common/elimination.hpp"
 #include "common/error.hpp"
 #include "common/testing/test_data.hpp"
+#include "common/testing/word_coder_checks.hpp"
 
 namespace fz {
 namespace {
 
-constexpr unsigned kWordSizes[] = {1, 2, 4, 8};
-constexpr size_t kMiB = size_t{1} << 20;
+using testing::bitshuffled_smooth;
+using testing::kMiB;
+using testing::kWordSizes;
+using testing::stored_length;
+using testing::stored_size;
 
-// A real thread pool is not needed to prove thread-count independence: a few
-// threads pulling item indices from a shared counter give a scheduling order
-// that differs from the serial one.
-class ThreadExecutor final : public Executor {
- public:
-  explicit ThreadExecutor(unsigned threads) : threads_(threads) {}
-  void parallel_for(size_t count, const std::function<void(size_t)>& body) const override {
-    std::atomic<size_t> next{0};
-    std::exception_ptr first_error;
-    std::mutex error_mutex;
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads_; ++t) {
-      pool.emplace_back([&] {
-        for (size_t i; (i = next.fetch_add(1)) < count;) {
-          try {
-            body(i);
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(error_mutex);
-            if (!first_error) first_error = std::current_exception();
-          }
-        }
-      });
-    }
-    for (auto& thread : pool) thread.join();
-    if (first_error) std::rethrow_exception(first_error);
-  }
-  unsigned concurrency() const override { return threads_; }
+const testing::WordCoder kRze{rze::encode, rze::decode};
 
- private:
-  unsigned threads_;
-};
+Bytes encode(const Bytes& in, unsigned word_size) { return kRze.encode(in, word_size); }
 
-Bytes encode(const Bytes& in, unsigned word_size, const Executor& exec = serial_executor()) {
-  Bytes out;
-  rze::encode(in, word_size, out, exec);
-  return out;
-}
-
-Bytes decode(const Bytes& in, unsigned word_size, size_t max_out = 64 * kMiB,
-             const Executor& exec = serial_executor()) {
-  Bytes out;
-  rze::decode(in, word_size, out, max_out, exec);
-  return out;
-}
-
-uint64_t stored_length(const Bytes& stream) { return load_le<uint64_t>(stream.data()); }
-uint16_t stored_size(const Bytes& stream, size_t chunk) { return load_le<uint16_t>(stream.data() + 8 + 2 * chunk); }
-
-// What RZE sees in the lossless presets: deltas of a smooth signal, zigzagged,
-// then bit-shuffled (plane q of each 32-word group holds bit q of its words),
-// so the high planes are all zero.
-Bytes bitshuffled_smooth(size_t n) {
-  const Bytes smooth = testing::smooth_words(n, 4, 7);
-  Bytes out(n, 0);
-  const size_t groups = n / 128;
-  uint32_t previous = 0;
-  for (size_t g = 0; g < groups; ++g) {
-    uint32_t planes[32] = {};
-    for (unsigned j = 0; j < 32; ++j) {
-      const uint32_t value = load_le<uint32_t>(smooth.data() + (g * 32 + j) * 4);
-      const int32_t delta = static_cast<int32_t>(value - previous);
-      previous = value;
-      const uint32_t zigzag = (static_cast<uint32_t>(delta) << 1) ^ static_cast<uint32_t>(delta >> 31);
-      for (unsigned q = 0; q < 32; ++q) planes[q] |= ((zigzag >> q) & 1u) << j;
-    }
-    for (unsigned q = 0; q < 32; ++q) store_le<uint32_t>(out.data() + g * 128 + q * 4, planes[q]);
-  }
-  return out;
+Bytes decode(const Bytes& in, unsigned word_size, size_t max_out = 64 * kMiB) {
+  return kRze.decode(in, word_size, max_out);
 }
 
 TEST(Rze, RoundTripsStandardInputsAtEveryWordSize) {
-  for (const auto& input : testing::standard_inputs()) {
-    for (unsigned k : kWordSizes) {
-      SCOPED_TRACE(input.name + " k=" + std::to_string(k));
-      const Bytes coded = encode(input.bytes, k);
-      ASSERT_EQ(stored_length(coded), input.bytes.size());
-      ASSERT_EQ(decode(coded, k, input.bytes.size()), input.bytes);
-    }
-  }
+  testing::expect_word_coder_round_trips(kRze);
 }
 
 TEST(Rze, EmptyInputIsJustTheLength) {
@@ -160,14 +90,7 @@ TEST(Rze, WiderWordsKeepLeftoverBytesAtTheEnd) {
 }
 
 TEST(Rze, RandomDataIsStoredRaw) {
-  for (unsigned k : kWordSizes) {
-    const Bytes in = testing::random_bytes(3 * kBlockBytes + 100, 42 + k);
-    const Bytes coded = encode(in, k);
-    const size_t chunks = block_count(in.size());
-    ASSERT_EQ(coded.size(), 8 + 2 * chunks + in.size());
-    for (size_t i = 0; i < chunks; ++i) EXPECT_EQ(stored_size(coded, i), block_length(in.size(), i));
-    EXPECT_TRUE(std::equal(in.begin(), in.end(), coded.begin() + 8 + 2 * chunks));
-  }
+  testing::expect_random_data_stored_raw(kRze);
   // Inputs shorter than a word cannot be coded at all.
   const Bytes seven(7, 0);
   EXPECT_EQ(stored_size(encode(seven, 8), 0), 7);
@@ -195,16 +118,9 @@ TEST(Rze, ZeroAndSparseDataShrink) {
 }
 
 TEST(Rze, ThreadedExecutorGivesTheSameBytes) {
-  const ThreadExecutor threads(4);
-  std::vector<Bytes> inputs = {bitshuffled_smooth(2 * kMiB + 3), testing::random_bytes(kMiB + 1, 3),
-                               testing::read_field("vorticity.512_512")};
-  for (const auto& in : inputs) {
-    for (unsigned k : kWordSizes) {
-      const Bytes serial = encode(in, k);
-      EXPECT_EQ(encode(in, k, threads), serial);
-      EXPECT_EQ(decode(serial, k, in.size(), threads), in);
-    }
-  }
+  const std::vector<Bytes> inputs = {bitshuffled_smooth(2 * kMiB + 3), testing::random_bytes(kMiB + 1, 3),
+                                     testing::read_field("vorticity.512_512")};
+  testing::expect_threads_give_the_same_bytes(kRze, inputs);
 }
 
 TEST(Rze, MaxOutSmallerThanTheLengthIsRefused) {
@@ -218,11 +134,7 @@ TEST(Rze, MaxOutSmallerThanTheLengthIsRefused) {
 }
 
 TEST(Rze, BadWordSizeIsAUsageError) {
-  Bytes out;
-  for (unsigned k : {0u, 3u, 5u, 16u}) {
-    EXPECT_THROW(rze::encode(Bytes(10, 0), k, out), UsageError);
-    EXPECT_THROW(rze::decode(Bytes(8, 0), k, out, 100), UsageError);
-  }
+  testing::expect_bad_word_sizes_refused(kRze, {0u, 3u, 5u, 16u});
 }
 
 TEST(Rze, InconsistentStreamsAreFormatErrors) {
@@ -253,43 +165,16 @@ TEST(Rze, InconsistentStreamsAreFormatErrors) {
 }
 
 TEST(Rze, EveryTruncationIsRefused) {
-  for (unsigned k : kWordSizes) {
-    Bytes in = bitshuffled_smooth(3 * kBlockBytes);
-    in.resize(in.size() - 5);
-    const Bytes coded = encode(in, k);
-    ASSERT_EQ(decode(coded, k), in);
-    for (size_t len = 0; len < coded.size(); ++len) {
-      Bytes cut(coded.begin(), coded.begin() + static_cast<std::ptrdiff_t>(len));
-      EXPECT_THROW(decode(cut, k), FormatError) << "k=" << k << " length " << len;
-    }
-  }
+  Bytes in = bitshuffled_smooth(3 * kBlockBytes);
+  in.resize(in.size() - 5);
+  testing::expect_every_truncation_refused(kRze, in);
 }
 
 TEST(Rze, BitFlipsGiveAnErrorOrACorrectLengthOutput) {
-  std::mt19937_64 rng(99);
   Bytes in = bitshuffled_smooth(8 * kBlockBytes);
   const Bytes field = testing::read_field("wmag91.float");
   in.insert(in.end(), field.begin(), field.begin() + 4 * kBlockBytes + 13);
-  for (unsigned k : kWordSizes) {
-    const Bytes coded = encode(in, k);
-    size_t errors = 0;
-    for (int trial = 0; trial < 3000; ++trial) {
-      Bytes hostile = coded;
-      const int flips = 1 + static_cast<int>(rng() % 3);
-      for (int f = 0; f < flips; ++f) {
-        // Mostly the payload, sometimes the header and size table.
-        const size_t at = (rng() % 4 == 0) ? rng() % std::min<size_t>(hostile.size(), 40) : rng() % hostile.size();
-        hostile[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
-      }
-      try {
-        const Bytes out = decode(hostile, k, 4 * kMiB);
-        EXPECT_EQ(out.size(), stored_length(hostile));
-      } catch (const FormatError&) {
-        ++errors;
-      }
-    }
-    EXPECT_GT(errors, 0u) << "k=" << k;
-  }
+  testing::expect_bit_flips_give_an_error_or_a_correct_length(kRze, in, 99);
 }
 
 }  // namespace

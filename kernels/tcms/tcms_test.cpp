@@ -2,53 +2,15 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <exception>
-#include <mutex>
-#include <thread>
-
 #include "common/blocks.hpp"
 #include "common/error.hpp"
 #include "common/testing/test_data.hpp"
+#include "common/testing/width_transform_checks.hpp"
 
 namespace fz {
 namespace {
 
-// Hands items to a few threads in whatever order they grab them.
-class ThreadExecutor final : public Executor {
- public:
-  explicit ThreadExecutor(unsigned threads) : threads_(threads) {}
-  void parallel_for(size_t count, const std::function<void(size_t)>& body) const override {
-    std::atomic<size_t> next{0};
-    std::exception_ptr first_error;
-    std::mutex error_mutex;
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads_; ++t)
-      pool.emplace_back([&] {
-        for (size_t i = next++; i < count; i = next++) {
-          try {
-            body(i);
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(error_mutex);
-            if (!first_error) first_error = std::current_exception();
-          }
-        }
-      });
-    for (auto& thread : pool) thread.join();
-    if (first_error) std::rethrow_exception(first_error);
-  }
-  unsigned concurrency() const override { return threads_; }
-
- private:
-  unsigned threads_;
-};
-
-constexpr unsigned kWidths[] = {1, 2, 4, 8};
-
-const std::vector<testing::NamedInput>& inputs() {
-  static const std::vector<testing::NamedInput> all = testing::standard_inputs();
-  return all;
-}
+using testing::kWidths;
 
 // The header's formula on words of `width` bytes held in 64 bits.
 Bytes reference_encode(const Bytes& in, unsigned width) {
@@ -65,26 +27,12 @@ Bytes reference_encode(const Bytes& in, unsigned width) {
   return out;
 }
 
-Bytes encoded(const Bytes& in, unsigned width, const Executor& exec = serial_executor()) {
-  Bytes out{1, 2, 3};
-  tcms::encode(in, width, out, exec);
-  return out;
-}
+Bytes encoded(const Bytes& in, unsigned width) { return testing::transformed(tcms::encode, in, width); }
 
-Bytes decoded(const Bytes& in, unsigned width, const Executor& exec = serial_executor()) {
-  Bytes out{1, 2, 3};
-  tcms::decode(in, width, out, exec);
-  return out;
-}
+Bytes decoded(const Bytes& in, unsigned width) { return testing::transformed(tcms::decode, in, width); }
 
 TEST(Tcms, RoundTripsEveryStandardInputAtEveryWidth) {
-  for (unsigned width : kWidths)
-    for (const auto& input : inputs()) {
-      SCOPED_TRACE(input.name + " width " + std::to_string(width));
-      const Bytes coded = encoded(input.bytes, width);
-      ASSERT_EQ(coded.size(), input.bytes.size());
-      ASSERT_EQ(decoded(coded, width), input.bytes);
-    }
+  testing::expect_width_transform_round_trips(tcms::encode, tcms::decode, kWidths);
 }
 
 TEST(Tcms, MatchesFormula) {
@@ -121,24 +69,11 @@ TEST(Tcms, KnownWords) {
 }
 
 TEST(Tcms, RejectsBadWidths) {
-  const Bytes in(64, 1);
-  Bytes out;
-  for (unsigned width : {0u, 3u, 5u, 6u, 7u, 16u}) {
-    EXPECT_THROW(tcms::encode(in, width, out), UsageError) << width;
-    EXPECT_THROW(tcms::decode(in, width, out), UsageError) << width;
-  }
+  testing::expect_bad_widths_refused(tcms::encode, tcms::decode, {0u, 3u, 5u, 6u, 7u, 16u});
 }
 
 TEST(Tcms, ThreadsGiveTheSerialBytes) {
-  const ThreadExecutor threads(4);
-  for (unsigned width : kWidths)
-    for (const auto& input : inputs()) {
-      if (input.bytes.size() < 2 * kBlockBytes) continue;
-      SCOPED_TRACE(input.name + " width " + std::to_string(width));
-      const Bytes serial = encoded(input.bytes, width);
-      ASSERT_EQ(encoded(input.bytes, width, threads), serial);
-      ASSERT_EQ(decoded(serial, width, threads), input.bytes);
-    }
+  testing::expect_threads_give_the_serial_bytes(tcms::encode, tcms::decode, kWidths);
 }
 
 }  // namespace
