@@ -21,6 +21,19 @@ class Reader {
     pos_ += sizeof(T);
     return v;
   }
+  // Canonical LEB128 only (no redundant high zero groups), at most 64 bits.
+  uint64_t varint(const char* what) {
+    uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+      const uint8_t byte = get<uint8_t>(what);
+      if (shift == 63 && byte > 1) throw FormatError(std::string("frame header: ") + what + " overflows 64 bits");
+      v |= uint64_t(byte & 0x7F) << shift;
+      if (!(byte & 0x80)) {
+        if (byte == 0 && shift > 0) throw FormatError(std::string("frame header: ") + what + " is not minimally encoded");
+        return v;
+      }
+    }
+  }
   ByteSpan bytes(size_t count, const char* what) {
     if (count > n_ - pos_) throw FormatError(std::string("frame header truncated at ") + what);
     ByteSpan s(p_ + pos_, count);
@@ -34,6 +47,17 @@ class Reader {
   size_t n_;
   size_t pos_ = 0;
 };
+
+// Unsigned LEB128: 7 bits per byte, low groups first, high bit = more follows.
+// Sizes and dims are small numbers in practice; this keeps the header of a
+// small chunk small (h5py's default chunks are a few kB each).
+void append_varint(Bytes& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<uint8_t>(v));
+}
 
 bool multiply_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
 
@@ -49,9 +73,9 @@ Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
   h.push_back(static_cast<uint8_t>(info.dtype.element_class));
   h.push_back(static_cast<uint8_t>(info.dtype.order));
   h.push_back(static_cast<uint8_t>(info.dims.size()));
-  append_le<uint32_t>(h, info.dtype.size);
-  append_le<uint64_t>(h, info.original_bytes);
-  for (uint64_t d : info.dims) append_le<uint64_t>(h, d);
+  append_varint(h, info.dtype.size);
+  append_varint(h, info.original_bytes);
+  for (uint64_t d : info.dims) append_varint(h, d);
   h.push_back(static_cast<uint8_t>(info.stages.size()));
   h.push_back(static_cast<uint8_t>(stored.size()));
   for (const StageInfo& s : info.stages) {
@@ -66,7 +90,7 @@ Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
   uint32_t payload_crc = 0;
   size_t payload_bytes = 0;
   for (const Bytes& b : stored) {
-    append_le<uint64_t>(h, b.size());
+    append_varint(h, b.size());
     info.stored_sizes.push_back(b.size());
     payload_crc = crc32c(b.data(), b.size(), payload_crc);
     payload_bytes += b.size();
@@ -105,7 +129,7 @@ ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes) {
                       std::to_string(kFormatMajor) + ".x): upgrade H5Z-FZ");
   info.flags = r.get<uint16_t>("flags");
   const uint32_t header_bytes = r.get<uint32_t>("header size");
-  if (header_bytes > frame_bytes || header_bytes < kFixedHeaderBytes + 2 + 8)
+  if (header_bytes > frame_bytes || header_bytes < kFixedHeaderBytes + 2 + 2 + 8)
     throw FormatError("FZM frame truncated: header needs " + std::to_string(header_bytes) + " bytes, frame has " +
                       std::to_string(frame_bytes));
   const uint32_t header_crc = load_le<uint32_t>(frame + header_bytes - 4);
@@ -132,12 +156,13 @@ ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes) {
   info.preset = static_cast<Preset>(preset);
   info.dtype.element_class = static_cast<ElementClass>(element_class);
   info.dtype.order = static_cast<ByteOrder>(order);
-  info.dtype.size = h.get<uint32_t>("element size");
-  require_format(info.dtype.size >= 1, "frame element size is 0");
-  info.original_bytes = h.get<uint64_t>("original size");
+  const uint64_t element_size = h.varint("element size");
+  require_format(element_size >= 1 && element_size <= UINT32_MAX, "frame element size out of range");
+  info.dtype.size = static_cast<uint32_t>(element_size);
+  info.original_bytes = h.varint("original size");
   uint64_t elements = 1;
   for (unsigned i = 0; i < rank; ++i) {
-    info.dims.push_back(h.get<uint64_t>("dims"));
+    info.dims.push_back(h.varint("dims"));
     require_format(!multiply_overflows(elements, info.dims.back(), &elements), "frame dims overflow");
   }
   uint64_t expected = 0;
@@ -162,7 +187,7 @@ ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes) {
   }
   uint64_t payload_bytes = 0;
   for (unsigned b = 0; b < stored_count; ++b) {
-    info.stored_sizes.push_back(h.get<uint64_t>("stored sizes"));
+    info.stored_sizes.push_back(h.varint("stored sizes"));
     require_format(!__builtin_add_overflow(payload_bytes, info.stored_sizes.back(), &payload_bytes),
                    "stored sizes overflow");
   }

@@ -15,7 +15,7 @@ constexpr uint8_t kFormatMinor = 0;
 constexpr uint16_t kFlagRaw = 1u << 0;       // payload is the chunk itself, no stages
 constexpr uint16_t kKnownFlags = kFlagRaw;   // any other bit set: refuse (newer writer)
 constexpr size_t kMaxRank = 32;
-constexpr size_t kFixedHeaderBytes = 28;     // up to and excluding the dims
+constexpr size_t kFixedHeaderBytes = 16;     // up to and excluding the element size
 
 // Serialises header + payload. Fills header_bytes, frame_bytes and both CRCs of `info`.
 Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored);

@@ -2,6 +2,7 @@
 // frame does (a clean fz::Error, never a crash or an over-read).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -50,6 +51,17 @@ TEST(Frame, LosslessHeaderIsCompactAndDescribesTheChunk) {
   bef.order = ByteOrder::Big;
   const Bytes frame4 = compress(be.data(), be.size(), bef, dims4, Options{});
   EXPECT_LT(inspect(frame4.data(), frame4.size()).header_bytes, 128u);
+}
+
+TEST(Frame, SmallChunksPayLittleHeader) {
+  // h5py's default chunks are a few kB: the fixed cost per frame must stay small.
+  const auto v = test::smooth_field<float>(15 * 16 * 16, 12);
+  const Bytes frame = compress_floats(v, {15, 16, 16});
+  EXPECT_LE(inspect(frame.data(), frame.size()).header_bytes, 64u);
+  const Bytes one = compress_floats({1.0f}, {1});
+  const FrameInfo raw = inspect(one.data(), one.size());
+  EXPECT_TRUE(raw.raw);
+  EXPECT_LE(one.size(), 4u + 32u);
 }
 
 TEST(Frame, IncompressibleChunkIsStoredRaw) {
@@ -140,9 +152,12 @@ TEST(Frame, UnknownFlagsAndStageTypesAreRefused) {
   test::reseal(flagged);
   EXPECT_THROW(decompress(flagged.data(), flagged.size()), Error);
 
-  // First stage record starts after the fixed fields, one dim, and the two counts.
+  // The first stage record: diffnb (type 5) of width 4, one input, one output, 1-byte config.
   Bytes unknown = frame;
-  const size_t stage0 = 28 + 8 + 2;
+  const uint8_t record[] = {5, 0, 1, 1, 1, 0, 4};
+  const auto at = std::search(unknown.begin(), unknown.end(), std::begin(record), std::end(record));
+  ASSERT_NE(at, unknown.end());
+  const size_t stage0 = static_cast<size_t>(at - unknown.begin());
   unknown[stage0] = 0xEE;
   unknown[stage0 + 1] = 0x7F;
   test::reseal(unknown);
