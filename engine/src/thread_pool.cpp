@@ -15,6 +15,11 @@ namespace {
 
 thread_local bool tls_inside_worker = false;
 
+// Items are about 16 KiB of work (one block); waking a thread costs about as
+// much as a few of them. Below this many items per thread, extra threads made
+// h5py's small default chunks 30% slower on two cores (docs/PERFORMANCE.md).
+constexpr size_t kMinItemsPerThread = 4;
+
 struct Job {
   size_t count = 0;
   const std::function<void(size_t)>* body = nullptr;
@@ -52,6 +57,7 @@ class Pool {
 
   void run(size_t count, const std::function<void(size_t)>& body, unsigned threads) {
     if (count == 0) return;
+    threads = static_cast<unsigned>(std::min<size_t>(threads, count / kMinItemsPerThread));
     if (threads <= 1 || count == 1 || tls_inside_worker) {
       for (size_t i = 0; i < count; ++i) body(i);
       return;
