@@ -159,18 +159,23 @@ Hdf5Api* bind(const void* caller, const char* caller_path) {
 
 }  // namespace
 
-const Hdf5Api* hdf5_api_for(const void* caller) {
+namespace {
+
+// The slow lookup: dladdr (a linear walk over every loaded object and its
+// symbol table: a third of all samples when h5py reads small chunks), then the
+// registry keyed by the caller object's load address, binding on first use.
+const Hdf5Api* lookup_or_bind(const void* caller, const void*& caller_base) {
   Dl_info where{};
-  const void* key = nullptr;
   const char* caller_path = nullptr;
+  caller_base = nullptr;
   if (dladdr(caller, &where) != 0) {
-    key = where.dli_fbase;
+    caller_base = where.dli_fbase;
     caller_path = where.dli_fname;
   }
   Registry& tables = registry();
   std::lock_guard<std::mutex> lock(tables.mutex);
   for (const auto& [object, api] : tables.tables) {
-    if (object == key) return api;
+    if (object == caller_base) return api;
   }
   Hdf5Api* api = nullptr;
   try {
@@ -180,7 +185,105 @@ const Hdf5Api* hdf5_api_for(const void* caller) {
   }
   // A failed binding is not cached: a later call may come from a library
   // loaded in the meantime.
-  if (api != nullptr) tables.tables.emplace_back(key, api);
+  if (api != nullptr) tables.tables.emplace_back(caller_base, api);
+  return api;
+}
+
+// The fast lookup: return address -> table. HDF5 calls the plugin from a
+// handful of call sites per library (H5PL's loader, H5Z's can_apply/set_local
+// and the pipeline), so a small table serves every chunk after the first.
+//
+// Why a bare return address is a safe key: an address is cached only after
+// the object that contains it is pinned (dlopen RTLD_NOLOAD, handle never
+// closed; checked to be that very object through its link_map). A pinned
+// object is never unmapped, so nothing else can ever be loaded at that address
+// and it keeps meaning the same call site of the same library for the life of
+// the process; libhdf5 copies loaded later get other addresses, and miss. The
+// libhdf5 a table points into is pinned anyway (bind keeps its handle), and in
+// the usual case it is the caller's object itself; pinning the caller also
+// covers the fallback where the caller is some other object (HDF5 linked into
+// the program, found by dl_iterate_phdr). So no invalidation is needed, not
+// even on H5close: a closed and reopened library keeps its functions, and the
+// error class is registered again by Hdf5Api::report. Where the caller cannot
+// be pinned (dlmopen namespaces, code outside any object) or the table is
+// full, every call takes the slow path, as before this cache.
+//
+// Append-only, lock-free reads: slots are written under the registry mutex
+// and published by the release store of `count`; a slot below the count a
+// reader acquired is never written again.
+class CallSiteCache {
+ public:
+  const Hdf5Api* find(const void* caller) const {
+    const size_t n = count_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i) {
+      if (slots_[i].caller == caller) return slots_[i].api;
+    }
+    return nullptr;
+  }
+
+  // Call with the registry mutex held.
+  void insert(const void* caller, const Hdf5Api* api) {
+    const size_t n = count_.load(std::memory_order_relaxed);
+    if (n == kCapacity) return;
+    for (size_t i = 0; i < n; ++i) {
+      if (slots_[i].caller == caller) return;  // another thread was first
+    }
+    if (!pin_object_containing(caller)) return;
+    slots_[n] = Slot{caller, api};
+    count_.store(n + 1, std::memory_order_release);
+  }
+
+ private:
+  static constexpr size_t kCapacity = 64;
+  struct Slot {
+    const void* caller = nullptr;
+    const Hdf5Api* api = nullptr;
+  };
+
+  // Takes a reference on the loaded object containing `address` that is never
+  // released. Only up to kCapacity times per process, so the count cannot grow
+  // without bound.
+  static bool pin_object_containing(const void* address) {
+    Dl_info where{};
+    link_map* object = nullptr;
+    if (dladdr1(address, &where, reinterpret_cast<void**>(&object), RTLD_DL_LINKMAP) == 0 || object == nullptr) {
+      return false;
+    }
+    // l_name, not dli_fname: dladdr gives argv[0] for the main program,
+    // dlopen wants nullptr (open_loaded maps "" to it).
+    void* handle = open_loaded(object->l_name);
+    if (handle == nullptr) return false;
+    link_map* opened = nullptr;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &opened) != 0 || opened != object) {
+      dlclose(handle);  // another object of the same name (another namespace)
+      return false;
+    }
+    return true;  // handle deliberately leaked
+  }
+
+  Slot slots_[kCapacity];
+  std::atomic<size_t> count_{0};
+};
+
+CallSiteCache& call_sites() {
+  static CallSiteCache* const instance = new CallSiteCache;  // never freed, like the tables
+  return *instance;
+}
+
+}  // namespace
+
+const Hdf5Api* hdf5_api_for(const void* caller) {
+  CallSiteCache& cache = call_sites();
+  if (const Hdf5Api* api = cache.find(caller)) return api;
+  const void* caller_base = nullptr;
+  const Hdf5Api* api = lookup_or_bind(caller, caller_base);
+  if (api == nullptr || caller_base == nullptr) return api;
+  try {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    cache.insert(caller, api);
+  } catch (...) {
+    // std::system_error from the mutex: the slow path keeps working
+  }
   return api;
 }
 

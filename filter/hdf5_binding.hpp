@@ -75,7 +75,9 @@ struct Hdf5Api {
 
 // The table for the library that contains `caller` (a return address inside
 // libhdf5), resolved on first use and cached; nullptr when no HDF5 with the
-// needed functions is loaded. Thread-safe.
+// needed functions is loaded. Thread-safe. After the first call from a given
+// return address, later calls from it are a lock-free scan of a small table
+// (no dladdr): the filter callback runs this once per chunk.
 const Hdf5Api* hdf5_api_for(const void* caller);
 
 }  // namespace fz::filter
