@@ -1,7 +1,6 @@
-// cd_values for the H5Z-FZ filter as h5fz needs them. With the filter's own
-// conversion (fz_filter_core, filter/cd_values.hpp) when the build has it, so
-// the tool and the plugin can never disagree; otherwise a minimal private
-// version of the user layout (docs/CD_VALUES.md) so the tool still builds alone.
+// cd_values for the H5Z-FZ filter as h5fz needs them, through the filter's own
+// conversion (fz_filter_core, filter/cd_values.hpp), so the tool and the plugin
+// can never disagree.
 #pragma once
 
 #include <string>
@@ -19,8 +18,5 @@ std::vector<unsigned> user_cd_values(const fz::Options& options);
 // One line in words for a dataset's H5Z-FZ cd_values (user or stored layout);
 // a malformed set is described as such, never thrown.
 std::string describe_fz_cd_values(const std::vector<unsigned>& cd_values);
-
-// Whether this build uses the filter's conversion (printed by --version).
-bool uses_filter_core();
 
 }  // namespace h5fz

@@ -40,8 +40,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (command == "--version" || command == "-V") {
-      std::printf("h5fz %s (engine %s, H5Z-FZ filter id 32850, cd_values via %s)\n", H5FZ_VERSION, fz::version(),
-                  h5fz::uses_filter_core() ? "fz_filter_core" : "the tool's own conversion");
+      std::printf("h5fz %s (engine %s, H5Z-FZ filter id 32850)\n", H5FZ_VERSION, fz::version());
       return 0;
     }
     if (command == "compress") return h5fz::run_compress(rest);
