@@ -1,0 +1,636 @@
+#include "lorenzo/lorenzo.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <type_traits>
+
+#include "bitshuffle/bitshuffle.hpp"
+#include "common/error.hpp"
+#include "common/testing/test_data.hpp"
+#include "common/testing/thread_executor.hpp"
+#include "diffnb/diffnb.hpp"
+#include "rze/rze.hpp"
+
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
+namespace fz {
+namespace {
+
+using Dims = std::vector<size_t>;
+
+template <typename T>
+using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
+template <typename T>
+BitsOf<T> bits_of(T x) {
+  BitsOf<T> b;
+  std::memcpy(&b, &x, sizeof(T));
+  return b;
+}
+
+template <typename T>
+T from_bits(BitsOf<T> b) {
+  T x;
+  std::memcpy(&x, &b, sizeof(T));
+  return x;
+}
+
+template <typename T>
+Bytes to_bytes(const std::vector<T>& v) {
+  Bytes b(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+template <typename T>
+std::vector<T> from_bytes(const Bytes& b) {
+  std::vector<T> v(b.size() / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+  return v;
+}
+
+// The working bound the engine derives: the user's double rounded toward zero in T.
+template <typename T>
+double working_bound(double user) {
+  T eb = static_cast<T>(user);
+  if (static_cast<double>(eb) > user) eb = std::nextafter(eb, T(0));
+  return static_cast<double>(eb);
+}
+
+// Independent exact check: binary128 holds the difference of two doubles exactly
+// whenever it is anywhere near the bound.
+template <typename T>
+bool exactly_within(T x, T y, double bound) {
+  __float128 d = static_cast<__float128>(x) - static_cast<__float128>(y);
+  if (d < 0) d = -d;
+  return d <= static_cast<__float128>(bound);
+}
+
+template <typename T>
+bool must_be_exact(T x, bool has_fill, BitsOf<T> fill) {
+  const BitsOf<T> b = bits_of(x);
+  if (has_fill && b == fill) return true;
+  if (!std::isfinite(x)) return true;
+  if (x != 0 && std::fpclassify(x) == FP_SUBNORMAL) return true;
+  return x == 0 && std::signbit(x);  // -0
+}
+
+struct Outcome {
+  size_t violations = 0;
+  size_t outliers = 0;
+  lorenzo::Streams streams;
+};
+
+template <typename T>
+lorenzo::Config make_config(double user_bound, uint32_t radius, bool has_fill = false, BitsOf<T> fill = 0) {
+  lorenzo::Config c;
+  c.width = sizeof(T);
+  c.eb = working_bound<T>(user_bound);
+  c.radius = radius;
+  c.has_fill = has_fill;
+  c.fill_bits = fill;
+  return c;
+}
+
+template <typename T>
+Outcome round_trip(const std::vector<T>& x, const Dims& dims, double user_bound, uint32_t radius = 32768,
+                   bool has_fill = false, BitsOf<T> fill = 0, const Executor& exec = serial_executor()) {
+  Outcome o;
+  const lorenzo::Config c = make_config<T>(user_bound, radius, has_fill, fill);
+  lorenzo::encode(to_bytes(x), dims, c, user_bound, o.streams, exec);
+  Bytes out;
+  lorenzo::decode(o.streams.codes, o.streams.outliers, dims, c, out, exec);
+  const std::vector<T> y = from_bytes<T>(out);
+  EXPECT_EQ(y.size(), x.size());
+  if (y.size() != x.size()) return o;
+  for (size_t i = 0; i < x.size(); ++i) {
+    bool ok;
+    if (must_be_exact(x[i], has_fill, fill)) ok = bits_of(x[i]) == bits_of(y[i]);
+    else ok = std::isfinite(y[i]) && exactly_within(x[i], y[i], user_bound);
+    if (!ok) {
+      if (o.violations < 5)
+        ADD_FAILURE() << "element " << i << ": " << x[i] << " -> " << y[i] << " bound " << user_bound;
+      ++o.violations;
+    }
+  }
+  o.outliers = load_le<uint64_t>(o.streams.outliers.data());
+  return o;
+}
+
+// ---- real fields -------------------------------------------------------------
+
+struct Field {
+  std::string name;
+  Dims dims;
+  bool f64;
+};
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> list = {
+      {"wmag91.float", {91, 91, 91}, false},
+      {"vorticity.128_128_41", {41, 128, 128}, false},
+      {"vorticity.512_512", {512, 512}, false},
+      {"999x999.float", {999, 999}, false},
+      {"const32x32x59.float", {59, 32, 32}, false},
+      {"pressure.384_384.f64", {384, 384}, true},
+  };
+  return list;
+}
+
+template <typename T>
+std::vector<T> field_as(const Field& f) {
+  const Bytes raw = testing::read_field(f.name);
+  std::vector<T> v;
+  if (f.f64) {
+    for (double d : from_bytes<double>(raw)) v.push_back(static_cast<T>(d));
+  } else {
+    for (float d : from_bytes<float>(raw)) v.push_back(static_cast<T>(d));
+  }
+  return v;
+}
+
+template <typename T>
+double finite_range(const std::vector<T>& v) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (T x : v)
+    if (std::isfinite(x)) {
+      lo = std::min(lo, static_cast<double>(x));
+      hi = std::max(hi, static_cast<double>(x));
+    }
+  return hi > lo ? hi - lo : 0;
+}
+
+template <typename T>
+void sweep_fields() {
+  for (const Field& f : fields()) {
+    if (f.f64 && sizeof(T) == 4) continue;  // narrowing the f64 field would change the data
+    const std::vector<T> v = field_as<T>(f);
+    const double range = finite_range(v);
+    size_t total_violations = 0;
+    for (double noa : {1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6}) {
+      const double bound = range > 0 ? noa * range : noa;
+      for (uint32_t radius : {32768u, 512u}) {
+        const Outcome o = round_trip(v, f.dims, bound, radius);
+        total_violations += o.violations;
+      }
+    }
+    // The same field folded to 1-D and (where 3-D) to 2-D.
+    const double bound = range > 0 ? 1e-3 * range : 1e-3;
+    total_violations += round_trip(v, {v.size()}, bound).violations;
+    if (f.dims.size() == 3) total_violations += round_trip(v, {f.dims[0] * f.dims[1], f.dims[2]}, bound).violations;
+    EXPECT_EQ(total_violations, 0u) << f.name;
+  }
+}
+
+TEST(Lorenzo, RealFieldsFloat32WithinBound) { sweep_fields<float>(); }
+TEST(Lorenzo, RealFieldsFloat64WithinBound) { sweep_fields<double>(); }
+
+// ---- synthetic, adversarial ---------------------------------------------------
+
+const std::vector<Dims>& synthetic_dims() {
+  static const std::vector<Dims> list = {{1},        {7},        {1000},        {100003},     {1, 1},
+                                         {33, 17},   {3, 40000}, {40000, 3},    {1, 1, 1},    {5, 1, 9},
+                                         {13, 11, 7}, {2, 3, 5500}, {9, 1, 1}, {0}, {4, 0, 3}};
+  return list;
+}
+
+size_t product(const Dims& d) {
+  size_t n = 1;
+  for (size_t e : d) n *= e;
+  return n;
+}
+
+enum class Pattern { Smooth, Spikes, Steps, Noise, Specials, NearMax, Constant, Zeros, Fill };
+
+template <typename T>
+std::vector<T> synthetic(Pattern pattern, size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(-1, 1);
+  std::vector<T> v(n);
+  const T big = std::numeric_limits<T>::max();
+  for (size_t i = 0; i < n; ++i) {
+    const double t = static_cast<double>(i);
+    switch (pattern) {
+      case Pattern::Smooth: v[i] = static_cast<T>(100 * std::sin(t * 0.001) + 3 * std::cos(t * 0.07)); break;
+      case Pattern::Spikes: v[i] = static_cast<T>(i % 97 == 3 ? 1e6 * unit(rng) : std::sin(t * 0.01)); break;
+      case Pattern::Steps: v[i] = static_cast<T>(((i / 50) % 7) * 1000.0 - 2500.0); break;
+      case Pattern::Noise: v[i] = static_cast<T>(unit(rng) * 1e3); break;
+      case Pattern::Specials: {
+        const int pick = static_cast<int>(rng() % 12);
+        const T normal = static_cast<T>(unit(rng) * 10);
+        const T specials[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                              -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::denorm_min(),
+                              -std::numeric_limits<T>::denorm_min() * 77, T(-0.0), T(0.0),
+                              from_bits<T>(static_cast<BitsOf<T>>(~BitsOf<T>{0})),  // negative NaN, all payload bits
+                              std::numeric_limits<T>::min(), -std::numeric_limits<T>::min()};
+        v[i] = pick < 10 ? specials[pick] : normal;
+        break;
+      }
+      case Pattern::NearMax: v[i] = static_cast<T>(big * (0.9 + 0.1 * unit(rng))) * (rng() % 2 ? 1 : -1); break;
+      case Pattern::Constant: v[i] = static_cast<T>(3.14159); break;
+      case Pattern::Zeros: v[i] = T(0); break;
+      case Pattern::Fill: v[i] = (i / 40) % 3 == 0 ? static_cast<T>(-1e34) : static_cast<T>(std::sin(t * 0.02)); break;
+    }
+  }
+  return v;
+}
+
+template <typename T>
+void sweep_synthetic() {
+  const Pattern patterns[] = {Pattern::Smooth, Pattern::Spikes, Pattern::Steps,    Pattern::Noise, Pattern::Specials,
+                              Pattern::NearMax, Pattern::Constant, Pattern::Zeros, Pattern::Fill};
+  std::vector<double> bounds = {1e30, 1e6, 1.0, 1e-2, 1e-6, 1e-20, 1e-35, 4.0 * std::numeric_limits<float>::min()};
+  if (sizeof(T) == 8) {
+    bounds.push_back(1e300);
+    bounds.push_back(1e-300);
+    bounds.push_back(4.0 * std::numeric_limits<double>::min());
+  }
+  size_t violations = 0, runs = 0;
+  for (const Dims& dims : synthetic_dims()) {
+    const size_t n = product(dims);
+    for (Pattern pattern : patterns) {
+      const std::vector<T> v = synthetic<T>(pattern, n, n * 31 + static_cast<int>(pattern));
+      const bool fill = pattern == Pattern::Fill;
+      const BitsOf<T> fill_bits = bits_of(static_cast<T>(-1e34));
+      for (double bound : bounds) {
+        if (n > 50000 && bound != 1e-2 && bound != 1e-6 && bound != 1e30) continue;  // keep the run short
+        for (uint32_t radius : {32768u, 512u, 1u}) {
+          if (n > 50000 && radius == 1) continue;
+          violations += round_trip(v, dims, bound, radius, fill, fill_bits).violations;
+          ++runs;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(violations, 0u) << runs << " runs";
+}
+
+TEST(Lorenzo, SyntheticFloat32WithinBoundAndSpecialsExact) { sweep_synthetic<float>(); }
+TEST(Lorenzo, SyntheticFloat64WithinBoundAndSpecialsExact) { sweep_synthetic<double>(); }
+
+TEST(Lorenzo, FillValueNaNAndZeroAreStoredExactly) {
+  // Fill values that are themselves special or ordinary values.
+  const std::vector<float> v = synthetic<float>(Pattern::Specials, 5000, 7);
+  for (float fill : {std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f, 1.0f})
+    EXPECT_EQ(round_trip(v, {50, 100}, 1e-3, 32768, true, bits_of(fill)).violations, 0u);
+}
+
+TEST(Lorenzo, ExtremeBoundsOnLargeValues) {
+  // Bounds far below the spacing of the data: every element fails the check and
+  // is stored raw; far above: everything quantizes to 0 or a few levels.
+  const std::vector<double> v = synthetic<double>(Pattern::NearMax, 3000, 3);
+  EXPECT_EQ(round_trip(v, {3000}, 1e-300).violations, 0u);
+  EXPECT_EQ(round_trip(v, {3000}, 1e300).violations, 0u);
+  const std::vector<float> f = synthetic<float>(Pattern::NearMax, 3000, 4);
+  EXPECT_EQ(round_trip(f, {30, 100}, 1e-30).violations, 0u);
+  EXPECT_EQ(round_trip(f, {30, 100}, 1e37).violations, 0u);
+}
+
+// ---- determinism ---------------------------------------------------------------
+
+template <typename T>
+void expect_same_bytes_any_threads(const std::vector<T>& v, const Dims& dims, double bound, uint32_t radius) {
+  const lorenzo::Config c = make_config<T>(bound, radius);
+  lorenzo::Streams serial, threaded;
+  lorenzo::encode(to_bytes(v), dims, c, bound, serial);
+  const testing::ThreadExecutor four(4);
+  lorenzo::encode(to_bytes(v), dims, c, bound, threaded, four);
+  EXPECT_EQ(serial.codes, threaded.codes);
+  EXPECT_EQ(serial.outliers, threaded.outliers);
+  Bytes a, b;
+  lorenzo::decode(serial.codes, serial.outliers, dims, c, a);
+  lorenzo::decode(serial.codes, serial.outliers, dims, c, b, four);
+  EXPECT_EQ(a, b);
+}
+
+TEST(Lorenzo, SameBytesWithAnyThreadCount) {
+  const Field& wmag = fields()[0];
+  const std::vector<float> v = field_as<float>(wmag);
+  expect_same_bytes_any_threads(v, wmag.dims, 1e-3 * finite_range(v), 512);
+  expect_same_bytes_any_threads(v, {v.size()}, 1e-4 * finite_range(v), 32768);
+  for (const Dims& dims : synthetic_dims()) {
+    const size_t n = product(dims);
+    expect_same_bytes_any_threads(synthetic<float>(Pattern::Specials, n, 5), dims, 1e-2, 512);
+    expect_same_bytes_any_threads(synthetic<double>(Pattern::Spikes, n, 6), dims, 1e-3, 32768);
+  }
+}
+
+TEST(Lorenzo, CallerFloatingPointStateIgnoredAndRestored) {
+#if defined(__x86_64__)
+  const std::vector<float> v = synthetic<float>(Pattern::Specials, 4096, 9);
+  const lorenzo::Config c = make_config<float>(1e-3, 512);
+  lorenzo::Streams plain, flushed;
+  lorenzo::encode(to_bytes(v), {4096}, c, 1e-3, plain);
+  const unsigned saved = _mm_getcsr();
+  const unsigned ftz_daz_up = (saved | 0x8040u | 0x4000u);  // FTZ, DAZ, round toward -inf
+  _mm_setcsr(ftz_daz_up);
+  lorenzo::encode(to_bytes(v), {4096}, c, 1e-3, flushed);
+  Bytes out;
+  lorenzo::decode(flushed.codes, flushed.outliers, {4096}, c, out);
+  const unsigned after = _mm_getcsr();
+  _mm_setcsr(saved);
+  EXPECT_EQ(after, ftz_daz_up);
+  EXPECT_EQ(plain.codes, flushed.codes);
+  EXPECT_EQ(plain.outliers, flushed.outliers);
+  Bytes expected;
+  lorenzo::decode(plain.codes, plain.outliers, {4096}, c, expected);
+  EXPECT_EQ(out, expected);
+#endif
+}
+
+// ---- format pinning ------------------------------------------------------------
+
+Bytes codes_of(std::initializer_list<uint16_t> codes) {
+  Bytes b;
+  for (uint16_t c : codes) append_le<uint16_t>(b, c);
+  return b;
+}
+
+Bytes header(uint64_t n, uint64_t a, uint64_t b) {
+  Bytes h;
+  append_le<uint64_t>(h, n);
+  append_le<uint64_t>(h, a);
+  append_le<uint64_t>(h, b);
+  return h;
+}
+
+TEST(Lorenzo, Pinned1D) {
+  // eb = 0.5 -> eb2 = 1, inv = 1: p = x for the integers. R = 4: codes 1..7, |delta| <= 3.
+  // x     0   1   3   2   1000   NaN
+  // p     0   1   3   2   1000   0 (special)
+  // delta 0   1   2  -1    998  -1000
+  // code  1   3   5   2      0   0      (zigzag 1996 and 1999 do not fit below 7)
+  const std::vector<float> x = {0, 1, 3, 2, 1000, from_bits<float>(0x7FC00000u)};
+  lorenzo::Config c;
+  c.width = 4;
+  c.eb = 0.5;
+  c.radius = 4;
+  lorenzo::Streams s;
+  lorenzo::encode(to_bytes(x), {6}, c, 0.5, s);
+  EXPECT_EQ(s.codes, codes_of({1, 3, 5, 2, 0, 0}));
+  Bytes outliers = header(2, 2, 1);
+  append_le<uint32_t>(outliers, 4);  // indices
+  append_le<uint32_t>(outliers, 5);
+  outliers.push_back(4);  // kind: quantized, delta stored
+  outliers.push_back(5);  // kind: raw bits, delta stored
+  append_le<int32_t>(outliers, 998);
+  append_le<int32_t>(outliers, -1000);
+  append_le<uint32_t>(outliers, 0x7FC00000u);
+  EXPECT_EQ(s.outliers, outliers);
+  Bytes out;
+  lorenzo::decode(s.codes, s.outliers, {6}, c, out);
+  EXPECT_EQ(out, to_bytes(x));
+}
+
+TEST(Lorenzo, Pinned2D) {
+  // 2 x 3, eb = 0.5 (eb2 = 1), R = 32768.
+  // x = [[1 2 4] [3 5 -0]]  p = [[1 2 4] [3 5 0]]
+  // delta[0] = 1, 2-1, 4-2 = 1 1 2;  delta[1] = 3-1, 5-3-2+1, 0-5-4+2 = 2 1 -7
+  // codes = zigzag + 1 = 3 3 5 5 3 14; -0 is one record (index 5, kind 3), no payload.
+  const std::vector<float> x = {1, 2, 4, 3, 5, -0.0f};
+  lorenzo::Config c;
+  c.width = 4;
+  c.eb = 0.5;
+  lorenzo::Streams s;
+  lorenzo::encode(to_bytes(x), {2, 3}, c, 0.5, s);
+  EXPECT_EQ(s.codes, codes_of({3, 3, 5, 5, 3, 14}));
+  Bytes outliers = header(1, 0, 0);
+  append_le<uint32_t>(outliers, 5);
+  outliers.push_back(3);
+  EXPECT_EQ(s.outliers, outliers);
+  Bytes out;
+  lorenzo::decode(s.codes, s.outliers, {2, 3}, c, out);
+  EXPECT_EQ(out, to_bytes(x));
+}
+
+TEST(Lorenzo, Pinned3DFloat64) {
+  // 2 x 2 x 2 of p = 1..8 in C order (eb2 = 1): only the first element and the
+  // three axis steps are nonzero deltas: x-step 1, y-step 2, z-step 4.
+  // delta = [1 1 | 2 0 || 4 0 | 0 0]
+  const std::vector<double> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  lorenzo::Config c;
+  c.width = 8;
+  c.eb = 0.5;
+  lorenzo::Streams s;
+  lorenzo::encode(to_bytes(x), {2, 2, 2}, c, 0.5, s);
+  EXPECT_EQ(s.codes, codes_of({3, 3, 5, 1, 9, 1, 1, 1}));
+  EXPECT_EQ(s.outliers, header(0, 0, 0));
+  Bytes out;
+  lorenzo::decode(s.codes, s.outliers, {2, 2, 2}, c, out);
+  EXPECT_EQ(out, to_bytes(x));
+}
+
+TEST(Lorenzo, EmptyChunk) {
+  lorenzo::Config c;
+  c.eb = 0.5;
+  lorenzo::Streams s;
+  lorenzo::encode(ByteSpan(), {0}, c, 0.5, s);
+  EXPECT_TRUE(s.codes.empty());
+  EXPECT_EQ(s.outliers, header(0, 0, 0));
+  Bytes out = {1, 2};
+  lorenzo::decode(s.codes, s.outliers, {0}, c, out);
+  EXPECT_TRUE(out.empty());
+}
+
+// ---- usage and hostile input ---------------------------------------------------
+
+TEST(Lorenzo, RejectsBadUsage) {
+  const Bytes four(16, 0);
+  lorenzo::Streams s;
+  lorenzo::Config c;
+  c.eb = 0.5;
+  EXPECT_THROW(lorenzo::encode(four, {}, c, 0.5, s), UsageError);
+  EXPECT_THROW(lorenzo::encode(four, {1, 1, 2, 2}, c, 0.5, s), UsageError);
+  EXPECT_THROW(lorenzo::encode(four, {5}, c, 0.5, s), UsageError);
+  EXPECT_THROW(lorenzo::encode(four, {4}, c, 0.0, s), UsageError);
+  EXPECT_THROW(lorenzo::encode(four, {4}, c, std::numeric_limits<double>::infinity(), s), UsageError);
+  lorenzo::Config bad = c;
+  bad.width = 2;
+  EXPECT_THROW(lorenzo::encode(four, {8}, bad, 0.5, s), UsageError);
+  bad = c;
+  bad.eb = 0.1;  // not a float
+  EXPECT_THROW(lorenzo::encode(four, {4}, bad, 0.5, s), UsageError);
+  bad.eb = 1e-40;  // denormal
+  EXPECT_THROW(lorenzo::encode(four, {4}, bad, 0.5, s), UsageError);
+  bad.eb = 3e38;  // 2*eb overflows
+  EXPECT_THROW(lorenzo::encode(four, {4}, bad, 0.5, s), UsageError);
+  bad = c;
+  bad.radius = 0;
+  EXPECT_THROW(lorenzo::encode(four, {4}, bad, 0.5, s), UsageError);
+  bad.radius = 32769;
+  EXPECT_THROW(lorenzo::encode(four, {4}, bad, 0.5, s), UsageError);
+}
+
+// A valid stream with every record kind, to be damaged in the tests below.
+struct Sample {
+  lorenzo::Config config;
+  Dims dims = {4, 5};
+  lorenzo::Streams streams;
+};
+
+Sample sample() {
+  Sample s;
+  s.config.width = 4;
+  s.config.eb = 0.5;
+  s.config.radius = 4;
+  s.config.has_fill = true;
+  s.config.fill_bits = bits_of(-1e34f);
+  const std::vector<float> x = {0,      1,   2,   3,  1000, -1e34f, 5, 6, 7, 8, std::numeric_limits<float>::infinity(),
+                                -0.0f, 12,  13,  14, 15,    16,     17, 18, 500};
+  lorenzo::encode(to_bytes(x), s.dims, s.config, 0.5, s.streams);
+  return s;
+}
+
+void expect_format_error(const Sample& s, const Bytes& codes, const Bytes& outliers, const char* what) {
+  Bytes out;
+  EXPECT_THROW(lorenzo::decode(codes, outliers, s.dims, s.config, out), FormatError) << what;
+}
+
+TEST(Lorenzo, HostileStreamsAreFormatErrors) {
+  const Sample s = sample();
+  const Bytes& codes = s.streams.codes;
+  const Bytes& outl = s.streams.outliers;
+  {
+    Bytes out;
+    ASSERT_NO_THROW(lorenzo::decode(codes, outl, s.dims, s.config, out));
+  }
+  ASSERT_GE(load_le<uint64_t>(outl.data()), 4u);
+  expect_format_error(s, Bytes(codes.begin(), codes.end() - 2), outl, "codes truncated");
+  expect_format_error(s, Bytes(codes.begin(), codes.end() - 1), outl, "codes odd");
+  {
+    Bytes longer = codes;
+    longer.push_back(0);
+    longer.push_back(0);
+    expect_format_error(s, longer, outl, "codes too long");
+  }
+  for (size_t cut = 0; cut < outl.size(); ++cut)
+    expect_format_error(s, codes, Bytes(outl.begin(), outl.begin() + cut), "outliers truncated");
+  {
+    Bytes longer = outl;
+    longer.push_back(0);
+    expect_format_error(s, codes, longer, "outliers too long");
+  }
+  const uint64_t n = load_le<uint64_t>(outl.data());
+  const size_t kinds = 24 + 4 * n;
+  auto mutated = [&](auto&& change, const char* what) {
+    Bytes c = codes, o = outl;
+    change(c, o);
+    expect_format_error(s, c, o, what);
+  };
+  mutated([](Bytes&, Bytes& o) { store_le<uint64_t>(o.data(), load_le<uint64_t>(o.data()) + 1); }, "count");
+  mutated([](Bytes&, Bytes& o) { store_le<uint64_t>(o.data() + 8, 0); }, "delta count");
+  mutated([](Bytes&, Bytes& o) { store_le<uint64_t>(o.data() + 16, 99); }, "raw count");
+  mutated([](Bytes&, Bytes& o) { store_le<uint64_t>(o.data(), ~uint64_t{0}); }, "huge count");
+  mutated([](Bytes&, Bytes& o) { store_le<uint32_t>(o.data() + 24, 20); }, "index out of range");
+  mutated([](Bytes&, Bytes& o) { store_le<uint32_t>(o.data() + 28, load_le<uint32_t>(o.data() + 24)); },
+          "index repeated");
+  mutated([&](Bytes&, Bytes& o) { o[kinds] = 0; }, "kind 0");
+  mutated([&](Bytes&, Bytes& o) { o[kinds] = 8; }, "kind 8");
+  mutated([&](Bytes&, Bytes& o) { o[kinds] ^= 4; }, "delta flag dropped");
+  mutated([](Bytes& c, Bytes&) { store_le<uint16_t>(c.data(), 8); }, "code above 2R-1");
+  mutated([](Bytes& c, Bytes&) { store_le<uint16_t>(c.data(), 0); }, "zero code without delta");
+  mutated([](Bytes& c, Bytes&) { store_le<uint16_t>(c.data(), 7); }, "prequantized value moved off a special");
+  {
+    // The record with a delta: make its delta small enough for a code.
+    Bytes c = codes, o = outl;
+    const size_t delta_at = kinds + n;
+    store_le<int32_t>(o.data() + delta_at, 1);
+    expect_format_error(s, c, o, "non-canonical delta");
+    store_le<int32_t>(o.data() + delta_at, (1 << 26));
+    expect_format_error(s, c, o, "prequantized value out of range");
+  }
+  {
+    Sample no_fill = s;
+    no_fill.config.has_fill = false;
+    no_fill.config.fill_bits = 0;
+    expect_format_error(no_fill, codes, outl, "fill record without fill value");
+  }
+}
+
+TEST(Lorenzo, RandomDamageNeverCrashes) {
+  const Sample s = sample();
+  std::mt19937_64 rng(1);
+  size_t accepted = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    Bytes c = s.streams.codes, o = s.streams.outliers;
+    Bytes& target = trial % 2 ? c : o;
+    const int flips = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < flips; ++k) target[rng() % target.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    Bytes out;
+    try {
+      lorenzo::decode(c, o, s.dims, s.config, out);
+      ++accepted;
+      EXPECT_EQ(out.size(), 80u);
+    } catch (const FormatError&) {
+    }
+  }
+  std::printf("random damage: %zu of 20000 damaged streams still decode\n", accepted);
+}
+
+// ---- ratio indication and speed -------------------------------------------------
+
+double pipeline_bytes(const Bytes& codes) {
+  Bytes a, b, c;
+  diffnb::encode(codes, 2, a);
+  bitshuffle::encode(a, 2, b);
+  rze::encode(b, 1, c);
+  return static_cast<double>(c.size());
+}
+
+double entropy_bytes(const Bytes& codes) {
+  std::map<uint16_t, size_t> histogram;
+  for (size_t i = 0; i < codes.size(); i += 2) ++histogram[load_le<uint16_t>(codes.data() + i)];
+  const double n = static_cast<double>(codes.size() / 2);
+  double bits = 0;
+  for (const auto& [code, count] : histogram) bits -= static_cast<double>(count) * std::log2(count / n);
+  return bits / 8;
+}
+
+TEST(Lorenzo, RatioIndication) {
+  for (const Field& f : fields()) {
+    if (f.f64) continue;
+    const std::vector<float> v = field_as<float>(f);
+    const double range = finite_range(v);
+    const double raw = static_cast<double>(v.size() * 4);
+    const Outcome o3 = round_trip(v, f.dims, 1e-3 * range, 32768);
+    const double size3 = pipeline_bytes(o3.streams.codes) + static_cast<double>(o3.streams.outliers.size());
+    const Outcome o4 = round_trip(v, f.dims, 1e-4 * range, 512);
+    const double size4 = entropy_bytes(o4.streams.codes) + static_cast<double>(o4.streams.outliers.size());
+    std::printf(
+        "%-22s NOA 1e-3 R=32768: outliers %.4f%%, diffnb+bitshuffle+rze ratio %.2f | NOA 1e-4 R=512: outliers "
+        "%.4f%%, order-0 entropy bound ratio %.2f\n",
+        f.name.c_str(), 100.0 * static_cast<double>(o3.outliers) / static_cast<double>(v.size()), raw / size3,
+        100.0 * static_cast<double>(o4.outliers) / static_cast<double>(v.size()), raw / size4);
+  }
+}
+
+TEST(Lorenzo, SingleThreadSpeed) {
+  const Field& wmag = fields()[0];
+  const std::vector<float> v = field_as<float>(wmag);
+  const double bound = 1e-3 * finite_range(v);
+  const lorenzo::Config c = make_config<float>(bound, 32768);
+  const Bytes in = to_bytes(v);
+  lorenzo::Streams s;
+  Bytes out;
+  const int reps = 10;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r) lorenzo::encode(in, wmag.dims, c, bound, s);
+  auto t1 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r) lorenzo::decode(s.codes, s.outliers, wmag.dims, c, out);
+  auto t2 = std::chrono::steady_clock::now();
+  const double mb = static_cast<double>(in.size()) * reps / 1e6;
+  std::printf("wmag91 f32 single thread: encode %.0f MB/s, decode %.0f MB/s\n",
+              mb / std::chrono::duration<double>(t1 - t0).count(), mb / std::chrono::duration<double>(t2 - t1).count());
+}
+
+}  // namespace
+}  // namespace fz
