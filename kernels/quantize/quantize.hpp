@@ -1,0 +1,90 @@
+// QUANTIZE: error-bounded direct quantizer (stage type 9), float32 and float64.
+//
+// PFPL-style: every element is quantized on its own (no prediction), so a
+// stage after it (diffnb -> bitshuffle -> rze) exploits the smoothness of the
+// codes. Modes (numbers as in cd_values): 0 ABS |x - x'| <= eb, 1 NOA the same
+// with eb * (max - min) over the chunk's finite non-fill values, 2 REL
+// |x - x'| <= eb * |x| (log2 space, Lg/Pw of specs/algorithms.md section 5).
+// The bound holds EXACTLY against the user's double bound: the encoder builds
+// the decoder's value with the decoder's own operations and keeps the code only
+// if an exact test passes; everything else is an outlier stored bit-exactly.
+//
+// Stream format (kernels/quantize/FORMAT.md, the full text with an example).
+// Three streams; W = element width (4 or 8), all integers little-endian.
+//   codes    : one W-byte unsigned word per element (empty for method LOSSLESS).
+//              0 = outlier; otherwise a code whose meaning depends on method/mode:
+//              QUANTIZED ABS/NOA: code = zigzag(b) + 1, x' = (T)b * step
+//              QUANTIZED REL    : 1 = +0.0, 2 = -0.0,
+//                                 code = 3 + (zigzag(b) << 1 | sign), x' = +-Pw((T)b * step)
+//              CONSTANT (NOA)   : 1 = the element whose bits are `step`
+//              zigzag(b) = 2b for b >= 0, -2b - 1 for b < 0; T = float or double.
+//   outliers : the raw W-byte bits of every outlier, in element order (the k-th
+//              zero code is the k-th outlier; for LOSSLESS every element).
+//   params   : kParamsBytes (40) bytes:
+//                0 u8  version (1)       1 u8 mode (0 ABS, 1 NOA, 2 REL)
+//                2 u8  width (4 or 8)    3 u8 method (0 QUANTIZED, 1 LOSSLESS, 2 CONSTANT)
+//                4 u32 reserved, 0
+//                8 u64 element count
+//               16 u64 step: bits of a T (zero-extended): ABS/NOA eb2 = 2*eb_w,
+//                    REL L = 2*Lg(1+eb_w), CONSTANT the constant's bits, LOSSLESS 0
+//               24 f64 the user's bound
+//               32 f64 the absolute bound that was enforced (ABS: the user's bound,
+//                    NOA: a double <= eb*(max-min), REL: the user's bound, 0 if LOSSLESS)
+// Codes are bounded so that code + 1 never wraps: ABS/NOA zigzag(b) < 2^(8W-2),
+// REL zigzag(b) < 2^(8W-3). The decoder rejects larger codes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "common/bytes.hpp"
+#include "common/executor.hpp"
+
+namespace fz::quantize {
+
+enum class Mode : uint8_t { kAbs = 0, kNoa = 1, kRel = 2 };
+enum class Method : uint8_t { kQuantized = 0, kLossless = 1, kConstant = 2 };
+
+constexpr size_t kParamsBytes = 40;
+constexpr uint8_t kParamsVersion = 1;
+
+struct Config {
+  unsigned width = 4;  // 4: little-endian float32, 8: float64
+  Mode mode = Mode::kAbs;
+  double bound = 0;    // the user's bound: finite and > 0
+  // Elements whose bits equal these (low `width` bytes) are stored exactly and
+  // left out of NOA's range. For width 4 the high 32 bits must be zero.
+  std::optional<uint64_t> fill;
+};
+
+struct Streams {
+  Bytes codes;
+  Bytes outliers;
+  Bytes params;
+};
+
+// The params stream, parsed and validated.
+struct Params {
+  Mode mode = Mode::kAbs;
+  unsigned width = 4;
+  Method method = Method::kQuantized;
+  uint64_t count = 0;
+  uint64_t step_bits = 0;
+  double user_bound = 0;
+  double enforced_bound = 0;
+};
+
+// in.size must be a multiple of config.width; throws UsageError on a bad config.
+void encode(ByteSpan in, const Config& config, Streams& out, const Executor& exec = serial_executor());
+
+// Throws FormatError unless (codes, outliers, params) are consistent and decode
+// to at most max_out bytes. Never reads outside the inputs, never allocates
+// more than max_out (plus a few words per block).
+void decode(ByteSpan codes, ByteSpan outliers, ByteSpan params, Bytes& out, size_t max_out,
+            const Executor& exec = serial_executor());
+
+// Parses and validates params alone (for tools); throws FormatError.
+Params read_params(ByteSpan params);
+
+}  // namespace fz::quantize

@@ -1,0 +1,640 @@
+// CPU direct quantizer (stream format: quantize.hpp, FORMAT.md).
+//
+// Work is cut into the 16 KiB blocks of common/blocks.hpp (4096 float32 or 2048
+// float64 elements). Each block writes its codes in place and collects its
+// outliers; the outliers are then concatenated in block order, so the streams
+// are the same bytes for any thread count (specs/algorithms.md, decision 4).
+//
+// Why the bound is strict. The encoder computes x' with exactly the decoder's
+// operations in the element's own precision T (float for float32, double for
+// float64; the build has -ffp-contract=off, so `(T)b * step` is one rounded
+// multiplication on both sides). It then decides |x - x'| <= B, with B the
+// user's bound (ABS), a double below eb*(max-min) (NOA) or eb*|x| (REL), in
+// real arithmetic, using doubles only (see within()). An element that fails,
+// or whose code would not fit, is an outlier and is stored bit-exactly.
+#include "quantize/quantize.hpp"
+
+#include <cfenv>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/blocks.hpp"
+#include "common/error.hpp"
+
+namespace fz::quantize {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Floating-point state. MXCSR (x86) / FPCR (arm) is per thread and a host
+// library may have turned on flush-to-zero, denormals-are-zero or another
+// rounding mode (decision 5). Every block body runs in the default
+// environment (round to nearest, no FTZ/DAZ, exceptions masked) and restores
+// the caller's environment, flags included, when it is done.
+class DefaultFpEnv {
+ public:
+  DefaultFpEnv() {
+    std::fegetenv(&saved_);
+    std::fesetenv(FE_DFL_ENV);
+  }
+  ~DefaultFpEnv() { std::fesetenv(&saved_); }
+  DefaultFpEnv(const DefaultFpEnv&) = delete;
+  DefaultFpEnv& operator=(const DefaultFpEnv&) = delete;
+
+ private:
+  std::fenv_t saved_;
+};
+
+// ---------------------------------------------------------------------------
+// Per-type constants of IEEE binary32 / binary64.
+template <typename T>
+struct Traits;
+
+template <>
+struct Traits<float> {
+  using U = uint32_t;
+  static constexpr int kMantissaBits = 23;
+  static constexpr int kBias = 127;
+  static constexpr int kMaxBiased = 254;  // largest biased exponent of a finite value
+};
+
+template <>
+struct Traits<double> {
+  using U = uint64_t;
+  static constexpr int kMantissaBits = 52;
+  static constexpr int kBias = 1023;
+  static constexpr int kMaxBiased = 2046;
+};
+
+template <typename T>
+using UintOf = typename Traits<T>::U;
+
+template <typename T>
+constexpr UintOf<T> kSignBit = UintOf<T>{1} << (8 * sizeof(T) - 1);
+template <typename T>
+constexpr UintOf<T> kMantissaMask = (UintOf<T>{1} << Traits<T>::kMantissaBits) - 1;
+template <typename T>
+constexpr UintOf<T> kExponentMask = ~kSignBit<T> & ~kMantissaMask<T>;
+
+// Code limits (leave headroom so that code + 1 never wraps, see quantize.hpp).
+// |s| below kAbsLimit makes the integer conversion defined and |b| <= 2^(8W-3).
+template <typename T>
+constexpr uint64_t kAbsMaxZigzag = (uint64_t{1} << (8 * sizeof(T) - 2)) - 1;
+template <typename T>
+constexpr uint64_t kRelMaxZigzag = (uint64_t{1} << (8 * sizeof(T) - 3)) - 1;
+template <typename T>
+constexpr T kAbsLimit = static_cast<T>(uint64_t{1} << (8 * sizeof(T) - 3));
+template <typename T>
+constexpr T kRelLimit = static_cast<T>(uint64_t{1} << (8 * sizeof(T) - 4));
+
+template <typename T>
+T from_bits(UintOf<T> u) {
+  T v;
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+}
+template <typename T>
+UintOf<T> to_bits(T v) {
+  UintOf<T> u;
+  std::memcpy(&u, &v, sizeof u);
+  return u;
+}
+
+inline uint64_t zigzag(int64_t b) { return (static_cast<uint64_t>(b) << 1) ^ static_cast<uint64_t>(b >> 63); }
+inline int64_t unzigzag(uint64_t z) { return static_cast<int64_t>(z >> 1) ^ -static_cast<int64_t>(z & 1); }
+
+template <typename T>
+bool is_nan_or_inf(UintOf<T> bits) {
+  return (bits & kExponentMask<T>) == kExponentMask<T>;
+}
+// Zero exponent field and not +0: -0 or a denormal.
+template <typename T>
+bool is_denormal_or_negative_zero(UintOf<T> bits) {
+  return (bits & kExponentMask<T>) == 0 && bits != 0;
+}
+
+// ---------------------------------------------------------------------------
+// The exact acceptance test. Let d = x - x' and p = the bound, both real.
+// dh = fl(|d|) is one correctly rounded subtraction and ph = fl(p) one correctly
+// rounded multiplication (or p itself). Rounding is monotone, so
+//   dh < ph  implies |d| <= p   (if |d| > p then fl|d| >= fl(p)),
+//   dh > ph  implies |d| > p    (if |d| <= p then fl|d| <= fl(p)), NaN/inf reject.
+// Only a tie dh == ph needs the rounding errors: TwoSum gives dl with
+// dh + dl = |d| exactly (no products, so contraction cannot spoil it) and fma
+// gives pl with ph + pl = p exactly (exact whenever ph is far from underflow;
+// below 2^-900 a tie is rejected, which is merely conservative). Then
+// |d| <= p  iff  dl <= pl. Float data is converted to double first (exact).
+
+// True iff |x - xr| <= bound exactly (bound itself exact, a double).
+inline bool within_abs(double x, double xr, double bound) {
+  const double d = x - xr;
+  const double ad = std::fabs(d);
+  if (ad < bound) return true;
+  if (!(ad == bound)) return false;
+  const double bb = d - x;  // TwoSum(x, -xr)
+  double dl = (x - (d - bb)) + (-xr - bb);
+  if (d < 0) dl = -dl;
+  return dl <= 0;
+}
+
+// True iff |a - r| <= eb * a exactly, for a > 0.
+inline bool within_rel(double a, double r, double eb) {
+  const double d = a - r;
+  const double ad = std::fabs(d);
+  const double ph = eb * a;
+  if (ad < ph) return true;
+  if (!(ad == ph)) return false;
+  if (ph < 0x1p-900) return false;  // fma's error term might not be representable
+  const double pl = std::fma(eb, a, -ph);
+  const double bb = d - a;  // TwoSum(a, -r)
+  double dl = (a - (d - bb)) + (-r - bb);
+  if (d < 0) dl = -dl;
+  return dl <= pl;
+}
+
+// ---------------------------------------------------------------------------
+// Lg / Pw of specs/algorithms.md section 5: Mitchell's log2 and its inverse by
+// bit manipulation, IEEE additions only (identical on CPU and GPU, no libm).
+
+// a: positive normal. Lg(a) = float(1.M) + (E - bias - 1) = (E - bias) + 0.M, one rounding.
+template <typename T>
+T lg(T a) {
+  const UintOf<T> bits = to_bits(a);
+  const int e = static_cast<int>(bits >> Traits<T>::kMantissaBits);
+  const T one_m = from_bits<T>((UintOf<T>{Traits<T>::kBias} << Traits<T>::kMantissaBits) | (bits & kMantissaMask<T>));
+  return one_m + static_cast<T>(e - (Traits<T>::kBias + 1));
+}
+
+// t = l + bias; E' = trunc(t); f = t - (E' - 1) in [1, 2]; bits = E' << mant | mantissa(f).
+// Returns false when E' is not the exponent of a finite normal (the integer
+// conversion is only done once t is known to be in range).
+template <typename T>
+bool pw(T l, T& out) {
+  const T t = l + static_cast<T>(Traits<T>::kBias);
+  if (!(t >= T(1) && t < static_cast<T>(Traits<T>::kMaxBiased + 1))) return false;
+  const int64_t e = static_cast<int64_t>(t);
+  const T f = t - static_cast<T>(e - 1);
+  out = from_bits<T>((static_cast<UintOf<T>>(e) << Traits<T>::kMantissaBits) | (to_bits(f) & kMantissaMask<T>));
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Setup: what encoder and decoder agree on.
+
+template <typename T>
+struct Plan {
+  Method method = Method::kQuantized;
+  T step = 0;         // eb2 (ABS/NOA), L (REL), the constant (CONSTANT)
+  T inverse = 0;      // inv = 0.5/eb_w (ABS/NOA), 1/L (REL); encoder only
+  double check = 0;   // the bound the exact test uses (ABS/NOA), eb (REL)
+  double enforced = 0;
+};
+
+// Largest T <= v (v > 0 finite); for float this rounds the double toward zero.
+template <typename T>
+T round_down(double v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    if (v >= static_cast<double>(FLT_MAX)) return FLT_MAX;
+    float f = static_cast<float>(v);
+    if (static_cast<double>(f) > v) f = std::nextafter(f, 0.0f);
+    return f;
+  }
+}
+
+// ABS with an exact double bound B: eb_w = B rounded toward zero into T and at
+// most 2^(emax-2) (so eb2 = 2 eb_w is finite and inv = 0.5/eb_w is normal).
+// Below the smallest normal, inv would overflow: the chunk goes LOSSLESS.
+template <typename T>
+Plan<T> abs_plan(double bound) {
+  Plan<T> plan;
+  constexpr T kMaxWorking = static_cast<T>(std::numeric_limits<T>::max_exponent == 128 ? 0x1p125 : 0x1p1021);
+  T eb_w = round_down<T>(bound);
+  if (eb_w > kMaxWorking) eb_w = kMaxWorking;
+  if (!(eb_w >= std::numeric_limits<T>::min())) {
+    plan.method = Method::kLossless;
+    return plan;
+  }
+  plan.step = eb_w * T(2);
+  plan.inverse = T(0.5) / eb_w;
+  plan.check = bound;
+  plan.enforced = bound;
+  return plan;
+}
+
+// REL: 1+eb rounded toward zero into T (eb capped at 1, where steps stop making
+// sense; the exact test still uses the user's eb), L = 2 Lg(1+eb) = 2 (1+eb - 1).
+// If 1+eb rounds to 1 the type cannot resolve the bound: LOSSLESS.
+template <typename T>
+Plan<T> rel_plan(double eb) {
+  Plan<T> plan;
+  const double e = eb < 1.0 ? eb : 1.0;
+  const double hi = 1.0 + e;
+  const double lo = e - (hi - 1.0);  // exact (Fast2Sum, 1 >= e)
+  T one_plus = static_cast<T>(hi);
+  if (static_cast<double>(one_plus) > hi || (static_cast<double>(one_plus) == hi && lo < 0))
+    one_plus = std::nextafter(one_plus, T(0));
+  const T step = T(2) * lg(one_plus);
+  if (!(step > T(0))) {
+    plan.method = Method::kLossless;
+    return plan;
+  }
+  plan.step = step;
+  plan.inverse = T(1) / step;
+  plan.check = eb;
+  plan.enforced = eb;
+  return plan;
+}
+
+// A double E <= eb * (max - min) in real arithmetic, as large as practical;
+// 0 if none can be had above the smallest normal double.
+double noa_bound(double eb, double max, double min) {
+  double r = max - min;
+  double e0;
+  bool exact = false;
+  if (std::isfinite(r)) {
+    const double bb = r - max;
+    const double rl = (max - (r - bb)) + (-min - bb);
+    e0 = eb * r;
+    exact = rl == 0;
+  } else {  // the range overflows a double: halve (exact for these magnitudes)
+    r = max * 0.5 - min * 0.5;
+    e0 = (eb * r) * 2.0;
+  }
+  if (std::isinf(e0)) return DBL_MAX;  // the real bound exceeds DBL_MAX
+  if (!(e0 >= DBL_MIN)) return 0;
+  if (exact && e0 >= 0x1p-900) {
+    // e0 = fl(eb*r): fma gives the sign of eb*r - e0 exactly; the real value
+    // lies within half an ulp of e0, so one step down is below it.
+    return std::fma(eb, r, -e0) >= 0 ? e0 : std::nextafter(e0, 0.0);
+  }
+  // Two roundings (range and product), each <= 2^-53 relative: the real value is
+  // >= e0 (1 - 2^-52); four steps down remove at least 2^-51 e0.
+  for (int i = 0; i < 4; ++i) e0 = std::nextafter(e0, 0.0);
+  return e0 >= DBL_MIN ? e0 : 0;
+}
+
+// ---------------------------------------------------------------------------
+// Encoding.
+
+template <typename T>
+struct BlockOutput {
+  std::vector<UintOf<T>> outliers;
+};
+
+template <typename T>
+void encode_abs_block(const uint8_t* in, size_t n, uint8_t* codes, const Plan<T>& plan, bool has_fill,
+                      UintOf<T> fill, std::vector<UintOf<T>>& outliers) {
+  using U = UintOf<T>;
+  for (size_t i = 0; i < n; ++i) {
+    const U bits = load_le<U>(in + i * sizeof(T));
+    U code = 0;
+    // NaN, inf, denormals, -0 and the fill value are outliers (bit-exact).
+    if (!is_nan_or_inf<T>(bits) && !is_denormal_or_negative_zero<T>(bits) && !(has_fill && bits == fill)) {
+      const T x = from_bits<T>(bits);
+      const T s = x * plan.inverse;
+      if (std::fabs(s) < kAbsLimit<T>) {
+        const int64_t b = static_cast<int64_t>(std::round(s));  // half away from zero
+        const uint64_t z = zigzag(b);
+        // (T)b is exact: |b| < 2^mantissa, or b = s already an integer in T.
+        const T xr = static_cast<T>(b) * plan.step;  // the decoder's expression
+        if (z <= kAbsMaxZigzag<T> && within_abs(static_cast<double>(x), static_cast<double>(xr), plan.check))
+          code = static_cast<U>(z + 1);
+      }
+    }
+    store_le<U>(codes + i * sizeof(T), code);
+    if (code == 0) outliers.push_back(bits);
+  }
+}
+
+template <typename T>
+void encode_rel_block(const uint8_t* in, size_t n, uint8_t* codes, const Plan<T>& plan, bool has_fill,
+                      UintOf<T> fill, std::vector<UintOf<T>>& outliers) {
+  using U = UintOf<T>;
+  for (size_t i = 0; i < n; ++i) {
+    const U bits = load_le<U>(in + i * sizeof(T));
+    U code = 0;
+    const U magnitude = bits & ~kSignBit<T>;
+    if (has_fill && bits == fill) {
+      code = 0;
+    } else if (magnitude == 0) {
+      code = bits == 0 ? 1 : 2;  // +0, -0: exact
+    } else if (!is_nan_or_inf<T>(bits) && (bits & kExponentMask<T>) != 0) {
+      const T a = from_bits<T>(magnitude);
+      const T s = lg(a) * plan.inverse;
+      if (std::fabs(s) < kRelLimit<T>) {
+        const int64_t b = static_cast<int64_t>(std::round(s));
+        const uint64_t z = zigzag(b);
+        T r;
+        if (z <= kRelMaxZigzag<T> && pw(static_cast<T>(b) * plan.step, r) &&
+            within_rel(static_cast<double>(a), static_cast<double>(r), plan.check))
+          code = static_cast<U>(3 + ((z << 1) | (bits >> (8 * sizeof(T) - 1))));
+      }
+    }
+    store_le<U>(codes + i * sizeof(T), code);
+    if (code == 0) outliers.push_back(bits);
+  }
+}
+
+template <typename T>
+void encode_constant_block(const uint8_t* in, size_t n, uint8_t* codes, UintOf<T> base,
+                           std::vector<UintOf<T>>& outliers) {
+  using U = UintOf<T>;
+  for (size_t i = 0; i < n; ++i) {
+    const U bits = load_le<U>(in + i * sizeof(T));
+    const U code = bits == base ? 1 : 0;  // base is finite and not the fill value
+    store_le<U>(codes + i * sizeof(T), code);
+    if (code == 0) outliers.push_back(bits);
+  }
+}
+
+struct Range {
+  size_t count = 0;  // finite, non-fill values
+  double min = 0, max = 0;
+  size_t first = 0;  // element index of the first one
+};
+
+// NOA's range over finite non-fill values: min/max of a set, so the result does
+// not depend on the block order; blocks are combined in index order anyway.
+template <typename T>
+Range finite_range(ByteSpan in, bool has_fill, UintOf<T> fill, const Executor& exec) {
+  using U = UintOf<T>;
+  const size_t blocks = block_count(in.size);
+  std::vector<Range> partial(blocks);
+  exec.parallel_for(blocks, [&](size_t block) {
+    DefaultFpEnv env;
+    const size_t per_block = kBlockBytes / sizeof(T);
+    const size_t n = block_length(in.size, block) / sizeof(T);
+    const uint8_t* p = in.data + block * kBlockBytes;
+    Range r;
+    T lo = 0, hi = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const U bits = load_le<U>(p + i * sizeof(T));
+      if (is_nan_or_inf<T>(bits) || (has_fill && bits == fill)) continue;
+      const T x = from_bits<T>(bits);
+      if (r.count == 0) {
+        lo = hi = x;
+        r.first = block * per_block + i;
+      } else {
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+      }
+      ++r.count;
+    }
+    r.min = lo;
+    r.max = hi;
+    partial[block] = r;
+  });
+  Range total;
+  for (const Range& r : partial) {
+    if (r.count == 0) continue;
+    if (total.count == 0) {
+      total = r;
+    } else {
+      total.min = r.min < total.min ? r.min : total.min;
+      total.max = r.max > total.max ? r.max : total.max;
+      total.count += r.count;
+    }
+  }
+  return total;
+}
+
+void write_params(Bytes& out, Mode mode, unsigned width, Method method, uint64_t count, uint64_t step_bits,
+                  double user_bound, double enforced) {
+  out.clear();
+  out.push_back(kParamsVersion);
+  out.push_back(static_cast<uint8_t>(mode));
+  out.push_back(static_cast<uint8_t>(width));
+  out.push_back(static_cast<uint8_t>(method));
+  append_le<uint32_t>(out, 0);
+  append_le<uint64_t>(out, count);
+  append_le<uint64_t>(out, step_bits);
+  append_le<double>(out, user_bound);
+  append_le<double>(out, enforced);
+}
+
+template <typename T>
+void encode_typed(ByteSpan in, const Config& config, Streams& out, const Executor& exec) {
+  using U = UintOf<T>;
+  const uint64_t count = in.size / sizeof(T);
+  const bool has_fill = config.fill.has_value();
+  const U fill = has_fill ? static_cast<U>(*config.fill) : 0;
+
+  Plan<T> plan;
+  {
+    DefaultFpEnv env;
+    if (config.mode == Mode::kAbs) {
+      plan = abs_plan<T>(config.bound);
+    } else if (config.mode == Mode::kRel) {
+      plan = rel_plan<T>(config.bound);
+    } else {
+      const Range range = finite_range<T>(in, has_fill, fill, exec);
+      if (range.count == 0) {
+        plan.method = Method::kLossless;  // nothing but NaN/inf/fill: all stored exactly
+      } else if (range.max == range.min) {
+        // Every finite non-fill value equals min (up to the sign of zero): one
+        // code for the bits of the first of them, the rest (other zero, NaN,
+        // inf, fill) are outliers. The bound eb*0 = 0 holds exactly.
+        plan.method = Method::kConstant;
+        plan.step = from_bits<T>(load_le<U>(in.data + range.first * sizeof(T)));
+      } else {
+        const double bound = noa_bound(config.bound, range.max, range.min);
+        plan = abs_plan<T>(bound);  // LOSSLESS when the bound underflows T's normals
+      }
+    }
+  }
+
+  const uint64_t step_bits = plan.method == Method::kLossless ? 0 : to_bits(plan.step);
+  const double enforced = plan.method == Method::kQuantized ? plan.enforced : 0.0;
+  write_params(out.params, config.mode, config.width, plan.method, count, step_bits, config.bound, enforced);
+
+  if (plan.method == Method::kLossless) {
+    out.codes.clear();
+    out.outliers.assign(in.data, in.data + count * sizeof(T));
+    return;
+  }
+
+  out.codes.resize(count * sizeof(T));
+  const size_t bytes = count * sizeof(T);
+  const size_t blocks = block_count(bytes);
+  std::vector<std::vector<U>> block_outliers(blocks);
+  uint8_t* codes = out.codes.data();
+  exec.parallel_for(blocks, [&](size_t block) {
+    DefaultFpEnv env;
+    const size_t begin = block * kBlockBytes;
+    const size_t n = block_length(bytes, block) / sizeof(T);
+    if (plan.method == Method::kConstant)
+      encode_constant_block<T>(in.data + begin, n, codes + begin, to_bits(plan.step), block_outliers[block]);
+    else if (config.mode == Mode::kRel)
+      encode_rel_block<T>(in.data + begin, n, codes + begin, plan, has_fill, fill, block_outliers[block]);
+    else
+      encode_abs_block<T>(in.data + begin, n, codes + begin, plan, has_fill, fill, block_outliers[block]);
+  });
+  size_t total = 0;
+  for (const auto& o : block_outliers) total += o.size();
+  out.outliers.resize(total * sizeof(T));
+  size_t at = 0;
+  for (const auto& o : block_outliers)
+    for (U bits : o) {
+      store_le<U>(out.outliers.data() + at, bits);
+      at += sizeof(T);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Decoding.
+
+template <typename T>
+void check_params_typed(const Params& p) {
+  using U = UintOf<T>;
+  const T step = from_bits<T>(static_cast<U>(p.step_bits));
+  require_format(p.step_bits <= std::numeric_limits<U>::max(), "quantize: step wider than the element");
+  switch (p.method) {
+    case Method::kLossless:
+      require_format(p.step_bits == 0 && p.enforced_bound == 0, "quantize: lossless params carry a step");
+      break;
+    case Method::kConstant:
+      require_format(p.mode == Mode::kNoa, "quantize: constant method outside NOA");
+      require_format(!is_nan_or_inf<T>(static_cast<U>(p.step_bits)), "quantize: constant is not finite");
+      require_format(p.enforced_bound == 0, "quantize: constant params carry a bound");
+      break;
+    case Method::kQuantized:
+      require_format(std::isfinite(p.enforced_bound) && p.enforced_bound > 0, "quantize: bad enforced bound");
+      if (p.mode == Mode::kRel) {
+        require_format(step > T(0) && step <= T(2), "quantize: REL step out of range");
+      } else {
+        constexpr T kMaxStep = static_cast<T>(std::numeric_limits<T>::max_exponent == 128 ? 0x1p126 : 0x1p1022);
+        require_format(step >= T(2) * std::numeric_limits<T>::min() && step <= kMaxStep,
+                       "quantize: ABS/NOA step out of range");
+      }
+      break;
+  }
+}
+
+template <typename T>
+void decode_block(const uint8_t* codes, size_t n, const uint8_t* outliers, uint8_t* out, const Params& p) {
+  using U = UintOf<T>;
+  const T step = from_bits<T>(static_cast<U>(p.step_bits));
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const U code = load_le<U>(codes + i * sizeof(T));
+    U bits;
+    if (code == 0) {
+      bits = load_le<U>(outliers + k * sizeof(T));
+      ++k;
+    } else if (p.method == Method::kConstant) {
+      require_format(code == 1, "quantize: constant code other than 1");
+      bits = static_cast<U>(p.step_bits);
+    } else if (p.mode == Mode::kRel) {
+      if (code <= 2) {
+        bits = code == 1 ? U{0} : kSignBit<T>;
+      } else {
+        const uint64_t c = static_cast<uint64_t>(code) - 3;
+        const uint64_t z = c >> 1;
+        require_format(z <= kRelMaxZigzag<T>, "quantize: REL code out of range");
+        T r;
+        require_format(pw(static_cast<T>(unzigzag(z)) * step, r), "quantize: REL code leaves the exponent range");
+        bits = to_bits(r) | ((c & 1) ? kSignBit<T> : U{0});
+      }
+    } else {
+      const uint64_t z = static_cast<uint64_t>(code) - 1;
+      require_format(z <= kAbsMaxZigzag<T>, "quantize: code out of range");
+      bits = to_bits(static_cast<T>(unzigzag(z)) * step);
+    }
+    store_le<U>(out + i * sizeof(T), bits);
+  }
+}
+
+template <typename T>
+void decode_typed(ByteSpan codes, ByteSpan outliers, const Params& p, Bytes& out, const Executor& exec) {
+  using U = UintOf<T>;
+  check_params_typed<T>(p);
+  const size_t bytes = static_cast<size_t>(p.count) * sizeof(T);
+  if (p.method == Method::kLossless) {
+    require_format(codes.size == 0, "quantize: lossless chunk with codes");
+    require_format(outliers.size == bytes, "quantize: lossless outliers do not match the count");
+    out.assign(outliers.data, outliers.data + outliers.size);
+    return;
+  }
+  require_format(codes.size == bytes, "quantize: codes do not match the element count");
+  const size_t blocks = block_count(bytes);
+  // Pass 1: outliers per block, so every block knows where its outliers start.
+  std::vector<size_t> first(blocks + 1, 0);
+  exec.parallel_for(blocks, [&](size_t block) {
+    const size_t n = block_length(bytes, block) / sizeof(T);
+    const uint8_t* c = codes.data + block * kBlockBytes;
+    size_t zeros = 0;
+    for (size_t i = 0; i < n; ++i) zeros += load_le<U>(c + i * sizeof(T)) == 0;
+    first[block + 1] = zeros;
+  });
+  for (size_t b = 0; b < blocks; ++b) first[b + 1] += first[b];
+  require_format(first[blocks] == outliers.size / sizeof(T) && outliers.size % sizeof(T) == 0,
+                 "quantize: outlier stream does not match the zero codes");
+  out.resize(bytes);
+  uint8_t* dst = out.data();
+  exec.parallel_for(blocks, [&](size_t block) {
+    DefaultFpEnv env;
+    const size_t begin = block * kBlockBytes;
+    decode_block<T>(codes.data + begin, block_length(bytes, block) / sizeof(T),
+                    outliers.data + first[block] * sizeof(T), dst + begin, p);
+  });
+}
+
+}  // namespace
+
+void encode(ByteSpan in, const Config& config, Streams& out, const Executor& exec) {
+  if (config.width != 4 && config.width != 8)
+    throw UsageError("quantize: element width must be 4 or 8 bytes, got " + std::to_string(config.width));
+  if (config.mode != Mode::kAbs && config.mode != Mode::kNoa && config.mode != Mode::kRel)
+    throw UsageError("quantize: unknown error-bound mode");
+  if (!(std::isfinite(config.bound) && config.bound > 0))
+    throw UsageError("quantize: the error bound must be finite and positive");
+  if (in.size % config.width != 0) throw UsageError("quantize: input is not a whole number of elements");
+  if (config.fill && config.width == 4 && (*config.fill >> 32) != 0)
+    throw UsageError("quantize: fill value wider than a float32");
+  if (config.width == 4)
+    encode_typed<float>(in, config, out, exec);
+  else
+    encode_typed<double>(in, config, out, exec);
+}
+
+Params read_params(ByteSpan params) {
+  require_format(params.size == kParamsBytes, "quantize: params have the wrong size");
+  const uint8_t* p = params.data;
+  require_format(p[0] == kParamsVersion, "quantize: unknown params version");
+  require_format(p[1] <= 2, "quantize: unknown mode");
+  require_format(p[2] == 4 || p[2] == 8, "quantize: element width is not 4 or 8");
+  require_format(p[3] <= 2, "quantize: unknown method");
+  require_format(load_le<uint32_t>(p + 4) == 0, "quantize: reserved params bytes are not zero");
+  Params out;
+  out.mode = static_cast<Mode>(p[1]);
+  out.width = p[2];
+  out.method = static_cast<Method>(p[3]);
+  out.count = load_le<uint64_t>(p + 8);
+  out.step_bits = load_le<uint64_t>(p + 16);
+  out.user_bound = load_le<double>(p + 24);
+  out.enforced_bound = load_le<double>(p + 32);
+  require_format(std::isfinite(out.user_bound) && out.user_bound > 0, "quantize: bad user bound");
+  require_format(std::isfinite(out.enforced_bound) && out.enforced_bound >= 0, "quantize: bad enforced bound");
+  if (out.width == 4)
+    check_params_typed<float>(out);
+  else
+    check_params_typed<double>(out);
+  return out;
+}
+
+void decode(ByteSpan codes, ByteSpan outliers, ByteSpan params, Bytes& out, size_t max_out, const Executor& exec) {
+  const Params p = read_params(params);
+  require_format(p.count <= max_out / p.width, "quantize: chunk larger than allowed");
+  if (p.width == 4)
+    decode_typed<float>(codes, outliers, p, out, exec);
+  else
+    decode_typed<double>(codes, outliers, p, out, exec);
+}
+
+}  // namespace fz::quantize
