@@ -137,16 +137,17 @@ inline U unzigzag(U z) {
 }
 
 // |a - b| <= bound, decided exactly (a finite; b finite or infinite; bound finite,
-// > 0). Fast2Sum with the larger magnitude first gives s + e == a - b exactly
-// whenever s is finite. Rounding is monotone and bound is a double, so |s| < bound
-// and |s| > bound already decide; only |s| == bound needs the sign of e.
+// > 0). s = fl(a - b): rounding is monotone and bound is a double, so |s| < bound
+// and |s| > bound already decide. Only |s| == bound needs the rounding error e,
+// which Fast2Sum (larger magnitude first) gives exactly: s + e == a - b. The
+// common path has no data-dependent branch on which operand is larger.
 inline bool within_bound(double a, double b, double bound) {
-  double hi = a, lo = -b;
-  if (std::fabs(hi) < std::fabs(lo)) std::swap(hi, lo);
-  const double s = hi + lo;
+  const double s = a - b;
   const double m = std::fabs(s);
   if (m < bound) return true;
   if (!(m == bound)) return false;
+  double hi = a, lo = -b;
+  if (std::fabs(hi) < std::fabs(lo)) std::swap(hi, lo);
   const double e = lo - (s - hi);
   return s > 0 ? e <= 0 : e >= 0;
 }
@@ -183,7 +184,7 @@ struct Quantizer {
     // Round half away from zero without libm: a < 2^24 (2^53), so the truncation
     // and a - t are exact.
     I t = static_cast<I>(a);
-    if (a - static_cast<T>(t) >= static_cast<T>(0.5)) ++t;
+    t += static_cast<I>(a - static_cast<T>(t) >= static_cast<T>(0.5));  // branch-free: the fraction is random
     const I q = s < 0 ? -t : t;
     // inv is rounded, so q may sit one step off near a half-way point; the two
     // neighbours are tried in a fixed order before giving up (deterministic).
