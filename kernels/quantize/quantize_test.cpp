@@ -41,13 +41,13 @@ using UintOf = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
 template <typename T>
 std::vector<T> as_values(const Bytes& b) {
   std::vector<T> v(b.size() / sizeof(T));
-  std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
   return v;
 }
 template <typename T>
 Bytes as_bytes(const std::vector<T>& v) {
   Bytes b(v.size() * sizeof(T));
-  std::memcpy(b.data(), v.data(), b.size());
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
   return b;
 }
 template <typename T>
