@@ -11,6 +11,7 @@
 
 #include "common/bytes.hpp"
 #include "common/executor.hpp"
+#include "huffman/huffman.hpp"
 
 namespace fz::engine {
 
@@ -23,6 +24,9 @@ enum class StageType : uint16_t {
   Merge = 6,
   ByteSwap = 7,
   ByteTranspose = 8,
+  Quantize = 9,
+  Lorenzo = 10,
+  Huffman = 11,
 };
 
 constexpr size_t kMaxStageConfigBytes = 128;
@@ -68,5 +72,8 @@ std::unique_ptr<Stage> make_diffnb(unsigned width);
 std::unique_ptr<Stage> make_merge(unsigned parts);
 std::unique_ptr<Stage> make_byteswap(unsigned width);
 std::unique_ptr<Stage> make_bytetranspose(uint32_t element_size);
+std::unique_ptr<Stage> make_huffman(const huffman::Config& config);
+// Parsers for stages whose config is more than one value (FormatError when malformed).
+std::unique_ptr<Stage> parse_huffman(ByteSpan config);
 
 }  // namespace fz::engine

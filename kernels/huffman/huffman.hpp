@@ -1,6 +1,6 @@
 // Huffman: canonical, length-limited Huffman coding of u16 symbols (stage type
 // 11, "huffman"; specs/algorithms.md decision 8). Exact format with a worked
-// example: huffman/FORMAT.md. In short (all fields little-endian):
+// example: docs/FORMAT.md. In short (all fields little-endian):
 //
 //   u64 n                 number of symbols
 //   u32 A                 alphabet size, 1..65536 (symbols lie in [0, A))
