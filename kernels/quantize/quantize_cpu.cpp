@@ -287,6 +287,13 @@ struct BlockOutput {
   std::vector<UintOf<T>> outliers;
 };
 
+// zigzag(b) + 1, or 0 (outlier) when it would not fit the code range.
+template <typename T>
+UintOf<T> abs_code(int64_t b) {
+  const uint64_t z = zigzag(b);
+  return z <= kAbsMaxZigzag<T> ? static_cast<UintOf<T>>(z + 1) : 0;
+}
+
 template <typename T>
 void encode_abs_block(const uint8_t* in, size_t n, uint8_t* codes, const Plan<T>& plan, bool has_fill,
                       UintOf<T> fill, std::vector<UintOf<T>>& outliers) {
@@ -300,11 +307,18 @@ void encode_abs_block(const uint8_t* in, size_t n, uint8_t* codes, const Plan<T>
       const T s = x * plan.inverse;
       if (std::fabs(s) < kAbsLimit<T>) {
         const int64_t b = static_cast<int64_t>(std::round(s));  // half away from zero
-        const uint64_t z = zigzag(b);
         // (T)b is exact: |b| < 2^mantissa, or b = s already an integer in T.
         const T xr = static_cast<T>(b) * plan.step;  // the decoder's expression
-        if (z <= kAbsMaxZigzag<T> && within_abs(static_cast<double>(x), static_cast<double>(xr), plan.check))
-          code = static_cast<U>(z + 1);
+        if (within_abs(static_cast<double>(x), static_cast<double>(xr), plan.check)) {
+          code = abs_code<T>(b);
+        } else if (xr == xr) {
+          // x * inv rounds (by up to half an ulp of s, many bins when |s| is large
+          // for float), so x may sit just past a bin edge: the neighbouring bin
+          // toward x often passes. The decoder does not care which bin was chosen.
+          const int64_t b2 = x > xr ? b + 1 : b - 1;
+          const T xr2 = static_cast<T>(b2) * plan.step;
+          if (within_abs(static_cast<double>(x), static_cast<double>(xr2), plan.check)) code = abs_code<T>(b2);
+        }
       }
     }
     store_le<U>(codes + i * sizeof(T), code);
