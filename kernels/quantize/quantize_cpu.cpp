@@ -10,7 +10,7 @@
 // float64; the build has -ffp-contract=off, so `(T)b * step` is one rounded
 // multiplication on both sides). It then decides |x - x'| <= B, with B the
 // user's bound (ABS), a double below eb*(max-min) (NOA) or eb*|x| (REL), in
-// real arithmetic, using doubles only (see within()). An element that fails,
+// real arithmetic, using doubles only (see within_abs / within_rel). An element that fails,
 // or whose code would not fit, is an outlier and is stored bit-exactly.
 #include "quantize/quantize.hpp"
 
