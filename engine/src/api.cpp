@@ -103,7 +103,9 @@ const char* preset_name(Preset p) {
 
 bool preset_is_lossy(Preset p) { return p != Preset::Default && p != Preset::Lossless; }
 
-bool preset_is_available(Preset p) { return p == Preset::Default || p == Preset::Lossless; }
+bool preset_is_available(Preset p) {
+  return p == Preset::Default || p == Preset::Lossless || p == Preset::Pfpl || p == Preset::Fzgpu || p == Preset::Cusz;
+}
 
 const char* mode_name(ErrorMode m) {
   switch (m) {
@@ -120,10 +122,15 @@ void validate(const Options& options, const DataType& dtype) {
                 " (known: 0 default, 1 lossless, 2 pfpl, 3 fzgpu, 4 cusz, 5 cuszhi-tp, 6 cuszhi-cr)");
   if (!preset_is_available(options.preset))
     throw Error(std::string("preset '") + preset_name(options.preset) +
-                "' is not available in this build of H5Z-FZ (available: lossless)");
+                "' is not available in this build of H5Z-FZ (available: lossless, pfpl, fzgpu, cusz)");
   if (static_cast<uint8_t>(options.mode) > static_cast<uint8_t>(ErrorMode::Rel))
     throw Error("unknown error-bound mode " + std::to_string(static_cast<unsigned>(options.mode)) +
                 " (known: 0 abs, 1 noa, 2 rel)");
+  // Point-wise relative bounds need each element quantized on its own; a
+  // predictor's error is absolute, so it cannot honour them strictly.
+  if (options.mode == ErrorMode::Rel && preset_is_lossy(options.preset) && options.preset != Preset::Pfpl)
+    throw Error(std::string("preset '") + preset_name(options.preset) +
+                "' cannot guarantee point-wise relative (REL) bounds; use preset pfpl for REL, or mode abs/noa");
   if (preset_is_lossy(options.preset) && !(std::isfinite(options.bound) && options.bound > 0))
     throw Error(std::string("preset '") + preset_name(options.preset) + "' needs a positive, finite error bound");
   if (dtype.size == 0) throw Error("element size must be at least 1 byte");
@@ -163,10 +170,11 @@ Bytes compress(const void* data, size_t bytes, const DataType& dtype, const std:
     engine::chosen_backend();
     try {
       engine::fault_injection::maybe_fail(engine::fault_injection::pipeline_failures);
-      engine::Pipeline pipeline = engine::build_pipeline(dtype, effective);
       auto exec = engine::make_pool_executor(options.threads);
+      const ByteSpan chunk(static_cast<const uint8_t*>(data), bytes);
+      engine::Pipeline pipeline = engine::build_pipeline(dtype, dims, effective, chunk, *exec);
       engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
-      std::vector<Bytes> stored = pipeline.forward(ByteSpan(static_cast<const uint8_t*>(data), bytes), ctx);
+      std::vector<Bytes> stored = pipeline.forward(chunk, ctx);
       for (const auto& node : pipeline.nodes()) {
         StageInfo s;
         s.type_id = static_cast<uint16_t>(node.stage->type());

@@ -1,5 +1,12 @@
 #include "presets.hpp"
 
+#include <cfloat>
+#include <cmath>
+#include <optional>
+
+#include "shape.hpp"
+#include "value_range.hpp"
+
 namespace fz::engine {
 
 unsigned lossless_word_width(const DataType& dtype) {
@@ -9,16 +16,21 @@ unsigned lossless_word_width(const DataType& dtype) {
 
 namespace {
 
+// Big-endian words are swapped first so the arithmetic stages see their value.
+uint8_t native_order(Pipeline& p, const DataType& dtype, unsigned width) {
+  if (dtype.order == ByteOrder::Big && width > 1) return p.add(make_byteswap(width), {Pipeline::kChunk})[0];
+  return Pipeline::kChunk;
+}
+
 // Preset 1. Chain chosen by measurement (docs/PERFORMANCE.md, "lossless chain"):
 // differences of neighbouring words turn smooth data into small numbers,
 // negabinary keeps small numbers of either sign sparse in bits, bit-shuffle
 // gathers the all-zero high bit planes, and byte-wise zero elimination drops
-// them. Odd-sized elements are byte-transposed first. Big-endian words are swapped first so the arithmetic sees their value.
+// them. Odd-sized elements are byte-transposed first.
 Pipeline lossless_pipeline(const DataType& dtype) {
   Pipeline p;
   const unsigned width = lossless_word_width(dtype);
-  uint8_t current = Pipeline::kChunk;
-  if (dtype.order == ByteOrder::Big && width > 1) current = p.add(make_byteswap(width), {current})[0];
+  uint8_t current = native_order(p, dtype, width);
   // Odd-sized elements (compound, array): gather each byte position first, so
   // the byte-wise stages below see one field's bytes side by side.
   if (width == 1 && dtype.size > 1) current = p.add(make_bytetranspose(dtype.size), {current})[0];
@@ -28,12 +40,112 @@ Pipeline lossless_pipeline(const DataType& dtype) {
   return p;
 }
 
+// The fill value's bits as a native-order integer, if the dataset has one.
+std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options) {
+  if (options.fill_value.size() != dtype.size || dtype.size > 8) return std::nullopt;
+  uint64_t bits = 0;
+  for (unsigned i = 0; i < dtype.size; ++i) {
+    const unsigned byte = dtype.order == ByteOrder::Big ? dtype.size - 1 - i : i;
+    bits |= uint64_t(options.fill_value[byte]) << (8 * i);
+  }
+  return bits;
+}
+
+// Preset 2 (PFPL design): every element quantized on its own; the codes are
+// smooth where the data is, so the lossless chain compresses them.
+Pipeline pfpl_pipeline(const DataType& dtype, const Options& options) {
+  Pipeline p;
+  const unsigned width = dtype.size;
+  quantize::Config q;
+  q.width = width;
+  q.mode = static_cast<quantize::Mode>(options.mode);
+  q.bound = options.bound;
+  q.fill = fill_bits(dtype, options);
+  const auto streams = p.add(make_quantize(q), {native_order(p, dtype, width)});
+  const uint8_t differences = p.add(make_diffnb(width), {streams[0]})[0];
+  const uint8_t planes = p.add(make_bitshuffle(width), {differences})[0];
+  p.add(make_rze(1), {planes});
+  return p;  // outliers and params are stored as they are
+}
+
+// The absolute bound a predictor preset enforces, and the working bound (a
+// value of the element type, rounded toward zero). Empty when the chunk cannot
+// be quantized usefully (no finite values, zero range, a bound below the
+// smallest normal): the preset then stores it losslessly.
+struct PredictorBound {
+  double enforced = 0;
+  double working = 0;
+};
+std::optional<PredictorBound> predictor_bound(const DataType& dtype, const Options& options, ByteSpan chunk,
+                                             const Executor& exec) {
+  PredictorBound b;
+  if (options.mode == ErrorMode::Noa) {
+    const FiniteRange range =
+        finite_range(chunk, dtype.size, dtype.order == ByteOrder::Big, fill_bits(dtype, options), exec);
+    b.enforced = noa_absolute_bound(options.bound, range);
+  } else {
+    b.enforced = options.bound;
+  }
+  if (dtype.size == 4) {
+    float f = static_cast<float>(b.enforced);
+    if (static_cast<double>(f) > b.enforced) f = std::nextafter(f, 0.0f);
+    if (!(f >= FLT_MIN) || !std::isfinite(2.0f * f)) return std::nullopt;
+    b.working = f;
+  } else {
+    if (!(b.enforced >= DBL_MIN) || !std::isfinite(2.0 * b.enforced)) return std::nullopt;
+    b.working = b.enforced;
+  }
+  return b;
+}
+
+std::vector<size_t> size_t_dims(const std::vector<uint64_t>& dims) {
+  std::vector<size_t> out;
+  for (uint64_t d : predictor_shape(dims)) out.push_back(static_cast<size_t>(d));
+  return out;
+}
+
+// Presets 3 (FZ-GPU design) and 4 (cuSZ design): Lorenzo dual quantization;
+// fzgpu codes go through bit-shuffle and zero elimination, cusz codes through
+// Huffman with the alphabet of cuSZ (radius 512).
+std::optional<Pipeline> lorenzo_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims,
+                                         const Options& options, ByteSpan chunk, const Executor& exec) {
+  const auto bound = predictor_bound(dtype, options, chunk, exec);
+  if (!bound) return std::nullopt;
+  const bool huffman = options.preset == Preset::Cusz;
+  Pipeline p;
+  lorenzo::Config l;
+  l.width = dtype.size;
+  l.eb = bound->working;
+  l.radius = huffman ? 512 : 32768;
+  if (const auto fill = fill_bits(dtype, options)) {
+    l.has_fill = true;
+    l.fill_bits = *fill;
+  }
+  const auto streams = p.add(make_lorenzo(l, bound->enforced, size_t_dims(dims)), {native_order(p, dtype, dtype.size)});
+  if (huffman) {
+    p.add(make_huffman({1024, 16, 16384}), {streams[0]});
+  } else {
+    const uint8_t planes = p.add(make_bitshuffle(2), {streams[0]})[0];
+    p.add(make_rze(1), {planes});
+  }
+  return p;  // outliers are stored as they are
+}
+
+bool quantizable(const DataType& dtype) {
+  return dtype.element_class == ElementClass::Float && (dtype.size == 4 || dtype.size == 8);
+}
+
 }  // namespace
 
-Pipeline build_pipeline(const DataType& dtype, const Options& options) {
+Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                        ByteSpan chunk, const Executor& exec) {
+  if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return lossless_pipeline(dtype);
   switch (options.preset) {
-    case Preset::Default:
-    case Preset::Lossless:
+    case Preset::Pfpl:
+      return pfpl_pipeline(dtype, options);
+    case Preset::Fzgpu:
+    case Preset::Cusz:
+      if (auto p = lorenzo_pipeline(dtype, dims, options, chunk, exec)) return std::move(*p);
       return lossless_pipeline(dtype);
     default:
       break;

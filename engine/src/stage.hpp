@@ -12,6 +12,8 @@
 #include "common/bytes.hpp"
 #include "common/executor.hpp"
 #include "huffman/huffman.hpp"
+#include "lorenzo/lorenzo.hpp"
+#include "quantize/quantize.hpp"
 
 namespace fz::engine {
 
@@ -73,7 +75,12 @@ std::unique_ptr<Stage> make_merge(unsigned parts);
 std::unique_ptr<Stage> make_byteswap(unsigned width);
 std::unique_ptr<Stage> make_bytetranspose(uint32_t element_size);
 std::unique_ptr<Stage> make_huffman(const huffman::Config& config);
+std::unique_ptr<Stage> make_quantize(const quantize::Config& config);
+// dims: the predictor shape (1 to 3 axes); enforced_bound: the absolute bound checked per element.
+std::unique_ptr<Stage> make_lorenzo(const lorenzo::Config& config, double enforced_bound, std::vector<size_t> dims);
 // Parsers for stages whose config is more than one value (FormatError when malformed).
 std::unique_ptr<Stage> parse_huffman(ByteSpan config);
+std::unique_ptr<Stage> parse_quantize(ByteSpan config);
+std::unique_ptr<Stage> parse_lorenzo(ByteSpan config);
 
 }  // namespace fz::engine

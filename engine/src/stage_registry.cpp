@@ -56,9 +56,8 @@ std::unique_ptr<Stage> parse_stage(uint16_t type_id, ByteSpan config) {
       if (config.size != 4) throw FormatError("bytetranspose stage: config must be 4 bytes");
       return build(make_bytetranspose, load_le<uint32_t>(config.data), n);
     case StageType::Huffman: return parse_huffman(config);
-    case StageType::Quantize:
-    case StageType::Lorenzo:
-      break;  // not wired into this build yet: refused below like an unknown type
+    case StageType::Quantize: return parse_quantize(config);
+    case StageType::Lorenzo: return parse_lorenzo(config);
   }
   throw FormatError("unknown stage type " + std::to_string(type_id) +
                     ": the frame was written by a newer version of H5Z-FZ");

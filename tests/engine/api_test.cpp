@@ -127,7 +127,7 @@ TEST(Api, BadArgumentsAreRefusedWithMessages) {
   unknown.preset = static_cast<Preset>(42);
   EXPECT_NE(message_of(unknown, DataType::of<float>(), {10}, 40).find("unknown preset id 42"), std::string::npos);
   Options lossy;
-  lossy.preset = Preset::Cusz;
+  lossy.preset = Preset::CuszHiTp;
   lossy.bound = 1e-3;
   EXPECT_NE(message_of(lossy, DataType::of<float>(), {10}, 40).find("not available"), std::string::npos);
   Options bad_mode;

@@ -1,0 +1,81 @@
+// LORENZO: dual-quantization Lorenzo predictor over a 1-3 axis chunk.
+// Inputs: in (float32/float64 elements). Outputs: codes (u16 per element), outliers.
+// Config (little-endian): u8 width | u32 radius | f64 working bound eb | f64 the
+// absolute bound enforced | u8 has_fill | u64 fill bits | u8 rank | rank x u64 dims.
+#include "common/error.hpp"
+#include "lorenzo/lorenzo.hpp"
+#include "stage.hpp"
+
+namespace fz::engine {
+namespace {
+
+class LorenzoStage final : public Stage {
+ public:
+  LorenzoStage(const lorenzo::Config& config, double enforced_bound, std::vector<size_t> dims)
+      : config_(config), enforced_bound_(enforced_bound), dims_(std::move(dims)) {
+    if (dims_.empty() || dims_.size() > 3) throw UsageError("lorenzo: 1 to 3 axes");
+  }
+  StageType type() const override { return StageType::Lorenzo; }
+  std::string name() const override { return "lorenzo" + std::to_string(dims_.size()) + "d"; }
+  std::vector<std::string> output_ports() const override { return {"codes", "outliers"}; }
+  Bytes config() const override {
+    Bytes c;
+    c.push_back(static_cast<uint8_t>(config_.width));
+    append_le<uint32_t>(c, config_.radius);
+    append_le<double>(c, config_.eb);
+    append_le<double>(c, enforced_bound_);
+    c.push_back(config_.has_fill ? 1 : 0);
+    append_le<uint64_t>(c, config_.fill_bits);
+    c.push_back(static_cast<uint8_t>(dims_.size()));
+    for (size_t d : dims_) append_le<uint64_t>(c, d);
+    return c;
+  }
+  void forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const override {
+    lorenzo::Streams streams;
+    streams.codes = std::move(out.at(0));
+    streams.outliers = std::move(out.at(1));
+    lorenzo::encode(in.at(0), dims_, config_, enforced_bound_, streams, ctx.exec);
+    out[0] = std::move(streams.codes);
+    out[1] = std::move(streams.outliers);
+  }
+  void inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const override {
+    uint64_t elements = 1;
+    for (size_t d : dims_) require_format(!__builtin_mul_overflow(elements, d, &elements), "lorenzo dims overflow");
+    require_format(elements <= ctx.max_stream_bytes / config_.width, "lorenzo chunk larger than the frame allows");
+    require_format(out.at(0).size == 2 * elements, "lorenzo codes do not match the chunk size");
+    in.resize(1);
+    lorenzo::decode(out.at(0), out.at(1), dims_, config_, in[0], ctx.exec);
+  }
+
+ private:
+  lorenzo::Config config_;
+  double enforced_bound_;
+  std::vector<size_t> dims_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_lorenzo(const lorenzo::Config& config, double enforced_bound, std::vector<size_t> dims) {
+  return std::make_unique<LorenzoStage>(config, enforced_bound, std::move(dims));
+}
+
+std::unique_ptr<Stage> parse_lorenzo(ByteSpan c) {
+  require_format(c.size >= 31, "lorenzo stage: config too short");
+  lorenzo::Config config;
+  config.width = c.data[0];
+  config.radius = load_le<uint32_t>(c.data + 1);
+  config.eb = load_le<double>(c.data + 5);
+  const double enforced = load_le<double>(c.data + 13);
+  require_format(c.data[21] <= 1, "lorenzo stage: bad fill flag");
+  config.has_fill = c.data[21] == 1;
+  config.fill_bits = load_le<uint64_t>(c.data + 22);
+  const unsigned rank = c.data[30];
+  require_format(rank >= 1 && rank <= 3 && c.size == 31 + 8 * size_t(rank), "lorenzo stage: bad rank or config size");
+  std::vector<size_t> dims;
+  for (unsigned i = 0; i < rank; ++i) dims.push_back(static_cast<size_t>(load_le<uint64_t>(c.data + 31 + 8 * i)));
+  require_format((config.width == 4 || config.width == 8) && config.radius >= 1 && config.radius <= 32768,
+                 "lorenzo stage: bad width or radius");
+  return make_lorenzo(config, enforced, std::move(dims));
+}
+
+}  // namespace fz::engine

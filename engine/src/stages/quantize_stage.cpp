@@ -1,0 +1,62 @@
+// QUANTIZE: direct error-bounded quantizer (ABS / NOA / REL), float32 and float64.
+// Inputs: in. Outputs: codes (one element-wide word each), outliers, params.
+// Config (little-endian): u8 width | u8 mode | f64 user bound | u8 has_fill | u64 fill bits.
+// The decoder needs only the params stream; the config records the request.
+#include "common/error.hpp"
+#include "quantize/quantize.hpp"
+#include "stage.hpp"
+
+namespace fz::engine {
+namespace {
+
+class QuantizeStage final : public Stage {
+ public:
+  explicit QuantizeStage(const quantize::Config& config) : config_(config) {}
+  StageType type() const override { return StageType::Quantize; }
+  std::string name() const override { return "quantize"; }
+  std::vector<std::string> output_ports() const override { return {"codes", "outliers", "params"}; }
+  Bytes config() const override {
+    Bytes c;
+    c.push_back(static_cast<uint8_t>(config_.width));
+    c.push_back(static_cast<uint8_t>(config_.mode));
+    append_le<double>(c, config_.bound);
+    c.push_back(config_.fill ? 1 : 0);
+    append_le<uint64_t>(c, config_.fill.value_or(0));
+    return c;
+  }
+  void forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const override {
+    quantize::Streams streams;
+    streams.codes = std::move(out.at(0));
+    streams.outliers = std::move(out.at(1));
+    streams.params = std::move(out.at(2));
+    quantize::encode(in.at(0), config_, streams, ctx.exec);
+    out[0] = std::move(streams.codes);
+    out[1] = std::move(streams.outliers);
+    out[2] = std::move(streams.params);
+  }
+  void inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const override {
+    in.resize(1);
+    quantize::decode(out.at(0), out.at(1), out.at(2), in[0], ctx.max_stream_bytes, ctx.exec);
+  }
+
+ private:
+  quantize::Config config_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_quantize(const quantize::Config& config) { return std::make_unique<QuantizeStage>(config); }
+
+std::unique_ptr<Stage> parse_quantize(ByteSpan c) {
+  require_format(c.size == 19, "quantize stage: config must be 19 bytes");
+  quantize::Config config;
+  config.width = c.data[0];
+  require_format(c.data[1] <= 2 && (config.width == 4 || config.width == 8) && c.data[10] <= 1,
+                 "quantize stage: bad width, mode or fill flag");
+  config.mode = static_cast<quantize::Mode>(c.data[1]);
+  config.bound = load_le<double>(c.data + 2);
+  if (c.data[10]) config.fill = load_le<uint64_t>(c.data + 11);
+  return make_quantize(config);
+}
+
+}  // namespace fz::engine

@@ -1,0 +1,29 @@
+// The value range NOA bounds are relative to: min and max over the finite
+// elements that are not the fill value (specs/algorithms.md decision 6; design.md
+// "Guarantees": fill values are left out of NOA's range). Exact and independent
+// of the thread count (min and max do not depend on order).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "common/bytes.hpp"
+#include "common/executor.hpp"
+
+namespace fz::engine {
+
+struct FiniteRange {
+  bool any = false;  // false: no finite non-fill element
+  double min = 0, max = 0;
+};
+
+// width 4 (float32) or 8 (float64); big_endian: elements are stored big-endian;
+// fill: the fill value's bits in native order (low `width` bytes).
+FiniteRange finite_range(ByteSpan data, unsigned width, bool big_endian, std::optional<uint64_t> fill,
+                         const Executor& exec);
+
+// The largest double <= bound * (max - min), computed with error-free steps so
+// that rounding can never loosen the user's bound.
+double noa_absolute_bound(double bound, const FiniteRange& range);
+
+}  // namespace fz::engine

@@ -1,0 +1,184 @@
+// Lossy presets through the public API: the error bound holds for every
+// element of every real field, for every preset, mode, dtype and several
+// bounds; special values come back bit-exactly; bytes do not depend on threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "common/testing/test_data.hpp"
+#include "fz/fz.hpp"
+
+namespace fz {
+namespace {
+
+struct Field {
+  const char* name;
+  std::vector<uint64_t> dims;
+  bool f64;
+};
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> f = {{"vorticity.128_128_41", {41, 128, 128}, false},
+                                       {"vorticity.512_512", {512, 512}, false},
+                                       {"wmag91.float", {91, 91, 91}, false},
+                                       {"999x999.float", {999, 999}, false},
+                                       {"const32x32x59.float", {59, 32, 32}, false},
+                                       {"pressure.384_384.f64", {384, 384}, true}};
+  return f;
+}
+
+template <typename T>
+std::vector<T> values_of(const Bytes& b) {
+  std::vector<T> v(b.size() / sizeof(T));
+  std::memcpy(v.data(), b.data(), b.size());
+  return v;
+}
+
+// Counts elements outside the bound, checked in long double (exact for the
+// differences of floats and doubles that matter here); NaN/Inf must match bit for bit.
+template <typename T>
+size_t violations(const std::vector<T>& x, const std::vector<T>& y, ErrorMode mode, double bound) {
+  long double lo = std::numeric_limits<long double>::infinity(), hi = -lo;
+  for (T v : x)
+    if (std::isfinite(v)) lo = std::min<long double>(lo, v), hi = std::max<long double>(hi, v);
+  const long double abs_bound = mode == ErrorMode::Noa ? (long double)bound * (hi - lo) : (long double)bound;
+  size_t bad = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) {
+      bad += std::memcmp(&x[i], &y[i], sizeof(T)) != 0;
+      continue;
+    }
+    const long double err = std::fabs((long double)x[i] - (long double)y[i]);
+    const long double allowed = mode == ErrorMode::Rel ? (long double)bound * std::fabs((long double)x[i]) : abs_bound;
+    bad += !(err <= allowed);
+  }
+  return bad;
+}
+
+template <typename T>
+void check_field(const Bytes& raw, const std::vector<uint64_t>& dims, Preset preset, ErrorMode mode, double bound,
+                 double* ratio) {
+  Options o;
+  o.preset = preset;
+  o.mode = mode;
+  o.bound = bound;
+  const Bytes frame = compress(raw.data(), raw.size(), DataType::of<T>(), dims, o);
+  const Decoded d = decompress(frame.data(), frame.size());
+  ASSERT_EQ(d.data.size(), raw.size());
+  EXPECT_EQ(violations(values_of<T>(raw), values_of<T>(d.data), mode, bound), 0u);
+  *ratio = double(raw.size()) / double(frame.size());
+}
+
+std::vector<double> as_doubles(const Bytes& f32) {
+  std::vector<double> out;
+  for (float v : values_of<float>(f32)) out.push_back(v);
+  return out;
+}
+
+TEST(Lossy, EveryPresetModeAndBoundHoldsOnEveryRealField) {
+  const std::vector<Preset> presets = {Preset::Pfpl, Preset::Fzgpu, Preset::Cusz};
+  for (const Field& f : fields()) {
+    const Bytes raw = testing::read_field(f.name);
+    for (Preset preset : presets) {
+      for (ErrorMode mode : {ErrorMode::Abs, ErrorMode::Noa, ErrorMode::Rel}) {
+        if (mode == ErrorMode::Rel && preset != Preset::Pfpl) continue;
+        for (double bound : {1e-2, 1e-4, 1e-6}) {
+          // ABS bounds scaled to the field: vorticity is ~1e-4 in size.
+          const double b = mode == ErrorMode::Abs ? bound * (std::string(f.name).rfind("vorticity", 0) == 0 ? 1e-3 : 10.0)
+                                                  : bound;
+          SCOPED_TRACE(::testing::Message() << f.name << " " << preset_name(preset) << " " << mode_name(mode) << " "
+                                            << b);
+          double ratio = 0;
+          if (f.f64) {
+            check_field<double>(raw, f.dims, preset, mode, b, &ratio);
+          } else {
+            check_field<float>(raw, f.dims, preset, mode, b, &ratio);
+            const auto d = as_doubles(raw);
+            Bytes wide(d.size() * 8);
+            std::memcpy(wide.data(), d.data(), wide.size());
+            double ratio64 = 0;
+            check_field<double>(wide, f.dims, preset, mode, b, &ratio64);
+          }
+          // Tight bounds on noisy fields may not compress (the frame then holds
+          // the chunk raw), but a frame never costs more than a small header.
+          EXPECT_GT(ratio, 0.999);
+          if (mode == ErrorMode::Noa && bound >= 1e-4 && std::string(f.name) != "pressure.384_384.f64")
+            EXPECT_GT(ratio, 2.0);
+        }
+      }
+    }
+  }
+}
+
+TEST(Lossy, SpecialValuesSurviveBitExactly) {
+  std::vector<float> v(50000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(i * 0.001f) * 100;
+  v[10] = std::numeric_limits<float>::quiet_NaN();
+  v[11] = std::numeric_limits<float>::infinity();
+  v[12] = -std::numeric_limits<float>::infinity();
+  v[13] = std::numeric_limits<float>::denorm_min();
+  v[14] = -0.0f;
+  v[15] = std::numeric_limits<float>::max();
+  v[16] = -std::numeric_limits<float>::max();
+  const Bytes raw(reinterpret_cast<const uint8_t*>(v.data()), reinterpret_cast<const uint8_t*>(v.data() + v.size()));
+  for (Preset preset : {Preset::Pfpl, Preset::Fzgpu, Preset::Cusz}) {
+    for (ErrorMode mode : {ErrorMode::Abs, ErrorMode::Noa}) {
+      SCOPED_TRACE(::testing::Message() << preset_name(preset) << " " << mode_name(mode));
+      Options o;
+      o.preset = preset;
+      o.mode = mode;
+      o.bound = 1e-3;
+      const Bytes frame = compress(raw.data(), raw.size(), DataType::of<float>(), {v.size()}, o);
+      const Decoded d = decompress(frame.data(), frame.size());
+      for (size_t i = 10; i <= 16; ++i) EXPECT_EQ(std::memcmp(&raw[4 * i], &d.data[4 * i], 4), 0) << i;
+      EXPECT_EQ(violations(v, values_of<float>(d.data), mode, 1e-3), 0u);
+    }
+  }
+}
+
+TEST(Lossy, BytesDoNotDependOnThreads) {
+  const Bytes raw = testing::read_field("wmag91.float");
+  for (Preset preset : {Preset::Pfpl, Preset::Fzgpu, Preset::Cusz}) {
+    Options one;
+    one.preset = preset;
+    one.mode = ErrorMode::Noa;
+    one.bound = 1e-3;
+    one.threads = 1;
+    Options many = one;
+    many.threads = 5;
+    EXPECT_TRUE(compress(raw.data(), raw.size(), DataType::of<float>(), {91, 91, 91}, one) ==
+                compress(raw.data(), raw.size(), DataType::of<float>(), {91, 91, 91}, many))
+        << preset_name(preset);
+  }
+}
+
+TEST(Lossy, PredictorPresetsRefusePointwiseRelativeBounds) {
+  const std::vector<float> v(100, 1.0f);
+  for (Preset preset : {Preset::Fzgpu, Preset::Cusz}) {
+    Options o;
+    o.preset = preset;
+    o.mode = ErrorMode::Rel;
+    o.bound = 1e-3;
+    try {
+      compress(v.data(), 400, DataType::of<float>(), {100}, o);
+      ADD_FAILURE() << "accepted REL for " << preset_name(preset);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("REL"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Lossy, NonFloatTypesGoLossless) {
+  const Bytes ints = testing::smooth_words(40000, 4, 3);
+  Options o;
+  o.preset = Preset::Cusz;
+  o.mode = ErrorMode::Abs;
+  o.bound = 1.0;
+  const Bytes frame = compress(ints.data(), ints.size(), DataType::of<int32_t>(), {10000}, o);
+  EXPECT_TRUE(decompress(frame.data(), frame.size()).data == ints);
+}
+
+}  // namespace
+}  // namespace fz
