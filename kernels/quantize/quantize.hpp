@@ -9,7 +9,7 @@
 // the decoder's value with the decoder's own operations and keeps the code only
 // if an exact test passes; everything else is an outlier stored bit-exactly.
 //
-// Stream format (kernels/quantize/FORMAT.md, the full text with an example).
+// Stream format (docs/FORMAT.md, the full text with examples).
 // Three streams; W = element width (4 or 8), all integers little-endian.
 //   codes    : one W-byte unsigned word per element (empty for method LOSSLESS).
 //              0 = outlier; otherwise a code whose meaning depends on method/mode:
