@@ -1,12 +1,10 @@
 // h5fz decompress: one FZM frame -> the raw array, optionally compared with the
-// original (bit-exactness always; max error and PSNR for float data).
-#include <algorithm>
-#include <cmath>
+// original (bit-exactness always; error statistics and the bound check for
+// float32/float64 data, quality.hpp).
 #include <cstdio>
-#include <cstring>
-#include <limits>
 
 #include "cli.hpp"
+#include "quality.hpp"
 
 namespace h5fz {
 
@@ -16,77 +14,24 @@ const char* const kHelp =
     "usage: h5fz decompress [options] in.fzm out.raw\n"
     "\n"
     "Decodes an FZM frame (the frame alone says how) into the raw array bytes.\n"
+    "Threads: H5Z_FZ_THREADS, or all cores.\n"
     "\n"
-    "  --compare F   compare the result with the original raw file F: bit-exact or not,\n"
-    "                and for float32/float64 the max abs error, max error relative to the\n"
-    "                value range and PSNR; a lossless frame that does not match exits 1\n"
-    "  --quiet       print nothing on success\n";
-
-struct ErrorStats {
-  uint64_t elements = 0, differing = 0;
-  double max_abs_error = 0, min_value = 0, max_value = 0, sum_squared_error = 0;
-  bool non_finite_mismatch = false;  // NaN/Inf not reproduced exactly
-};
-
-template <typename T>
-ErrorStats float_error_stats(const uint8_t* original, const uint8_t* decoded, size_t bytes) {
-  ErrorStats stats;
-  stats.elements = bytes / sizeof(T);
-  stats.min_value = std::numeric_limits<double>::infinity();
-  stats.max_value = -std::numeric_limits<double>::infinity();
-  for (uint64_t i = 0; i < stats.elements; ++i) {
-    T a, b;  // memcpy: the buffers carry no alignment promise
-    std::memcpy(&a, original + i * sizeof(T), sizeof(T));
-    std::memcpy(&b, decoded + i * sizeof(T), sizeof(T));
-    if (std::memcmp(&a, &b, sizeof(T)) != 0) ++stats.differing;
-    if (!std::isfinite(a)) {
-      bool same = std::isnan(a) ? std::isnan(b) : a == b;
-      if (!same) stats.non_finite_mismatch = true;
-      continue;
-    }
-    double x = a, y = b;
-    stats.min_value = std::min(stats.min_value, x);
-    stats.max_value = std::max(stats.max_value, x);
-    double error = std::isfinite(y) ? std::fabs(x - y) : std::numeric_limits<double>::infinity();
-    stats.max_abs_error = std::max(stats.max_abs_error, error);
-    stats.sum_squared_error += error * error;
-  }
-  return stats;
-}
-
-// Returns true when the comparison passes (lossless frames must be bit-exact).
-bool compare_with_original(const fz::Decoded& decoded, const std::string& original_path, bool quiet) {
-  fz::Bytes original = read_whole_file(original_path);
-  if (original.size() != decoded.data.size()) {
-    std::fprintf(stderr, "h5fz decompress: size mismatch: '%s' has %zu bytes, the frame decodes to %zu\n",
-                 original_path.c_str(), original.size(), decoded.data.size());
-    return false;
-  }
-  bool exact = original.empty() || std::memcmp(original.data(), decoded.data.data(), original.size()) == 0;
-  bool lossy = fz::preset_is_lossy(decoded.preset);
-  if (!quiet || (!exact && !lossy))
-    std::printf("  compare with %s: %s\n", original_path.c_str(), exact ? "bit-exact" : "DIFFERS");
-  const fz::DataType& t = decoded.dtype;
-  bool native_float = t.element_class == fz::ElementClass::Float && t.order == fz::ByteOrder::Little &&
-                      (t.size == 4 || t.size == 8);
-  if (!exact && native_float) {
-    ErrorStats s = t.size == 4 ? float_error_stats<float>(original.data(), decoded.data.data(), original.size())
-                               : float_error_stats<double>(original.data(), decoded.data.data(), original.size());
-    double range = s.max_value - s.min_value;
-    double mse = s.elements ? s.sum_squared_error / s.elements : 0;
-    std::printf("  differing elements %llu of %llu\n", static_cast<unsigned long long>(s.differing),
-                static_cast<unsigned long long>(s.elements));
-    std::printf("  max abs error %.6g, max error / value range %.6g\n", s.max_abs_error,
-                range > 0 ? s.max_abs_error / range : 0.0);
-    if (mse > 0 && range > 0) std::printf("  PSNR %.2f dB (value range %.6g)\n", 20 * std::log10(range) - 10 * std::log10(mse), range);
-    if (s.non_finite_mismatch) std::printf("  NaN/Inf values were NOT preserved\n");
-  } else if (!exact) {
-    size_t first = 0;
-    while (original[first] == decoded.data[first]) ++first;
-    std::printf("  first differing byte at offset %zu\n", first);
-  }
-  return exact || lossy;
-}
+    "  --compare F   compare the result with the original raw file F: bit-exact or not;\n"
+    "                for float32/float64 also the max abs error, max point-wise relative\n"
+    "                error (over x != 0), PSNR (20 log10(range / RMSE), range over the\n"
+    "                finite original values), NRMSE and the number of elements outside\n"
+    "                the bound. Exits 1 when a lossless frame (or non-float data) is not\n"
+    "                bit-exact, or when any element lies outside the bound or a NaN/Inf\n"
+    "                changed.\n"
+    "  --mode M      with --bound: the bound to check (abs, noa, rel; noa uses the\n"
+    "                original's finite value range, the whole array being one chunk).\n"
+    "                Without them the frame's own record is used: the quantize stage's\n"
+    "                mode and bound (pfpl), or the absolute bound the lorenzo stage\n"
+    "                enforced (fzgpu, cusz; never larger than the requested bound)\n"
+    "  --bound X     the requested error bound (> 0)\n"
+    "  --quiet       print nothing on success\n"
+    "\n"
+    "MB/s counts uncompressed bytes, MB = 1e6.\n";
 
 }  // namespace
 
@@ -95,8 +40,11 @@ int run_decompress(const std::vector<std::string>& args) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  ParsedArgs parsed = parse_args(args, {"--compare"}, {"--quiet"});
+  ParsedArgs parsed = parse_args(args, {"--compare", "--mode", "--bound"}, {"--quiet"});
   if (parsed.positional.size() != 2) throw UsageError("decompress needs an input frame and an output file");
+  if ((parsed.has("--mode") || parsed.has("--bound")) && !parsed.has("--compare"))
+    throw UsageError("--mode/--bound say what --compare checks; give --compare too");
+  if (parsed.has("--mode") && !parsed.has("--bound")) throw UsageError("--mode needs --bound");
   const std::string& in_path = parsed.positional[0];
   const std::string& out_path = parsed.positional[1];
   const bool quiet = parsed.has("--quiet");
@@ -117,7 +65,35 @@ int run_decompress(const std::vector<std::string>& args) {
                 frame.empty() ? 0.0 : static_cast<double>(decoded.data.size()) / frame.size(),
                 megabytes_per_second(decoded.data.size(), seconds), seconds);
   }
-  if (parsed.has("--compare") && !compare_with_original(decoded, parsed.get("--compare"), quiet)) return 1;
+  if (!parsed.has("--compare")) return 0;
+
+  const std::string original_path = parsed.get("--compare");
+  fz::Bytes original = read_whole_file(original_path);
+  if (original.size() != decoded.data.size()) {
+    std::fprintf(stderr, "h5fz decompress: size mismatch: '%s' has %zu bytes, the frame decodes to %zu\n",
+                 original_path.c_str(), original.size(), decoded.data.size());
+    return 1;
+  }
+  const bool lossy = fz::preset_is_lossy(decoded.preset);
+  BoundSpec spec;
+  if (lossy) {
+    // The frame's record supplies the fill value even when the user names the bound.
+    spec = bound_from_frame(fz::inspect(frame.data(), frame.size()));
+    if (parsed.has("--bound")) {
+      spec.known = true;
+      spec.mode = parsed.has("--mode") ? parse_mode(parsed.get("--mode")) : fz::ErrorMode::Abs;
+      spec.bound = parse_positive_double("--bound", parsed.get("--bound"));
+      spec.source = "requested";
+    }
+  }
+  Quality q = assess(original, decoded.data, decoded.dtype, spec);
+  const bool passes = quality_passes(q, lossy);
+  if (!quiet || !passes) print_quality(q, spec, original_path);
+  if (!passes) {
+    std::fprintf(stderr, "h5fz decompress: comparison FAILED (%s)\n",
+                 lossy && q.float_stats ? "elements outside the bound or NaN/Inf changed" : "not bit-exact");
+    return 1;
+  }
   return 0;
 }
 

@@ -1,6 +1,8 @@
 // h5fz params: the filter parameters for a preset/mode/bound, spelled for
 // h5repack (-f UD=...) and for h5py (compression=32850, compression_opts=...).
+#include <cinttypes>
 #include <cstdio>
+#include <cstring>
 
 #include "cli.hpp"
 #include "filter_params.hpp"
@@ -12,15 +14,19 @@ namespace {
 const char* const kHelp =
     "usage: h5fz params [--preset P] [--mode M] [--bound X]\n"
     "\n"
-    "Prints the H5Z-FZ filter parameters (the cd_values user layout: preset, mode,\n"
-    "bound as two 32-bit words) as an h5repack -f argument and as an h5py\n"
-    "compression_opts tuple.\n"
+    "Prints the H5Z-FZ filter parameters (the cd_values user layout: cd[0] preset,\n"
+    "cd[1] mode, cd[2] and cd[3] the low and high 32 bits of the bound as an IEEE-754\n"
+    "double) as an h5repack -f argument and as an h5py compression_opts tuple.\n"
+    "A preset/mode pair the engine refuses (rel with fzgpu or cusz) exits 1 with the\n"
+    "engine's message.\n"
     "\n"
     "  --preset P   lossless (default), pfpl, fzgpu, cusz, cuszhi-tp, cuszhi-cr, or 0..6\n"
-    "  --mode M     abs (default), noa, rel\n"
+    "  --mode M     abs (default), noa (relative to the chunk's value range), rel\n"
+    "               (point-wise relative; pfpl only)\n"
     "  --bound X    error bound (> 0), required by lossy presets\n"
     "\n"
-    "example:\n"
+    "examples:\n"
+    "  h5fz params --preset cusz --mode noa --bound 1e-4\n"
     "  h5repack -f \"$(h5fz params --preset pfpl --mode noa --bound 1e-3 | sed -n 's/^h5repack: *-f //p')\" in.h5 out.h5\n";
 
 }  // namespace
@@ -43,6 +49,11 @@ int run_params(const std::vector<std::string>& args) {
     throw UsageError(std::string("--mode/--bound apply to lossy presets; preset '") +
                      fz::preset_name(options.preset) + "' is lossless");
 
+  // Refuse what the plugin would refuse at set_local (the element type does not
+  // matter for these checks; float32 stands in). Presets not built here are
+  // only noted below, so parameters for another build can still be printed.
+  if (fz::preset_is_available(options.preset)) fz::validate(options, fz::DataType::of<float>());
+
   std::vector<unsigned> values = user_cd_values(options);
   std::string repack = "UD=" + std::to_string(kFzFilterId) + ",0," + std::to_string(values.size());
   std::string tuple = "(";
@@ -54,6 +65,12 @@ int run_params(const std::vector<std::string>& args) {
   std::printf("h5repack: -f %s\n", repack.c_str());
   std::printf("h5py:     compression=%u, compression_opts=%s\n", kFzFilterId, tuple.c_str());
   std::printf("meaning:  %s\n", describe_fz_cd_values(values).c_str());
+  if (values.size() >= 4) {
+    uint64_t bits;
+    std::memcpy(&bits, &options.bound, sizeof bits);
+    std::printf("bound:    %.17g = IEEE-754 double 0x%016" PRIx64 ": cd[2] = 0x%08x (%u, low), cd[3] = 0x%08x (%u, high)\n",
+                options.bound, bits, values[2], values[2], values[3], values[3]);
+  }
   if (!fz::preset_is_available(options.preset))
     std::fprintf(stderr, "note: preset '%s' is not implemented in this build\n", fz::preset_name(options.preset));
   return 0;

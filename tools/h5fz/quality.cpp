@@ -1,0 +1,239 @@
+#include "quality.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "cli.hpp"
+
+namespace h5fz {
+
+namespace {
+
+// Stage type ids and config layouts of docs/FORMAT.md section 2 (stable).
+constexpr uint16_t kQuantizeStage = 9;  // u8 width, u8 mode, f64 user bound, u8 has fill, u64 fill bits
+constexpr uint16_t kLorenzoStage = 10;  // u8 width, u32 radius, f64 eb, f64 enforced bound, u8 has fill, u64 fill
+
+uint64_t load_le(const fz::Bytes& bytes, size_t offset, size_t width) {
+  uint64_t value = 0;
+  for (size_t i = 0; i < width; ++i) value |= static_cast<uint64_t>(bytes[offset + i]) << (8 * i);
+  return value;
+}
+
+double load_f64(const fz::Bytes& bytes, size_t offset) {
+  uint64_t bits = load_le(bytes, offset, 8);
+  double value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// Element i of a float array as its bits in native order (the tools run on
+// little-endian machines, like the engine's raw files).
+template <typename Bits>
+Bits element_bits(const uint8_t* data, uint64_t i, bool big_endian) {
+  Bits bits;
+  std::memcpy(&bits, data + i * sizeof(Bits), sizeof(Bits));
+  if (big_endian) {
+    Bits swapped = 0;
+    for (size_t k = 0; k < sizeof(Bits); ++k) swapped = static_cast<Bits>(swapped << 8 | ((bits >> (8 * k)) & 0xFF));
+    bits = swapped;
+  }
+  return bits;
+}
+
+template <typename T, typename Bits>
+void float_stats(const fz::Bytes& original, const fz::Bytes& decoded, bool big_endian, const BoundSpec& spec,
+                 Quality& q) {
+  static_assert(sizeof(T) == sizeof(Bits), "T and Bits differ in size");
+  const uint64_t n = original.size() / sizeof(T);
+  const Bits fill = static_cast<Bits>(spec.fill_bits);
+  auto value = [](Bits bits) {
+    T v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  };
+  auto is_fill = [&](Bits bits) { return spec.has_fill && bits == fill; };
+
+  // Pass 1: ranges. PSNR uses every finite value; NOA leaves the fill out.
+  long double lo = std::numeric_limits<long double>::infinity(), hi = -lo;
+  long double noa_lo = lo, noa_hi = hi;
+  for (uint64_t i = 0; i < n; ++i) {
+    Bits bits = element_bits<Bits>(original.data(), i, big_endian);
+    T x = value(bits);
+    if (!std::isfinite(x)) continue;
+    ++q.finite;
+    lo = std::min<long double>(lo, x);
+    hi = std::max<long double>(hi, x);
+    if (!is_fill(bits)) {
+      noa_lo = std::min<long double>(noa_lo, x);
+      noa_hi = std::max<long double>(noa_hi, x);
+    }
+  }
+  q.elements = n;
+  q.min_value = q.finite ? static_cast<double>(lo) : 0;
+  q.max_value = q.finite ? static_cast<double>(hi) : 0;
+
+  long double allowed_abs = 0;
+  if (spec.known) {
+    q.bound_checked = true;
+    if (spec.mode == fz::ErrorMode::Noa) {
+      // No finite non-fill value: nothing may change (the engine stores such chunks losslessly).
+      long double range = noa_hi >= noa_lo ? noa_hi - noa_lo : 0;
+      q.noa_range = static_cast<double>(range);
+      allowed_abs = static_cast<long double>(spec.bound) * range;
+    } else if (spec.mode == fz::ErrorMode::Abs) {
+      allowed_abs = spec.bound;
+    }
+    q.abs_bound = static_cast<double>(allowed_abs);
+  }
+
+  // Pass 2: errors and violations.
+  long double sum_sq = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    Bits xb = element_bits<Bits>(original.data(), i, big_endian);
+    Bits yb = element_bits<Bits>(decoded.data(), i, big_endian);
+    if (xb != yb) ++q.differing;
+    T x = value(xb), y = value(yb);
+    if (!std::isfinite(x)) {
+      if (xb != yb) {
+        ++q.non_finite_mismatch;
+        if (q.bound_checked) ++q.violations;
+      }
+      continue;
+    }
+    long double err = std::isfinite(y) ? std::fabs(static_cast<long double>(x) - static_cast<long double>(y))
+                                        : std::numeric_limits<long double>::infinity();
+    q.max_abs_error = std::max(q.max_abs_error, static_cast<double>(err));
+    sum_sq += err * err;
+    if (x != 0) {
+      q.any_nonzero = true;
+      q.max_rel_error = std::max(q.max_rel_error, static_cast<double>(err / std::fabs(static_cast<long double>(x))));
+    }
+    if (q.bound_checked) {
+      bool ok;
+      if (is_fill(xb))
+        ok = xb == yb;
+      else if (spec.mode == fz::ErrorMode::Rel)
+        ok = err <= static_cast<long double>(spec.bound) * std::fabs(static_cast<long double>(x));
+      else
+        ok = err <= allowed_abs;
+      if (!ok) ++q.violations;
+    }
+  }
+  const long double range = hi >= lo ? hi - lo : 0;
+  q.rmse = q.finite ? static_cast<double>(std::sqrt(sum_sq / q.finite)) : 0;
+  q.psnr = q.rmse > 0 && range > 0 ? static_cast<double>(20 * std::log10(range / q.rmse))
+                                   : std::numeric_limits<double>::infinity();
+  q.nrmse = range > 0 ? static_cast<double>(q.rmse / range) : 0;
+}
+
+const char* mode_words(fz::ErrorMode mode) {
+  switch (mode) {
+    case fz::ErrorMode::Abs: return "abs";
+    case fz::ErrorMode::Noa: return "noa (relative to the value range)";
+    case fz::ErrorMode::Rel: return "rel (point-wise relative)";
+  }
+  return "?";
+}
+
+}  // namespace
+
+bool is_ieee_float(const fz::DataType& dtype) {
+  return dtype.element_class == fz::ElementClass::Float && (dtype.size == 4 || dtype.size == 8);
+}
+
+BoundSpec bound_from_frame(const fz::FrameInfo& info) {
+  BoundSpec spec;
+  for (const fz::StageInfo& stage : info.stages) {
+    const fz::Bytes& c = stage.config;
+    if (stage.type_id == kQuantizeStage && c.size() >= 19) {
+      unsigned mode = c[1];
+      if (mode > static_cast<unsigned>(fz::ErrorMode::Rel)) continue;
+      spec.known = true;
+      spec.mode = static_cast<fz::ErrorMode>(mode);
+      spec.bound = load_f64(c, 2);
+      spec.has_fill = c[10] != 0;
+      spec.fill_bits = load_le(c, 11, 8);
+      spec.source = "from the frame's quantize stage";
+      return spec;
+    }
+    if (stage.type_id == kLorenzoStage && c.size() >= 30) {
+      spec.known = true;
+      spec.mode = fz::ErrorMode::Abs;
+      spec.bound = load_f64(c, 13);
+      spec.has_fill = c[21] != 0;
+      spec.fill_bits = load_le(c, 22, 8);
+      spec.source = "the absolute bound the frame's lorenzo stage enforced (<= the requested bound; "
+                    "give --mode/--bound to check the requested one)";
+      return spec;
+    }
+  }
+  return spec;
+}
+
+Quality assess(const fz::Bytes& original, const fz::Bytes& decoded, const fz::DataType& dtype,
+               const BoundSpec& spec) {
+  if (original.size() != decoded.size())
+    throw ToolError("size mismatch: the original has " + std::to_string(original.size()) +
+                    " bytes, the decoded array " + std::to_string(decoded.size()));
+  Quality q;
+  q.bytes = original.size();
+  q.bit_exact = original.empty() || std::memcmp(original.data(), decoded.data(), original.size()) == 0;
+  if (!q.bit_exact)
+    while (original[q.first_differing_byte] == decoded[q.first_differing_byte]) ++q.first_differing_byte;
+  if (is_ieee_float(dtype) && original.size() % dtype.size == 0) {
+    q.float_stats = true;
+    const bool big = dtype.order == fz::ByteOrder::Big;
+    if (dtype.size == 4)
+      float_stats<float, uint32_t>(original, decoded, big, spec, q);
+    else
+      float_stats<double, uint64_t>(original, decoded, big, spec, q);
+  }
+  return q;
+}
+
+void print_quality(const Quality& q, const BoundSpec& spec, const std::string& label) {
+  std::printf("  compare with %s: %s\n", label.c_str(), q.bit_exact ? "bit-exact" : "DIFFERS");
+  if (!q.float_stats) {
+    if (!q.bit_exact) std::printf("  first differing byte at offset %zu\n", q.first_differing_byte);
+    return;
+  }
+  std::printf("  differing elements %llu of %llu (finite %llu), value range %.6g .. %.6g\n",
+              static_cast<unsigned long long>(q.differing), static_cast<unsigned long long>(q.elements),
+              static_cast<unsigned long long>(q.finite), q.min_value, q.max_value);
+  const double range = q.max_value - q.min_value;
+  std::printf("  max abs error %.6g (%.6g of the value range)\n", q.max_abs_error,
+              range > 0 ? q.max_abs_error / range : 0.0);
+  if (q.any_nonzero)
+    std::printf("  max point-wise rel error %.6g (over elements x != 0)\n", q.max_rel_error);
+  else
+    std::printf("  max point-wise rel error n/a (no element x != 0)\n");
+  if (std::isinf(q.psnr))
+    std::printf("  PSNR inf dB, NRMSE 0, RMSE 0\n");
+  else
+    std::printf("  PSNR %.2f dB, NRMSE %.6g, RMSE %.6g\n", q.psnr, q.nrmse, q.rmse);
+  if (q.non_finite_mismatch)
+    std::printf("  NaN/Inf NOT preserved bit for bit in %llu element(s)\n",
+                static_cast<unsigned long long>(q.non_finite_mismatch));
+  if (q.bound_checked) {
+    std::printf("  bound %s %.6g", mode_words(spec.mode), spec.bound);
+    if (spec.mode == fz::ErrorMode::Noa)
+      std::printf(" x range %.6g = abs %.6g", q.noa_range, q.abs_bound);
+    if (spec.has_fill) std::printf(", fill value excluded and kept exact");
+    if (!spec.source.empty()) std::printf(" (%s)", spec.source.c_str());
+    std::printf("\n  elements outside the bound: %llu%s\n", static_cast<unsigned long long>(q.violations),
+                q.violations ? "  <-- BOUND VIOLATED" : "");
+  } else if (!q.bit_exact) {
+    std::printf("  elements outside the bound: not checked (no bound known; give --mode/--bound)\n");
+  }
+}
+
+bool quality_passes(const Quality& q, bool lossy) {
+  if (!lossy || !q.float_stats) return q.bit_exact;
+  if (q.non_finite_mismatch) return false;
+  return !q.bound_checked || q.violations == 0;
+}
+
+}  // namespace h5fz

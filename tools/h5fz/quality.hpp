@@ -1,0 +1,69 @@
+// How a decoded array compares with its original: bit-exactness for every type,
+// and for IEEE float32/float64 the error statistics of a lossy round trip (max
+// absolute and point-wise relative error, PSNR, NRMSE) and the number of
+// elements outside a requested error bound. Used by `h5fz compress --verify`
+// and `h5fz decompress --compare`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fz/fz.hpp"
+
+namespace h5fz {
+
+// The bound a round trip is checked against. ABS: |x - x'| <= bound; NOA:
+// |x - x'| <= bound * (max - min), min and max over the original's finite
+// elements other than the fill value (the whole array is one chunk here); REL:
+// |x - x'| <= bound * |x|. Non-finite elements and fill-valued elements must
+// come back bit for bit. The check runs in long double, so it never loosens
+// the bound through rounding.
+struct BoundSpec {
+  bool known = false;
+  fz::ErrorMode mode = fz::ErrorMode::Abs;
+  double bound = 0;
+  bool has_fill = false;
+  uint64_t fill_bits = 0;  // the fill element's bits, native order, low bytes
+  std::string source;      // where the bound came from, for the report
+};
+
+// The bound recorded in a frame: the quantize stage's mode and user bound, or
+// (predictor presets, whose frames keep only the absolute bound enforced) the
+// lorenzo stage's enforced absolute bound, which is never larger than the
+// user's. known = false when the frame has neither (lossless chains).
+BoundSpec bound_from_frame(const fz::FrameInfo& info);
+
+struct Quality {
+  uint64_t bytes = 0;
+  bool bit_exact = false;
+  size_t first_differing_byte = 0;  // when !bit_exact
+
+  bool float_stats = false;  // IEEE float32/float64: the fields below are set
+  uint64_t elements = 0, differing = 0, finite = 0;
+  uint64_t non_finite_mismatch = 0;  // NaN/Inf in the original not reproduced bit for bit
+  double min_value = 0, max_value = 0;  // over finite original values
+  double max_abs_error = 0;
+  bool any_nonzero = false;
+  double max_rel_error = 0;  // over finite x != 0
+  double rmse = 0, psnr = 0, nrmse = 0;  // psnr = +inf when rmse = 0
+
+  bool bound_checked = false;
+  double abs_bound = 0;       // ABS/NOA: the absolute bound used (bound * range for NOA)
+  double noa_range = 0;       // NOA: max - min over finite non-fill originals
+  uint64_t violations = 0;    // elements outside the bound (must be 0)
+};
+
+bool is_ieee_float(const fz::DataType& dtype);  // float32 or float64, either byte order
+
+Quality assess(const fz::Bytes& original, const fz::Bytes& decoded, const fz::DataType& dtype,
+               const BoundSpec& spec);
+
+// Prints the report lines (indented by two spaces). `label` names the original.
+void print_quality(const Quality& q, const BoundSpec& spec, const std::string& label);
+
+// Whether a round trip passes: lossless presets and non-float data must be bit
+// for bit; lossy float data must have no element outside a known bound and
+// every NaN/Inf preserved.
+bool quality_passes(const Quality& q, bool lossy);
+
+}  // namespace h5fz
