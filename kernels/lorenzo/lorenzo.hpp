@@ -12,12 +12,15 @@
 //   delta_i = p_i - Lorenzo(p) (neighbours outside the data are 0), modulo 2^(8W):
 //     1-D p[x-1]; 2-D p[y][x-1] + p[y-1][x] - p[y-1][x-1]; 3-D the seven-term
 //     inclusion-exclusion. The inverse is an inclusive prefix sum along x, then y, then z.
-//   codes: N little-endian u16; code = zigzag(delta) + 1 if zigzag(delta) + 1 < 2R,
-//     else 0 (the delta is then stored in the outlier stream).
+//   codes: N little-endian u16; code = zigzag(delta) if zigzag(delta) < 2R (a zero
+//     delta is code 0), else the element is an outlier: code 0, and the delta is
+//     stored in the outlier stream. The decoder finds outliers only through the
+//     records (bit 2), never through the codes; a nonzero code there is malformed.
 //   outliers: [u64 n][u64 a][u64 b][index x n][kind u8 x n][delta x a][raw x b]
 //     index: u32 if N <= 2^32 else u64, strictly increasing element indices;
 //     kind: bits 0-1 value (0 quantized, 1 raw bits, 2 fill value, 3 -0),
-//           bit 2 delta present (exactly the elements whose code is 0), other bits 0,
+//           bit 2 delta present (exactly the elements whose zigzag(delta) >= 2R;
+//           their code must be 0), other bits 0,
 //           kind 0 is invalid (a record must say something);
 //     delta: W-byte two's complement, for the records with bit 2, in record order;
 //     raw: W-byte element bits, for the records with value 1, in record order.
@@ -38,7 +41,7 @@ namespace fz::lorenzo {
 struct Config {
   unsigned width = 4;       // element width in bytes: 4 (float32) or 8 (float64)
   double eb = 0;            // working bound: exactly a value of the element type, normal, 2*eb finite
-  uint32_t radius = 32768;  // R in [1, 32768]: codes 1 .. 2R-1 carry deltas
+  uint32_t radius = 32768;  // R in [1, 32768]: codes 0 .. 2R-1 carry deltas -R .. R-1
   bool has_fill = false;    // elements whose bits equal fill_bits are stored as "fill"
   uint64_t fill_bits = 0;   // the fill value's bits (low `width` bytes; the rest must be 0)
 };

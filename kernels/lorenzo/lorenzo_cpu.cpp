@@ -8,8 +8,10 @@
 //      never uses reconstructed values, so every element is independent), codes,
 //      and per-block outlier records in index order;
 //   3. gather the records: per-block counts, a prefix sum, parallel copies.
-// Decoding: codes -> deltas, kind-A deltas scattered in, inclusive prefix sums
-// along x, y, z (the exact inverse of the delta operator), then x' = (T)p * eb2.
+// Decoding: codes -> deltas (code = zigzag(delta); code 0 is delta 0), the stored
+// deltas written over the outlier positions (whose code must be 0), inclusive
+// prefix sums along x, y, z (the exact inverse of the delta operator), then
+// x' = (T)p * eb2.
 // All integer work is modulo 2^(8*width) (unsigned), which is exact because
 // every final p fits the signed type; it also keeps hostile streams free of UB.
 #include "lorenzo/lorenzo.hpp"
@@ -217,21 +219,26 @@ struct Record {
 size_t block_count_elems(size_t n) { return (n + kBlockElems - 1) / kBlockElems; }
 
 // Column term of the Lorenzo operator at x: the y/z differences of p at (z, y, x).
+// The neighbour rows are separate pointers (formed only when they exist), so no
+// index ever wraps below zero.
 template <typename U, bool Up, bool Back>
-inline U column(const U* row, size_t x, size_t sy, size_t sz) {
+inline U column(const U* row, const U* up, const U* back, const U* up_back, size_t x) {
   U v = row[x];
-  if (Up) v -= row[x - sy];
-  if (Back) v -= row[x - sz];
-  if (Up && Back) v += row[x - sy - sz];
+  if (Up) v -= up[x];
+  if (Back) v -= back[x];
+  if (Up && Back) v += up_back[x];
   return v;
 }
 
 // deltas for x in [x0, x1) of one row; then the x difference of the column terms.
 template <typename U, bool Up, bool Back>
 void row_deltas(const U* row, size_t x0, size_t x1, size_t sy, size_t sz, U* out) {
-  U previous = x0 > 0 ? column<U, Up, Back>(row, x0 - 1, sy, sz) : U{0};
+  const U* up = Up ? row - sy : row;
+  const U* back = Back ? row - sz : row;
+  const U* up_back = Up && Back ? row - sy - sz : row;
+  U previous = x0 > 0 ? column<U, Up, Back>(row, up, back, up_back, x0 - 1) : U{0};
   for (size_t x = x0; x < x1; ++x) {
-    const U c = column<U, Up, Back>(row, x, sy, sz);
+    const U c = column<U, Up, Back>(row, up, back, up_back, x);
     out[x - x0] = static_cast<U>(c - previous);
     previous = c;
   }
@@ -297,7 +304,7 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
     }
   });
 
-  const U code_limit = static_cast<U>(2 * config.radius - 1);  // zigzag(delta) < this -> code
+  const U code_limit = static_cast<U>(2 * config.radius);  // zigzag(delta) < 2R -> code (2R <= 65536)
   std::vector<std::vector<Record>> records(blocks);
   uint8_t* codes = out.codes.data();
   exec.parallel_for(blocks, [&](size_t b) {
@@ -312,7 +319,9 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
       const U d = deltas[i - begin];
       const U z = zigzag(d);
       const bool fits = z < code_limit;
-      store_le<uint16_t>(codes + 2 * i, fits ? static_cast<uint16_t>(z + 1) : uint16_t{0});
+      // An outlier's code is 0: with bit-shuffle + zero elimination after this
+      // stage, a zero delta and an outlier then both cost no set bits.
+      store_le<uint16_t>(codes + 2 * i, fits ? static_cast<uint16_t>(z) : uint16_t{0});
       if (!fits || i == next_special) {
         Record r{i, static_cast<uint8_t>(fits ? 0 : kHasDelta), d, 0};
         if (i == next_special) {
@@ -468,31 +477,25 @@ void decode_typed(ByteSpan codes, ByteSpan outliers, const Shape& s, const Confi
   if (n == 0) return;
 
   const size_t blocks = block_count_elems(n);
-  const U code_limit = static_cast<U>(2 * config.radius - 1);
+  const U code_limit = static_cast<U>(2 * config.radius);  // valid codes: 0 .. 2R-1
   std::unique_ptr<U[]> p(new U[n]);
-  std::vector<size_t> zeros(blocks, 0);
   exec.parallel_for(blocks, [&](size_t b) {
     const size_t begin = b * kBlockElems, end = std::min(n, begin + kBlockElems);
-    size_t z = 0;
     bool bad = false;
     for (size_t i = begin; i < end; ++i) {
       const uint16_t code = load_le<uint16_t>(codes.data + 2 * i);
-      bad |= code > code_limit;
-      z += code == 0;
-      p[i] = code == 0 ? U{0} : unzigzag(static_cast<U>(code - 1));
+      bad |= !(static_cast<U>(code) < code_limit);
+      p[i] = unzigzag(static_cast<U>(code));
     }
     require_format(!bad, "lorenzo: code out of radius");
-    zeros[b] = z;
   });
-  size_t total_zeros = 0;
-  for (size_t z : zeros) total_zeros += z;
-  require_format(total_zeros == deltas, "lorenzo: zero codes do not match the stored deltas");
-  // Every stored delta lands on a zero code; indices are distinct and as many as
-  // the zero codes, so every zero code gets exactly one delta.
+  // Outliers are known only from the records: each stored delta replaces the
+  // code-derived delta at its index, where the code must be 0 (canonical); the
+  // indices are distinct, so no position is written twice.
   for (size_t r = 0, a = 0; r < count; ++r) {
     if (!(o[kind_at + r] & kHasDelta)) continue;
     const uint64_t index = index_of(r);
-    require_format(load_le<uint16_t>(codes.data + 2 * index) == 0, "lorenzo: stored delta on a coded element");
+    require_format(load_le<uint16_t>(codes.data + 2 * index) == 0, "lorenzo: nonzero code at an outlier position");
     const U d = load_le<U>(o + delta_at + W * a++);
     require_format(!(zigzag(d) < code_limit), "lorenzo: stored delta that fits a code");
     p[index] = d;

@@ -3,7 +3,10 @@
 //              may come out, and an accepted stream decodes to N elements;
 //   bit 0 = 1: encode -> decode of the remaining bytes as elements; every element
 //              within the user bound (exact, in binary128) or, for NaN/Inf/
-//              denormal/-0/fill, bit-exact; __builtin_trap otherwise.
+//              denormal/-0/fill, bit-exact; the streams are canonical (every
+//              code < 2R, code 0 at every record with a stored delta, stored
+//              deltas do not fit a code), and a nonzero code at an outlier
+//              position is a FormatError; __builtin_trap otherwise.
 // bit 1: float64 instead of float32; bits 2-3: rank - 1 (0..2); bit 4: fill value.
 // Bytes 1-3: extents / shape selectors, byte 4: radius and bound selector.
 #include <algorithm>
@@ -31,6 +34,42 @@ bool element_ok(T x, T y, double bound, bool has_fill, uint64_t fill) {
   __float128 d = static_cast<__float128>(x) - static_cast<__float128>(y);
   if (d < 0) d = -d;
   return d <= static_cast<__float128>(bound);
+}
+
+// Independent parse of the encoder's streams (format: FORMAT.md): canonical form
+// and the decoder's rejection of a nonzero code at an outlier position.
+template <typename B>
+void check_canonical(const fz::lorenzo::Streams& s, const std::vector<size_t>& dims, const fz::lorenzo::Config& c,
+                     size_t n) {
+  const uint64_t two_r = 2 * uint64_t{c.radius};
+  for (size_t i = 0; i < n; ++i)
+    if (fz::load_le<uint16_t>(s.codes.data() + 2 * i) >= two_r) __builtin_trap();
+  const uint8_t* o = s.outliers.data();
+  if (s.outliers.size() < 24) __builtin_trap();
+  const uint64_t count = fz::load_le<uint64_t>(o);
+  const uint64_t deltas = fz::load_le<uint64_t>(o + 8);
+  const size_t iw = n <= (uint64_t{1} << 32) ? 4 : 8;
+  const size_t kind_at = 24 + count * iw, delta_at = kind_at + count;
+  if (s.outliers.size() < delta_at + deltas * sizeof(B)) __builtin_trap();
+  size_t first_outlier = n;
+  for (size_t r = 0, a = 0; r < count; ++r) {
+    if (!(o[kind_at + r] & 4)) continue;
+    const uint64_t index = iw == 4 ? fz::load_le<uint32_t>(o + 24 + 4 * r) : fz::load_le<uint64_t>(o + 24 + 8 * r);
+    if (index >= n || fz::load_le<uint16_t>(s.codes.data() + 2 * index) != 0) __builtin_trap();
+    const B d = fz::load_le<B>(o + delta_at + sizeof(B) * a++);
+    const B z = static_cast<B>((d << 1) ^ (B{0} - (d >> (8 * sizeof(B) - 1))));
+    if (z < two_r) __builtin_trap();
+    if (first_outlier == n) first_outlier = index;
+  }
+  if (first_outlier == n) return;
+  fz::Bytes codes = s.codes, out;  // a nonzero code in range there: 1 .. 2R-1
+  fz::store_le<uint16_t>(codes.data() + 2 * first_outlier, static_cast<uint16_t>(1 + first_outlier % (two_r - 1)));
+  try {
+    fz::lorenzo::decode(codes, s.outliers, dims, c, out);
+  } catch (const fz::FormatError&) {
+    return;
+  }
+  __builtin_trap();
 }
 
 template <typename T, typename B>
@@ -67,6 +106,7 @@ void round_trip(const uint8_t* data, size_t size, unsigned rank, const uint8_t* 
   fz::Bytes out;
   fz::lorenzo::decode(s.codes, s.outliers, dims, c, out);
   if (out.size() != n * sizeof(T)) __builtin_trap();
+  check_canonical<B>(s, dims, c, n);
   for (size_t i = 0; i < n; ++i) {
     T x, y;
     std::memcpy(&x, data + i * sizeof(T), sizeof(T));

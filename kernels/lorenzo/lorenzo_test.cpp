@@ -364,45 +364,105 @@ Bytes header(uint64_t n, uint64_t a, uint64_t b) {
 }
 
 TEST(Lorenzo, Pinned1D) {
-  // eb = 0.5 -> eb2 = 1, inv = 1: p = x for the integers. R = 4: codes 1..7, |delta| <= 3.
-  // x     0   1   3   2   1000   NaN
-  // p     0   1   3   2   1000   0 (special)
-  // delta 0   1   2  -1    998  -1000
-  // code  1   3   5   2      0   0      (zigzag 1996 and 1999 do not fit below 7)
-  const std::vector<float> x = {0, 1, 3, 2, 1000, from_bits<float>(0x7FC00000u)};
+  // eb = 0.5 -> eb2 = 1, inv = 1: p = x for the integers. R = 4: codes 0..7, -4 <= delta <= 3.
+  // x      0   1   3   2  -2   2   1000   NaN
+  // p      0   1   3   2  -2   2   1000   0 (special)
+  // delta  0   1   2  -1  -4   4    998  -1000
+  // zigzag 0   2   4   1   7   8   1996   1999
+  // code   0   2   4   1   7   0      0   0      (zigzag 8, 1996, 1999 do not fit below 8)
+  const std::vector<float> x = {0, 1, 3, 2, -2, 2, 1000, from_bits<float>(0x7FC00000u)};
   lorenzo::Config c;
   c.width = 4;
   c.eb = 0.5;
   c.radius = 4;
   lorenzo::Streams s;
-  lorenzo::encode(to_bytes(x), {6}, c, 0.5, s);
-  EXPECT_EQ(s.codes, codes_of({1, 3, 5, 2, 0, 0}));
-  Bytes outliers = header(2, 2, 1);
-  append_le<uint32_t>(outliers, 4);  // indices
-  append_le<uint32_t>(outliers, 5);
+  lorenzo::encode(to_bytes(x), {8}, c, 0.5, s);
+  EXPECT_EQ(s.codes, codes_of({0, 2, 4, 1, 7, 0, 0, 0}));
+  Bytes outliers = header(3, 3, 1);
+  append_le<uint32_t>(outliers, 5);  // indices
+  append_le<uint32_t>(outliers, 6);
+  append_le<uint32_t>(outliers, 7);
   outliers.push_back(4);  // kind: quantized, delta stored
+  outliers.push_back(4);
   outliers.push_back(5);  // kind: raw bits, delta stored
+  append_le<int32_t>(outliers, 4);
   append_le<int32_t>(outliers, 998);
   append_le<int32_t>(outliers, -1000);
   append_le<uint32_t>(outliers, 0x7FC00000u);
+  EXPECT_EQ(outliers.size(), 55u);  // FORMAT.md
   EXPECT_EQ(s.outliers, outliers);
   Bytes out;
-  lorenzo::decode(s.codes, s.outliers, {6}, c, out);
+  lorenzo::decode(s.codes, s.outliers, {8}, c, out);
   EXPECT_EQ(out, to_bytes(x));
+}
+
+TEST(Lorenzo, PinnedRadiusEdges) {
+  // R = 32768: the full u16 range; delta -32768 is code 65535, delta 32768 an outlier.
+  {
+    const std::vector<float> x = {0, -32768, 0};
+    lorenzo::Config c;
+    c.width = 4;
+    c.eb = 0.5;
+    lorenzo::Streams s;
+    lorenzo::encode(to_bytes(x), {3}, c, 0.5, s);
+    EXPECT_EQ(s.codes, codes_of({0, 65535, 0}));
+    Bytes outliers = header(1, 1, 0);
+    append_le<uint32_t>(outliers, 2);
+    outliers.push_back(4);
+    append_le<int32_t>(outliers, 32768);
+    EXPECT_EQ(s.outliers, outliers);
+    Bytes out;
+    lorenzo::decode(s.codes, s.outliers, {3}, c, out);
+    EXPECT_EQ(out, to_bytes(x));
+  }
+  // R = 1: codes 0 and 1 carry deltas 0 and -1.
+  {
+    const std::vector<double> x = {0, -1, -1, 0};
+    lorenzo::Config c;
+    c.width = 8;
+    c.eb = 0.5;
+    c.radius = 1;
+    lorenzo::Streams s;
+    lorenzo::encode(to_bytes(x), {4}, c, 0.5, s);
+    EXPECT_EQ(s.codes, codes_of({0, 1, 0, 0}));
+    Bytes outliers = header(1, 1, 0);
+    append_le<uint32_t>(outliers, 3);
+    outliers.push_back(4);
+    append_le<int64_t>(outliers, 1);
+    EXPECT_EQ(s.outliers, outliers);
+    Bytes out;
+    lorenzo::decode(s.codes, s.outliers, {4}, c, out);
+    EXPECT_EQ(out, to_bytes(x));
+  }
+}
+
+TEST(Lorenzo, ConstantFieldIsAllZeroCodes) {
+  // Only the first element has a nonzero delta; a zero delta is code 0, no records.
+  const std::vector<float> x(3 * 5 * 7, 3.0f);
+  lorenzo::Config c;
+  c.width = 4;
+  c.eb = 0.5;
+  lorenzo::Streams s;
+  lorenzo::encode(to_bytes(x), {3, 5, 7}, c, 0.5, s);
+  Bytes expected(2 * x.size(), 0);
+  expected[0] = 6;  // zigzag(3)
+  EXPECT_EQ(s.codes, expected);
+  EXPECT_EQ(s.outliers, header(0, 0, 0));
 }
 
 TEST(Lorenzo, Pinned2D) {
   // 2 x 3, eb = 0.5 (eb2 = 1), R = 32768.
   // x = [[1 2 4] [3 5 -0]]  p = [[1 2 4] [3 5 0]]
   // delta[0] = 1, 2-1, 4-2 = 1 1 2;  delta[1] = 3-1, 5-3-2+1, 0-5-4+2 = 2 1 -7
-  // codes = zigzag + 1 = 3 3 5 5 3 14; -0 is one record (index 5, kind 3), no payload.
+  // codes = zigzag = 2 2 4 4 2 13; -0 is one record (index 5, kind 3), no payload,
+  // and keeps its ordinary code since its delta fits.
   const std::vector<float> x = {1, 2, 4, 3, 5, -0.0f};
   lorenzo::Config c;
   c.width = 4;
   c.eb = 0.5;
   lorenzo::Streams s;
   lorenzo::encode(to_bytes(x), {2, 3}, c, 0.5, s);
-  EXPECT_EQ(s.codes, codes_of({3, 3, 5, 5, 3, 14}));
+  EXPECT_EQ(s.codes, codes_of({2, 2, 4, 4, 2, 13}));
   Bytes outliers = header(1, 0, 0);
   append_le<uint32_t>(outliers, 5);
   outliers.push_back(3);
@@ -422,7 +482,7 @@ TEST(Lorenzo, Pinned3DFloat64) {
   c.eb = 0.5;
   lorenzo::Streams s;
   lorenzo::encode(to_bytes(x), {2, 2, 2}, c, 0.5, s);
-  EXPECT_EQ(s.codes, codes_of({3, 3, 5, 1, 9, 1, 1, 1}));
+  EXPECT_EQ(s.codes, codes_of({2, 2, 4, 0, 8, 0, 0, 0}));
   EXPECT_EQ(s.outliers, header(0, 0, 0));
   Bytes out;
   lorenzo::decode(s.codes, s.outliers, {2, 2, 2}, c, out);
@@ -537,14 +597,24 @@ TEST(Lorenzo, HostileStreamsAreFormatErrors) {
   mutated([&](Bytes&, Bytes& o) { o[kinds] = 8; }, "kind 8");
   mutated([&](Bytes&, Bytes& o) { o[kinds] ^= 4; }, "delta flag dropped");
   mutated([](Bytes& c, Bytes&) { store_le<uint16_t>(c.data(), 8); }, "code above 2R-1");
-  mutated([](Bytes& c, Bytes&) { store_le<uint16_t>(c.data(), 0); }, "zero code without delta");
+  {
+    // Outliers are found through the records only; their code must be 0.
+    ASSERT_EQ(outl[kinds] & 4, 4);
+    const uint32_t first = load_le<uint32_t>(outl.data() + 24);
+    ASSERT_EQ(load_le<uint16_t>(codes.data() + 2 * first), 0u);
+    for (uint16_t code : {1, 7})
+      mutated([&](Bytes& c, Bytes&) { store_le<uint16_t>(c.data() + 2 * first, code); },
+              "nonzero code at an outlier position");
+  }
   mutated([](Bytes& c, Bytes&) { store_le<uint16_t>(c.data(), 7); }, "prequantized value moved off a special");
   {
     // The record with a delta: make its delta small enough for a code.
     Bytes c = codes, o = outl;
     const size_t delta_at = kinds + n;
-    store_le<int32_t>(o.data() + delta_at, 1);
-    expect_format_error(s, c, o, "non-canonical delta");
+    for (int32_t d : {0, 1, 3, -4}) {  // zigzag 0, 2, 6, 7: all below 2R = 8
+      store_le<int32_t>(o.data() + delta_at, d);
+      expect_format_error(s, c, o, "non-canonical delta");
+    }
     store_le<int32_t>(o.data() + delta_at, (1 << 26));
     expect_format_error(s, c, o, "prequantized value out of range");
   }
@@ -578,9 +648,10 @@ TEST(Lorenzo, RandomDamageNeverCrashes) {
 
 // ---- ratio indication and speed -------------------------------------------------
 
-// diffnb(2) -> bitshuffle(2) -> rze(1) over the codes; with_diffnb = false skips
-// the first stage (Lorenzo deltas are already decorrelated).
-double pipeline_bytes(const Bytes& codes, bool with_diffnb = true) {
+// bitshuffle(2) -> rze(1) over the codes (preset fzgpu), optionally with diffnb(2)
+// first (Lorenzo deltas are already decorrelated, so it mostly hurts). Outliers
+// are counted at their raw size by the caller.
+double pipeline_bytes(const Bytes& codes, bool with_diffnb) {
   Bytes a, b, c;
   if (with_diffnb) diffnb::encode(codes, 2, a);
   else a = codes;
@@ -605,14 +676,14 @@ TEST(Lorenzo, RatioIndication) {
     const double range = finite_range(v);
     const double raw = static_cast<double>(v.size() * 4);
     const Outcome o3 = round_trip(v, f.dims, 1e-3 * range, 32768);
-    const double size3 = pipeline_bytes(o3.streams.codes) + static_cast<double>(o3.streams.outliers.size());
+    const double size3 = pipeline_bytes(o3.streams.codes, true) + static_cast<double>(o3.streams.outliers.size());
     const double size3b = pipeline_bytes(o3.streams.codes, false) + static_cast<double>(o3.streams.outliers.size());
     const Outcome o4 = round_trip(v, f.dims, 1e-4 * range, 512);
     const double size4 = entropy_bytes(o4.streams.codes) + static_cast<double>(o4.streams.outliers.size());
     std::printf(
-        "%-22s NOA 1e-3 R=32768: outliers %.4f%%, diffnb+bitshuffle+rze ratio %.2f (without diffnb %.2f) | NOA 1e-4 R=512: outliers "
-        "%.4f%%, order-0 entropy bound ratio %.2f\n",
-        f.name.c_str(), 100.0 * static_cast<double>(o3.outliers) / static_cast<double>(v.size()), raw / size3, raw / size3b,
+        "%-22s NOA 1e-3 R=32768: outliers %.4f%%, bitshuffle(2)+rze(1) ratio %.2f (diffnb(2) first: %.2f) | NOA 1e-4 "
+        "R=512: outliers %.4f%%, order-0 entropy bound ratio %.2f\n",
+        f.name.c_str(), 100.0 * static_cast<double>(o3.outliers) / static_cast<double>(v.size()), raw / size3b, raw / size3,
         100.0 * static_cast<double>(o4.outliers) / static_cast<double>(v.size()), raw / size4);
   }
 }
