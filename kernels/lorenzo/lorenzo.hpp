@@ -1,6 +1,6 @@
 // LORENZO: dual-quantization Lorenzo predictor (stage type 10), float32/float64,
 // 1-D/2-D/3-D over the whole chunk (no tiles). Full format with a worked example:
-// lorenzo/FORMAT.md (pasted into docs/FORMAT.md).
+// docs/FORMAT.md (stage type 10).
 //
 // Element i (C order, dims slowest first, N = product of extents, W = width):
 //   eb2 = 2*eb (exact, type T), inv = fl_T(1 / eb2)

@@ -1,4 +1,4 @@
-// CPU Lorenzo dual quantization (stream format: lorenzo.hpp, FORMAT.md).
+// CPU Lorenzo dual quantization (stream format: lorenzo.hpp, docs/FORMAT.md).
 //
 // Encoding runs in three passes over a fixed grid of element blocks, so the bytes
 // do not depend on the thread count:

@@ -36,7 +36,7 @@ bool element_ok(T x, T y, double bound, bool has_fill, uint64_t fill) {
   return d <= static_cast<__float128>(bound);
 }
 
-// Independent parse of the encoder's streams (format: FORMAT.md): canonical form
+// Independent parse of the encoder's streams (format: docs/FORMAT.md): canonical form
 // and the decoder's rejection of a nonzero code at an outlier position.
 template <typename B>
 void check_canonical(const fz::lorenzo::Streams& s, const std::vector<size_t>& dims, const fz::lorenzo::Config& c,

@@ -389,7 +389,7 @@ TEST(Lorenzo, Pinned1D) {
   append_le<int32_t>(outliers, 998);
   append_le<int32_t>(outliers, -1000);
   append_le<uint32_t>(outliers, 0x7FC00000u);
-  EXPECT_EQ(outliers.size(), 55u);  // FORMAT.md
+  EXPECT_EQ(outliers.size(), 55u);  // docs/FORMAT.md, stage 10 example
   EXPECT_EQ(s.outliers, outliers);
   Bytes out;
   lorenzo::decode(s.codes, s.outliers, {8}, c, out);
