@@ -3,6 +3,7 @@
 // bytes; malformed configs are refused as format errors.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <memory>
 
@@ -30,6 +31,17 @@ Bytes u16_symbols(size_t n, uint16_t alphabet) {
   return b;
 }
 
+// Small integers as float32: exactly representable, so quantizers with a bound of
+// 0.5 and working step 1 reproduce them exactly.
+Bytes integers(size_t n) {
+  Bytes b(n * 4);
+  for (size_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(static_cast<int>((i * 7919) % 2001) - 1000);
+    std::memcpy(&b[4 * i], &v, 4);
+  }
+  return b;
+}
+
 std::vector<Case> cases() {
   const Bytes field = testing::read_field("wmag91.float");
   std::vector<Case> all;
@@ -44,6 +56,11 @@ std::vector<Case> cases() {
   all.push_back({"bytetranspose", [] { return make_bytetranspose(12); }, field});
   all.push_back({"huffman", [] { return make_huffman({1024, 16, 4096}); }, u16_symbols(100003, 1024)});
   all.push_back({"huffman", [] { return make_huffman({256, 12, 16384}); }, u16_symbols(5000, 256)});
+  // A lossy stage inverts exactly the values it reproduces exactly: integers
+  // with an absolute bound of 0.5 (step 1) quantize to themselves.
+  all.push_back({"quantize", [] { return make_quantize({4, quantize::Mode::kAbs, 0.5, 0x7F7FFFFFu}); },
+                 integers(100000)});
+  all.push_back({"lorenzo", [] { return make_lorenzo({4, 0.5, 32768, false, 0}, 0.5, {91, 91, 91}); }, integers(91 * 91 * 91)});
   return all;
 }
 

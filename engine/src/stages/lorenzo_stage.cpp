@@ -31,6 +31,7 @@ class LorenzoStage final : public Stage {
     return c;
   }
   void forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const override {
+    out.resize(2);  // the pipeline hands in pooled buffers; reuse their capacity
     lorenzo::Streams streams;
     streams.codes = std::move(out.at(0));
     streams.outliers = std::move(out.at(1));

@@ -25,6 +25,7 @@ class QuantizeStage final : public Stage {
     return c;
   }
   void forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const override {
+    out.resize(3);  // the pipeline hands in pooled buffers; reuse their capacity
     quantize::Streams streams;
     streams.codes = std::move(out.at(0));
     streams.outliers = std::move(out.at(1));
