@@ -15,10 +15,11 @@ namespace {
 
 thread_local bool tls_inside_worker = false;
 
-// Items are about 16 KiB of work (one block); waking a thread costs about as
-// much as a few of them. Below this many items per thread, extra threads made
-// h5py's small default chunks 30% slower on two cores (docs/PERFORMANCE.md).
-constexpr size_t kMinItemsPerThread = 4;
+// Items are about 16 KiB of work (one block), a few microseconds each; waking a
+// parked thread costs tens of microseconds on a busy machine. With 4 items per
+// thread, a 240 kB chunk read through h5py was still slower on two threads than
+// on one (docs/PERFORMANCE.md), so each extra thread needs 16 items (256 KiB).
+constexpr size_t kMinItemsPerThread = 16;
 
 struct Job {
   size_t count = 0;
