@@ -51,15 +51,43 @@ std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options)
   return bits;
 }
 
+// What NOA's range leaves out besides non-finite values: the fill value, or,
+// when the dataset defines none, +0.0 — HDF5 pads ragged edge chunks with
+// zeros, which would otherwise widen a chunk's range (and loosen its bound)
+// beyond the data's. Leaving values out can only shrink the range, so the
+// enforced bound only gets tighter; zeros are still quantized under it.
+uint64_t range_exclusion(const DataType& dtype, const Options& options) {
+  return fill_bits(dtype, options).value_or(0);
+}
+
+// The absolute bound a lossy preset enforces for this chunk: the user's bound
+// (ABS), or the largest double <= bound x (max - min) over the chunk's finite
+// values other than range_exclusion (NOA). Empty when NOA has nothing to be
+// relative to (no such value, or zero range): the chunk is then stored losslessly.
+std::optional<double> enforced_bound(const DataType& dtype, const Options& options, ByteSpan chunk,
+                                     const Executor& exec) {
+  if (options.mode != ErrorMode::Noa) return options.bound;
+  const FiniteRange range =
+      finite_range(chunk, dtype.size, dtype.order == ByteOrder::Big, range_exclusion(dtype, options), exec);
+  const double eb = noa_absolute_bound(options.bound, range);
+  if (!(eb > 0)) return std::nullopt;
+  return eb;
+}
+
 // Preset 2 (PFPL design): every element quantized on its own; the codes are
-// smooth where the data is, so the lossless chain compresses them.
-Pipeline pfpl_pipeline(const DataType& dtype, const Options& options) {
+// smooth where the data is, so the lossless chain compresses them. NOA is
+// resolved here into an absolute bound (so that every preset shares one
+// definition of the range); the quantizer then runs in ABS or REL mode.
+std::optional<Pipeline> pfpl_pipeline(const DataType& dtype, const Options& options, ByteSpan chunk,
+                                      const Executor& exec) {
+  const auto bound = enforced_bound(dtype, options, chunk, exec);
+  if (!bound) return std::nullopt;
   Pipeline p;
   const unsigned width = dtype.size;
   quantize::Config q;
   q.width = width;
-  q.mode = static_cast<quantize::Mode>(options.mode);
-  q.bound = options.bound;
+  q.mode = options.mode == ErrorMode::Rel ? quantize::Mode::kRel : quantize::Mode::kAbs;
+  q.bound = *bound;
   q.fill = fill_bits(dtype, options);
   const auto streams = p.add(make_quantize(q), {native_order(p, dtype, width)});
   const uint8_t differences = p.add(make_diffnb(width), {streams[0]})[0];
@@ -68,24 +96,20 @@ Pipeline pfpl_pipeline(const DataType& dtype, const Options& options) {
   return p;  // outliers and params are stored as they are
 }
 
-// The absolute bound a predictor preset enforces, and the working bound (a
-// value of the element type, rounded toward zero). Empty when the chunk cannot
-// be quantized usefully (no finite values, zero range, a bound below the
-// smallest normal): the preset then stores it losslessly.
+// A predictor's bounds: the absolute bound it enforces and its working bound
+// (a value of the element type, rounded toward zero). Empty when the chunk
+// cannot be quantized usefully (see enforced_bound; also a working bound below
+// the smallest normal): the preset then stores it losslessly.
 struct PredictorBound {
   double enforced = 0;
   double working = 0;
 };
 std::optional<PredictorBound> predictor_bound(const DataType& dtype, const Options& options, ByteSpan chunk,
                                              const Executor& exec) {
+  const auto enforced = enforced_bound(dtype, options, chunk, exec);
+  if (!enforced) return std::nullopt;
   PredictorBound b;
-  if (options.mode == ErrorMode::Noa) {
-    const FiniteRange range =
-        finite_range(chunk, dtype.size, dtype.order == ByteOrder::Big, fill_bits(dtype, options), exec);
-    b.enforced = noa_absolute_bound(options.bound, range);
-  } else {
-    b.enforced = options.bound;
-  }
+  b.enforced = *enforced;
   if (dtype.size == 4) {
     float f = static_cast<float>(b.enforced);
     if (static_cast<double>(f) > b.enforced) f = std::nextafter(f, 0.0f);
@@ -142,7 +166,8 @@ Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims
   if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return lossless_pipeline(dtype);
   switch (options.preset) {
     case Preset::Pfpl:
-      return pfpl_pipeline(dtype, options);
+      if (auto p = pfpl_pipeline(dtype, options, chunk, exec)) return std::move(*p);
+      return lossless_pipeline(dtype);
     case Preset::Fzgpu:
     case Preset::Cusz:
       if (auto p = lorenzo_pipeline(dtype, dims, options, chunk, exec)) return std::move(*p);

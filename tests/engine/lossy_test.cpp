@@ -154,6 +154,27 @@ TEST(Lossy, BytesDoNotDependOnThreads) {
   }
 }
 
+TEST(Lossy, ZeroPaddingOfEdgeChunksDoesNotWidenTheNoaRange) {
+  // HDF5 pads a ragged edge chunk with zeros when no fill value is defined; the
+  // bound must stay relative to the data's range, not to [0, 100].
+  std::vector<float> chunk(64, 0.0f);
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 8; ++x) chunk[y * 8 + x] = 100.0f + 0.01f * static_cast<float>((y * 8 + x) % 7);
+  float lo = 1e30f, hi = -1e30f;
+  for (int i = 0; i < 16; ++i) lo = std::min(lo, chunk[i]), hi = std::max(hi, chunk[i]);
+  for (Preset preset : {Preset::Pfpl, Preset::Fzgpu, Preset::Cusz}) {
+    Options o;
+    o.preset = preset;
+    o.mode = ErrorMode::Noa;
+    o.bound = 1e-2;
+    const Bytes frame = compress(chunk.data(), chunk.size() * 4, DataType::of<float>(), {8, 8}, o);
+    const auto back = values_of<float>(decompress(frame.data(), frame.size()).data);
+    for (int i = 0; i < 16; ++i)
+      EXPECT_LE(std::fabs(double(back[i]) - double(chunk[i])), 1e-2 * (double(hi) - double(lo)))
+          << preset_name(preset) << " element " << i;
+  }
+}
+
 TEST(Lossy, PredictorPresetsRefusePointwiseRelativeBounds) {
   const std::vector<float> v(100, 1.0f);
   for (Preset preset : {Preset::Fzgpu, Preset::Cusz}) {

@@ -13,13 +13,10 @@ element against the guarantee of ../shared/design.md:
 exactly (in rational arithmetic wherever a float comparison could be off by a
 rounding), NaN/Inf and fill values bit-exact.
 
-Known bug (test_noa_edge_chunk_range_is_the_datas, xfail): HDF5 pads the part of a
-ragged edge chunk outside the dataset with zeros (no fill value defined) and
-the filter cannot tell padding from data, so NOA takes 0 into the chunk's
-range. The matrix tests below therefore check edge chunks of datasets without
-a fill value against the range widened by that padding
-(EDGE_ZERO_PADDING_IN_RANGE); flip it to False once the filter leaves the
-padding out.
+HDF5 pads the part of a ragged edge chunk outside the dataset with zeros when
+no fill value is defined; NOA's range leaves +0.0 out in that case (as it
+leaves the fill value out otherwise), so edge chunks are checked against the
+range of their data (test_noa_edge_chunk_range_is_the_datas).
 """
 
 import functools
@@ -43,7 +40,7 @@ from conftest import (HERE, INTERPRETERS, REPO, check_chunks_filtered, check_sto
 pytestmark = pytest.mark.usefixtures("plugin")
 
 # See the module docstring and test_noa_edge_chunk_range_is_the_datas.
-EDGE_ZERO_PADDING_IN_RANGE = True
+EDGE_ZERO_PADDING_IN_RANGE = False
 
 PRESET_MODES = [("pfpl", "abs"), ("pfpl", "noa"), ("pfpl", "rel"),
                 ("fzgpu", "abs"), ("fzgpu", "noa"),
@@ -235,11 +232,10 @@ EDGE_REPRO = (
     "padding is the fill and is left out, so a fix could treat +0.0 as the fill when none is defined.")
 
 
-@pytest.mark.xfail(strict=True, reason=EDGE_REPRO)
 @pytest.mark.parametrize("preset", LOSSY_PRESETS)
 def test_noa_edge_chunk_range_is_the_datas(tmp_path, preset):
-    """NOA's range of an edge chunk is the range of the data in it, not of HDF5's padding.
-    (When this passes, set EDGE_ZERO_PADDING_IN_RANGE = False.)"""
+    """NOA's range of an edge chunk is the range of the data in it, not of HDF5's
+    zero padding (a regression test: EDGE_REPRO describes the original failure)."""
     a = (100 + np.arange(100) % 7 * 0.01).astype("<f4").reshape(10, 10)
     dec, _stored, fill = write_read(tmp_path / "e.h5", a, (8, 8), preset, "noa", 1e-2)
     assert fill is None
