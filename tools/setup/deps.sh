@@ -9,7 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libhdf5-dev hdf5-tools
   python3 python3-h5py python3-pytest python3-numpy python3-venv python3-pip
-  netcdf-bin
+  netcdf-bin ferret-datasets
   clang libclang-rt-dev
   libgtest-dev googletest
 )
