@@ -186,18 +186,6 @@ void decode_block(const uint8_t* in, size_t length, uint8_t* out) {
   std::memcpy(out + m * W, in + m * W, length - m * W);
 }
 
-using BlockCoder = void (*)(const uint8_t*, size_t, uint8_t*);
-
-void run_blocks(ByteSpan in, Bytes& out, const Executor& exec, BlockCoder coder) {
-  out.resize(in.size);
-  if (in.size == 0) return;
-  uint8_t* dst = out.data();
-  exec.parallel_for(block_count(in.size), [&](size_t block) {
-    const size_t begin = block * kBlockBytes;
-    coder(in.data + begin, block_length(in.size, block), dst + begin);
-  });
-}
-
 }  // namespace
 
 void encode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {

@@ -7,6 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/bytes.hpp"
+#include "common/executor.hpp"
+
 namespace fz {
 
 constexpr size_t kBlockBytes = 16384;
@@ -17,6 +20,21 @@ inline size_t block_length(size_t bytes, size_t block) {
   const size_t begin = block * kBlockBytes;
   const size_t rest = bytes - begin;
   return rest < kBlockBytes ? rest : kBlockBytes;
+}
+
+// Codes one block of `length` bytes from `in` to `out` (same length).
+using BlockCoder = void (*)(const uint8_t* in, size_t length, uint8_t* out);
+
+// Runs a length-preserving block coder over every block of `in`, in parallel;
+// the output has the input's length and each block lands where it came from.
+inline void run_blocks(ByteSpan in, Bytes& out, const Executor& exec, BlockCoder coder) {
+  out.resize(in.size);
+  if (in.size == 0) return;
+  uint8_t* dst = out.data();
+  exec.parallel_for(block_count(in.size), [&](size_t block) {
+    const size_t begin = block * kBlockBytes;
+    coder(in.data + begin, block_length(in.size, block), dst + begin);
+  });
 }
 
 }  // namespace fz
