@@ -22,10 +22,10 @@ per process). hdf5plugin's SZ3 and ZFP are built without OpenMP here, so they ru
 on one thread: the speed target compares them with H5Z-FZ on one thread.
 
 Every decoded array is checked against its codec's bound, element by element in
-long double: NOA codecs against bound x (max - min) of each chunk as the filter
-receives it (an edge chunk includes HDF5's padding with the fill value, 0 by
-default; the count against the elements inside the dataset alone is printed as
-a note), ZFP against its absolute bound. H5Z-FZ must have 0
+long double: NOA codecs against bound x (max - min) of each chunk's elements
+inside the dataset (the count against the chunk as the filter receives it, where
+an edge chunk includes HDF5's padding with the fill value, 0 by default, is
+printed as a note when it differs), ZFP against its absolute bound. H5Z-FZ must have 0
 elements outside; other codecs are reported as measured.
 
     python3 tools/bench/compare_lossy.py --plugin-dir build-lbench/plugin [--data DIR] [--reps N]
@@ -68,10 +68,10 @@ def chunk_slices(shape, chunks):
 
 def error_stats(original, decoded, chunks, bound, absolute, fill):
     """Errors of one round trip. NOA (absolute=None): allowed = bound x the range of
-    each chunk as the filter receives it: its finite elements plus, for an edge chunk
-    that sticks out of the dataset, HDF5's padding (the dataset's fill value, 0 by
-    default). violations_data counts against the range of the chunk's elements
-    inside the dataset only (stricter on edge chunks). Otherwise allowed = absolute.
+    each chunk's finite elements inside the dataset. violations_padded counts against
+    the range of the chunk as the filter receives it, which for an edge chunk that
+    sticks out of the dataset includes HDF5's padding (the dataset's fill value, 0 by
+    default): looser there. Otherwise allowed = absolute.
     Non-finite originals must come back bit for bit."""
     x = original.astype(np.longdouble)
     y = decoded.astype(np.longdouble)
@@ -80,28 +80,28 @@ def error_stats(original, decoded, chunks, bound, absolute, fill):
     err = np.where(finite & ~np.isfinite(y), np.inf, err)
     nonfinite_bad = int(np.count_nonzero(~finite & (original.view(np.uint8).reshape(original.shape + (-1,))
                                                     != decoded.view(np.uint8).reshape(decoded.shape + (-1,))).any(-1)))
-    violations = violations_data = nonfinite_bad
+    violations = violations_padded = nonfinite_bad
     worst = 0.0  # max over elements of err / allowed
     for s in chunk_slices(original.shape, chunks):
         xs, es, fs = x[s], err[s], finite[s]
         if absolute is None:
             lo, hi = (xs[fs].min(), xs[fs].max()) if fs.any() else (None, None)
-            allowed_data = bound * (hi - lo) if fs.any() else np.longdouble(0)
+            allowed = bound * (hi - lo) if fs.any() else np.longdouble(0)
             if xs.shape != tuple(chunks) and fill is not None and np.isfinite(fill):
                 lo = np.longdouble(fill) if lo is None else min(lo, np.longdouble(fill))
                 hi = np.longdouble(fill) if hi is None else max(hi, np.longdouble(fill))
-            allowed = bound * (hi - lo) if lo is not None else np.longdouble(0)
+            allowed_padded = bound * (hi - lo) if lo is not None else np.longdouble(0)
         else:
-            allowed = allowed_data = np.longdouble(absolute)
+            allowed = allowed_padded = np.longdouble(absolute)
         violations += int(np.count_nonzero(es > allowed))
-        violations_data += int(np.count_nonzero(es > allowed_data))
+        violations_padded += int(np.count_nonzero(es > allowed_padded))
         m = es.max() if es.size else 0
         worst = max(worst, float(m / allowed) if allowed > 0 else (0.0 if m == 0 else float("inf")))
     vr = x[finite].max() - x[finite].min()
     mse = float(np.mean(err[finite] ** 2))
     psnr = float("inf") if mse == 0 else float(20 * np.log10(float(vr)) - 10 * np.log10(mse))
     return {"max_err": float(err.max()), "err_over_bound": worst, "violations": violations,
-            "violations_data": violations_data, "psnr": psnr}
+            "violations_padded": violations_padded, "psnr": psnr}
 
 
 def measure(h5py, array, kwargs, chunking, reps, bound, absolute):
@@ -282,11 +282,11 @@ def check_targets(rows, labels, sz3_label):
                                                     low[1], low[2], max(factors)[0], total_ref / total_ours))
 
     for codec in sorted({r["codec"] for r in rows}):
-        edge = [r for r in rows if r["codec"] == codec and r.get("violations_data", 0)]
+        edge = [r for r in rows if r["codec"] == codec and r.get("violations_padded", 0)]
         if edge:
-            print("note: %s, against the range of each chunk's elements inside the dataset (HDF5's edge-chunk "
-                  "padding left out): %d element(s) outside in %d measurement(s): %s" % (
-                      codec, sum(r["violations_data"] for r in edge), len(edge),
+            print("note: %s, against the range of each chunk as the filter receives it (HDF5's edge-chunk "
+                  "padding with the fill value included): %d element(s) outside in %d measurement(s): %s" % (
+                      codec, sum(r["violations_padded"] for r in edge), len(edge),
                       ", ".join(sorted({"%s/%s" % (r["field"], r["chunking"]) for r in edge}))))
     fz_bad = [r for r in rows if r["codec"].startswith("FZ ") and r.get("violations", 0)]
     print("H5Z-FZ elements outside the bound: %d in %d measurement(s) -- %s"
