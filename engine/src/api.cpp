@@ -66,22 +66,37 @@ engine::Pipeline pipeline_from_frame(const FrameInfo& info) {
   return p;
 }
 
-Bytes decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity, FrameInfo* info_out) {
+// Decodes a frame: the chunk goes into `dst` (capacity bytes) when given, else
+// into *chunk. Returns the chunk's length.
+size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity, uint8_t* dst, Bytes* chunk,
+                    FrameInfo* info_out) {
   engine::ParsedFrame parsed = engine::parse_frame(frame, frame_bytes);
   const FrameInfo& info = parsed.info;
   if (info.original_bytes > capacity)
     throw FormatError("frame decodes to " + std::to_string(info.original_bytes) + " bytes, more than the " +
                       std::to_string(capacity) + " allowed");
   if (info_out) *info_out = info;
-  if (info.raw) return Bytes(parsed.stored[0].data, parsed.stored[0].data + parsed.stored[0].size);
-  engine::Pipeline pipeline = pipeline_from_frame(info);
-  auto exec = engine::make_pool_executor(0);
-  engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(info.original_bytes))};
-  Bytes out = pipeline.inverse(parsed.stored, ctx);
-  if (out.size() != info.original_bytes)
-    throw FormatError("frame decoded to " + std::to_string(out.size()) + " bytes instead of " +
+  size_t length = 0;
+  if (info.raw) {
+    const ByteSpan raw = parsed.stored[0];
+    if (dst && raw.size) std::memcpy(dst, raw.data, raw.size);
+    if (!dst) chunk->assign(raw.data, raw.data + raw.size);
+    length = raw.size;
+  } else {
+    engine::Pipeline pipeline = pipeline_from_frame(info);
+    auto exec = engine::make_pool_executor(0);
+    engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(info.original_bytes))};
+    if (dst) {
+      length = pipeline.inverse_into(parsed.stored, dst, static_cast<size_t>(capacity), ctx);
+    } else {
+      *chunk = pipeline.inverse(parsed.stored, ctx);
+      length = chunk->size();
+    }
+  }
+  if (length != info.original_bytes)
+    throw FormatError("frame decoded to " + std::to_string(length) + " bytes instead of " +
                       std::to_string(info.original_bytes));
-  return out;
+  return length;
 }
 
 }  // namespace
@@ -208,7 +223,7 @@ Decoded decompress(const void* frame, size_t frame_bytes) {
   return translate_errors("decompress", [&]() -> Decoded {
     Decoded d;
     FrameInfo info;
-    d.data = decode_frame(static_cast<const uint8_t*>(frame), frame_bytes, kMaxChunkBytes, &info);
+    decode_frame(static_cast<const uint8_t*>(frame), frame_bytes, kMaxChunkBytes, nullptr, &d.data, &info);
     d.dtype = info.dtype;
     d.dims = info.dims;
     d.preset = info.preset;
@@ -218,11 +233,9 @@ Decoded decompress(const void* frame, size_t frame_bytes) {
 
 size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t capacity) {
   return translate_errors("decompress", [&]() -> size_t {
-    Bytes data = decode_frame(static_cast<const uint8_t*>(frame), frame_bytes, capacity, nullptr);
-    if (!data.empty()) std::memcpy(out, data.data(), data.size());
-    const size_t n = data.size();
-    engine::release_buffer(std::move(data));
-    return n;
+    if (capacity > 0 && out == nullptr) throw Error("null output buffer");
+    return decode_frame(static_cast<const uint8_t*>(frame), frame_bytes, capacity, static_cast<uint8_t*>(out),
+                        nullptr, nullptr);
   });
 }
 

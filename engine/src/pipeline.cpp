@@ -1,5 +1,6 @@
 #include "pipeline.hpp"
 
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -63,11 +64,30 @@ std::vector<Bytes> Pipeline::forward(ByteSpan chunk, const StageContext& ctx) co
 }
 
 Bytes Pipeline::inverse(std::vector<ByteSpan> stored, const StageContext& ctx) const {
+  Bytes chunk;
+  run_inverse(std::move(stored), ctx, nullptr, 0, &chunk);
+  return chunk;
+}
+
+size_t Pipeline::inverse_into(std::vector<ByteSpan> stored, uint8_t* dst, size_t capacity,
+                              const StageContext& ctx) const {
+  return run_inverse(std::move(stored), ctx, dst, capacity, nullptr);
+}
+
+size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& ctx, uint8_t* dst, size_t capacity,
+                             Bytes* chunk) const {
   const std::vector<uint8_t> stored_ids = stored_buffers();
   require_format(stored.size() == stored_ids.size(), "frame stores the wrong number of buffers");
   std::vector<std::optional<Bytes>> owned(consumed_.size());
   std::vector<std::optional<ByteSpan>> view(consumed_.size());
   for (size_t i = 0; i < stored_ids.size(); ++i) view[stored_ids[i]] = stored[i];
+  auto release_outputs = [&](const StageNode& node) {  // no longer needed
+    for (size_t i = 0; i < node.output_count; ++i) {
+      if (owned[node.first_output + i]) release_buffer(std::move(*owned[node.first_output + i]));
+      owned[node.first_output + i].reset();
+      view[node.first_output + i].reset();
+    }
+  };
 
   for (auto node = nodes_.rbegin(); node != nodes_.rend(); ++node) {
     std::vector<ByteSpan> outs;
@@ -76,15 +96,18 @@ Bytes Pipeline::inverse(std::vector<ByteSpan> stored, const StageContext& ctx) c
       require_format(v.has_value(), "pipeline: a stage output is missing");
       outs.push_back(*v);
     }
+    const bool makes_chunk = node->inputs.size() == 1 && node->inputs[0] == kChunk;
+    if (dst && makes_chunk && outs.size() == 1 && outs[0].size <= capacity &&
+        node->stage->inverse_into(outs, dst, ctx)) {
+      const size_t length = outs[0].size;
+      release_outputs(*node);
+      return length;  // the chunk's producer is the last stage inverted
+    }
     std::vector<Bytes> ins;
     for (size_t i = 0; i < node->inputs.size(); ++i) ins.push_back(acquire_buffer());
     node->stage->inverse(outs, ins, ctx);
     require_format(ins.size() == node->inputs.size(), "stage inverse produced the wrong number of streams");
-    for (size_t i = 0; i < node->output_count; ++i) {  // no longer needed
-      if (owned[node->first_output + i]) release_buffer(std::move(*owned[node->first_output + i]));
-      owned[node->first_output + i].reset();
-      view[node->first_output + i].reset();
-    }
+    release_outputs(*node);
     for (size_t i = 0; i < ins.size(); ++i) {
       const uint8_t id = node->inputs[i];
       owned[id] = std::move(ins[i]);
@@ -92,8 +115,19 @@ Bytes Pipeline::inverse(std::vector<ByteSpan> stored, const StageContext& ctx) c
     }
   }
   require_format(view[kChunk].has_value(), "pipeline does not rebuild the chunk");
-  if (owned[kChunk]) return std::move(*owned[kChunk]);
-  return Bytes(view[kChunk]->data, view[kChunk]->data + view[kChunk]->size);
+  const ByteSpan result = *view[kChunk];
+  if (dst) {
+    require_format(result.size <= capacity, "decoded chunk larger than the buffer");
+    if (result.size) std::memcpy(dst, result.data, result.size);
+    if (owned[kChunk]) release_buffer(std::move(*owned[kChunk]));
+    return result.size;
+  }
+  if (owned[kChunk]) {
+    *chunk = std::move(*owned[kChunk]);
+  } else {
+    chunk->assign(result.data, result.data + result.size);
+  }
+  return result.size;
 }
 
 }  // namespace fz::engine

@@ -39,8 +39,17 @@ class Pipeline {
   std::vector<Bytes> forward(ByteSpan chunk, const StageContext& ctx) const;
   // Rebuilds the chunk from the stored buffers.
   Bytes inverse(std::vector<ByteSpan> stored, const StageContext& ctx) const;
+  // The same into caller memory of `capacity` bytes; returns the chunk's length
+  // (FormatError if it does not fit). The last stage writes there directly when
+  // it can (Stage::inverse_into), saving a copy of the chunk.
+  size_t inverse_into(std::vector<ByteSpan> stored, uint8_t* dst, size_t capacity, const StageContext& ctx) const;
 
  private:
+  // Shared by inverse and inverse_into: with dst, the chunk goes there and its
+  // length is returned; without, it is moved into *chunk.
+  size_t run_inverse(std::vector<ByteSpan> stored, const StageContext& ctx, uint8_t* dst, size_t capacity,
+                     Bytes* chunk) const;
+
   std::vector<StageNode> nodes_;
   std::vector<bool> consumed_ = {false};  // one per buffer
 };

@@ -56,6 +56,14 @@ class Stage {
   // Throws FormatError when the streams are malformed.
   virtual void inverse(const std::vector<ByteSpan>& outputs, std::vector<Bytes>& inputs,
                        const StageContext& ctx) const = 0;
+  // For a one-input stage whose input has the length of its one output: the
+  // inverse written straight into `dst` (outputs[0].size bytes). Returns false
+  // when the stage cannot, and the caller uses inverse(). Saves the last copy
+  // of a decoded chunk.
+  virtual bool inverse_into(const std::vector<ByteSpan>& outputs, uint8_t* dst, const StageContext& ctx) const {
+    (void)outputs, (void)dst, (void)ctx;
+    return false;
+  }
 };
 
 // Rebuilds a stage from its stored type id and config; throws FormatError for an

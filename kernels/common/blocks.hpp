@@ -27,14 +27,18 @@ using BlockCoder = void (*)(const uint8_t* in, size_t length, uint8_t* out);
 
 // Runs a length-preserving block coder over every block of `in`, in parallel;
 // the output has the input's length and each block lands where it came from.
-inline void run_blocks(ByteSpan in, Bytes& out, const Executor& exec, BlockCoder coder) {
-  out.resize(in.size);
+// `dst` holds in.size bytes and does not overlap `in`.
+inline void run_blocks_into(ByteSpan in, uint8_t* dst, const Executor& exec, BlockCoder coder) {
   if (in.size == 0) return;
-  uint8_t* dst = out.data();
   exec.parallel_for(block_count(in.size), [&](size_t block) {
     const size_t begin = block * kBlockBytes;
     coder(in.data + begin, block_length(in.size, block), dst + begin);
   });
+}
+
+inline void run_blocks(ByteSpan in, Bytes& out, const Executor& exec, BlockCoder coder) {
+  out.resize(in.size);
+  run_blocks_into(in, out.data(), exec, coder);
 }
 
 }  // namespace fz

@@ -19,5 +19,8 @@ namespace fz::diffnb {
 // width: 1, 2, 4 or 8 bytes.
 void encode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec = serial_executor());
 void decode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec = serial_executor());
+// The same into caller memory of in.size bytes (not overlapping `in`): the
+// engine decodes a chunk's last stage straight into the caller's buffer.
+void decode_into(ByteSpan in, unsigned width, uint8_t* out, const Executor& exec = serial_executor());
 
 }  // namespace fz::diffnb

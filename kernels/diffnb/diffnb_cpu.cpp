@@ -57,12 +57,18 @@ void encode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
   run_blocks(in, out, exec, coders[width - 1]);
 }
 
-void decode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
+void decode_into(ByteSpan in, unsigned width, uint8_t* out, const Executor& exec) {
   check_width(width);
   static constexpr BlockCoder coders[] = {decode_block<uint8_t>, decode_block<uint16_t>, nullptr,
                                           decode_block<uint32_t>, nullptr, nullptr, nullptr,
                                           decode_block<uint64_t>};
-  run_blocks(in, out, exec, coders[width - 1]);
+  run_blocks_into(in, out, exec, coders[width - 1]);
+}
+
+void decode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
+  check_width(width);
+  out.resize(in.size);
+  decode_into(in, width, out.data(), exec);
 }
 
 }  // namespace fz::diffnb

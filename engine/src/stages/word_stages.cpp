@@ -19,15 +19,16 @@ bool is_word_width(unsigned w) { return w == 1 || w == 2 || w == 4 || w == 8; }
 
 using Transform = void (*)(ByteSpan, unsigned, Bytes&, const Executor&);
 using Decoder = void (*)(ByteSpan, unsigned, Bytes&, size_t, const Executor&);
+using DecoderInto = void (*)(ByteSpan, unsigned, uint8_t*, const Executor&);
 
 // A one-in, one-out stage described by its kernels. Length-preserving kernels
 // take no output bound; the elimination decoders do (`decode_bounded`).
 class WordStage final : public Stage {
  public:
   WordStage(StageType type, const char* name, unsigned width, Transform encode, Transform decode,
-            Decoder decode_bounded)
+            Decoder decode_bounded, DecoderInto decode_into = nullptr)
       : type_(type), name_(name), width_(width), encode_(encode), decode_(decode),
-        decode_bounded_(decode_bounded) {
+        decode_bounded_(decode_bounded), decode_into_(decode_into) {
     if (!is_word_width(width)) throw UsageError(std::string(name) + ": width must be 1, 2, 4 or 8");
   }
   StageType type() const override { return type_; }
@@ -47,6 +48,11 @@ class WordStage final : public Stage {
       decode_(out.at(0), width_, in[0], ctx.exec);
     }
   }
+  bool inverse_into(const std::vector<ByteSpan>& out, uint8_t* dst, const StageContext& ctx) const override {
+    if (!decode_into_) return false;
+    decode_into_(out.at(0), width_, dst, ctx.exec);
+    return true;
+  }
 
  private:
   StageType type_;
@@ -54,6 +60,7 @@ class WordStage final : public Stage {
   unsigned width_;
   Transform encode_, decode_;
   Decoder decode_bounded_;
+  DecoderInto decode_into_;
 };
 
 void byteswap_apply(ByteSpan in, unsigned w, Bytes& out, const Executor& e) { byteswap::apply(in, w, out, e); }
@@ -67,7 +74,8 @@ std::unique_ptr<Stage> make_tcms(unsigned w) {
   return std::make_unique<WordStage>(StageType::Tcms, "tcms", w, tcms::encode, tcms::decode, nullptr);
 }
 std::unique_ptr<Stage> make_diffnb(unsigned w) {
-  return std::make_unique<WordStage>(StageType::DiffNb, "diffnb", w, diffnb::encode, diffnb::decode, nullptr);
+  return std::make_unique<WordStage>(StageType::DiffNb, "diffnb", w, diffnb::encode, diffnb::decode, nullptr,
+                                     diffnb::decode_into);
 }
 std::unique_ptr<Stage> make_byteswap(unsigned w) {
   return std::make_unique<WordStage>(StageType::ByteSwap, "byteswap", w, byteswap_apply, byteswap_apply, nullptr);
