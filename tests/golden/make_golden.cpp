@@ -48,10 +48,13 @@ int main(int argc, char** argv) {
   std::ofstream manifest(out + "/MANIFEST");
   manifest << "# name element_class element_size byte_order dims...  (written by fz_make_golden, H5Z-FZ "
            << fz::version() << ")\n";
-  auto add = [&](const std::string& name, const fz::Bytes& raw, fz::DataType t, std::vector<uint64_t> dims) {
-    const fz::Bytes frame = fz::compress(raw.data(), raw.size(), t, dims, fz::Options{});
+  // Lossy frames are kept with what they decoded to when written: a later
+  // version must reproduce those bytes exactly.
+  auto add = [&](const std::string& name, const fz::Bytes& raw, fz::DataType t, std::vector<uint64_t> dims,
+                 const fz::Options& options = fz::Options{}) {
+    const fz::Bytes frame = fz::compress(raw.data(), raw.size(), t, dims, options);
     write_file(out + "/" + name + ".fzm", frame);
-    write_file(out + "/" + name + ".raw", raw);
+    write_file(out + "/" + name + ".raw", fz::decompress(frame.data(), frame.size()).data);
     manifest << name << ' ' << int(t.element_class) << ' ' << t.size << ' ' << int(t.order);
     for (auto d : dims) manifest << ' ' << d;
     manifest << '\n';
@@ -99,5 +102,24 @@ int main(int argc, char** argv) {
     half.push_back(static_cast<uint8_t>(h >> 8));
   }
   add("float16_2048", half, {fz::ElementClass::Float, 2, fz::ByteOrder::Little}, {2, 32, 32});
+  auto lossy = [](fz::Preset preset, fz::ErrorMode mode, double bound) {
+    fz::Options o;
+    o.preset = preset;
+    o.mode = mode;
+    o.bound = bound;
+    return o;
+  };
+  const fz::Bytes wmag24 = sub_block(wmag, {91, 91, 91}, {24, 24, 24}, 4);
+  add("pfpl_noa_f32_24x24x24", wmag24, fz::DataType::of<float>(), {24, 24, 24},
+      lossy(fz::Preset::Pfpl, fz::ErrorMode::Noa, 1e-3));
+  add("pfpl_rel_f32_24x24x24", wmag24, fz::DataType::of<float>(), {24, 24, 24},
+      lossy(fz::Preset::Pfpl, fz::ErrorMode::Rel, 1e-3));
+  add("fzgpu_noa_f32_24x24x24", wmag24, fz::DataType::of<float>(), {24, 24, 24},
+      lossy(fz::Preset::Fzgpu, fz::ErrorMode::Noa, 1e-3));
+  add("cusz_noa_f32_24x24x24", wmag24, fz::DataType::of<float>(), {24, 24, 24},
+      lossy(fz::Preset::Cusz, fz::ErrorMode::Noa, 1e-4));
+  const fz::Bytes p64 = sub_block(pressure, {1, 384, 384}, {1, 64, 64}, 8);
+  add("fzgpu_abs_f64_64x64", p64, fz::DataType::of<double>(), {64, 64}, lossy(fz::Preset::Fzgpu, fz::ErrorMode::Abs, 1e-4));
+  add("cusz_abs_f64_64x64", p64, fz::DataType::of<double>(), {64, 64}, lossy(fz::Preset::Cusz, fz::ErrorMode::Abs, 1e-4));
   return 0;
 }
