@@ -51,6 +51,19 @@ std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options)
   return bits;
 }
 
+// The buffer a lossy stage quantizes: the chunk in native byte order, with the
+// fill value's elements taken out by a fill mask when the dataset has one (they
+// come back exactly; stored as outliers they would cost 4-9 bytes each, and a
+// land mask is often half a chunk). The mask is stored zero-eliminated.
+uint8_t lossy_source(Pipeline& p, const DataType& dtype, const Options& options) {
+  const uint8_t native = native_order(p, dtype, dtype.size);
+  const auto fill = fill_bits(dtype, options);
+  if (!fill) return native;
+  const auto streams = p.add(make_fillmask(dtype.size, *fill), {native});
+  p.add(make_rze(1), {streams[1]});
+  return streams[0];
+}
+
 // What NOA's range leaves out besides non-finite values: the fill value, or,
 // when the dataset defines none, +0.0 — HDF5 pads ragged edge chunks with
 // zeros, which would otherwise widen a chunk's range (and loosen its bound)
@@ -88,8 +101,7 @@ std::optional<Pipeline> pfpl_pipeline(const DataType& dtype, const Options& opti
   q.width = width;
   q.mode = options.mode == ErrorMode::Rel ? quantize::Mode::kRel : quantize::Mode::kAbs;
   q.bound = *bound;
-  q.fill = fill_bits(dtype, options);
-  const auto streams = p.add(make_quantize(q), {native_order(p, dtype, width)});
+  const auto streams = p.add(make_quantize(q), {lossy_source(p, dtype, options)});
   const uint8_t differences = p.add(make_diffnb(width), {streams[0]})[0];
   const uint8_t planes = p.add(make_bitshuffle(width), {differences})[0];
   p.add(make_rze(1), {planes});
@@ -141,11 +153,7 @@ std::optional<Pipeline> lorenzo_pipeline(const DataType& dtype, const std::vecto
   l.width = dtype.size;
   l.eb = bound->working;
   l.radius = huffman ? 512 : 32768;
-  if (const auto fill = fill_bits(dtype, options)) {
-    l.has_fill = true;
-    l.fill_bits = *fill;
-  }
-  const auto streams = p.add(make_lorenzo(l, bound->enforced, size_t_dims(dims)), {native_order(p, dtype, dtype.size)});
+  const auto streams = p.add(make_lorenzo(l, bound->enforced, size_t_dims(dims)), {lossy_source(p, dtype, options)});
   if (huffman) {
     p.add(make_huffman({1024, 16, 16384}), {streams[0]});
   } else {

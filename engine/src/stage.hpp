@@ -29,6 +29,7 @@ enum class StageType : uint16_t {
   Quantize = 9,
   Lorenzo = 10,
   Huffman = 11,
+  FillMask = 12,
 };
 
 constexpr size_t kMaxStageConfigBytes = 128;
@@ -84,11 +85,13 @@ std::unique_ptr<Stage> make_byteswap(unsigned width);
 std::unique_ptr<Stage> make_bytetranspose(uint32_t element_size);
 std::unique_ptr<Stage> make_huffman(const huffman::Config& config);
 std::unique_ptr<Stage> make_quantize(const quantize::Config& config);
+std::unique_ptr<Stage> make_fillmask(unsigned width, uint64_t fill);
 // dims: the predictor shape (1 to 3 axes); enforced_bound: the absolute bound checked per element.
 std::unique_ptr<Stage> make_lorenzo(const lorenzo::Config& config, double enforced_bound, std::vector<size_t> dims);
 // Parsers for stages whose config is more than one value (FormatError when malformed).
 std::unique_ptr<Stage> parse_huffman(ByteSpan config);
 std::unique_ptr<Stage> parse_quantize(ByteSpan config);
 std::unique_ptr<Stage> parse_lorenzo(ByteSpan config);
+std::unique_ptr<Stage> parse_fillmask(ByteSpan config);
 
 }  // namespace fz::engine

@@ -37,6 +37,7 @@ std::string stage_type_name(uint16_t type_id) {
     case StageType::Quantize: return "quantize";
     case StageType::Lorenzo: return "lorenzo";
     case StageType::Huffman: return "huffman";
+    case StageType::FillMask: return "fillmask";
   }
   return "unknown-" + std::to_string(type_id);
 }
@@ -58,6 +59,7 @@ std::unique_ptr<Stage> parse_stage(uint16_t type_id, ByteSpan config) {
     case StageType::Huffman: return parse_huffman(config);
     case StageType::Quantize: return parse_quantize(config);
     case StageType::Lorenzo: return parse_lorenzo(config);
+    case StageType::FillMask: return parse_fillmask(config);
   }
   throw FormatError("unknown stage type " + std::to_string(type_id) +
                     ": the frame was written by a newer version of H5Z-FZ");
