@@ -4,8 +4,8 @@
 # converts a file with h5repack -f UD=32850,..., and prints a table: dataset,
 # preset, raw bytes, stored bytes, ratio, max abs error, write and read MB/s.
 #
-#   FZ_PRESETS   comma-separated presets, NAME[:MODE:BOUND] (default: lossless;
-#                lossy ones, e.g. pfpl:noa:1e-3, once the plugin has them)
+#   FZ_PRESETS   comma-separated presets, NAME[:MODE:BOUND] (default: lossless and
+#                the three lossy presets at the bounds of the project's targets)
 #   FZ_FIELDS    comma-separated field file names (default: all of shared/data)
 #   FZ_SKIP      space-separated steps to skip: deps build
 set -euo pipefail
@@ -23,7 +23,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/h5fz_main.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
 fz_say "writing real fields with $PY ($(fz_h5py_version "$PY")) and h5repack ($(h5repack --version 2>/dev/null | tail -n1))"
-args=(--data "$DATA" --workdir "$WORK" --presets "${FZ_PRESETS:-lossless}")
+args=(--data "$DATA" --workdir "$WORK" --presets "${FZ_PRESETS:-lossless,pfpl:noa:1e-3,fzgpu:noa:1e-3,cusz:noa:1e-4}")
 [[ -z "${FZ_FIELDS:-}" ]] || args+=(--fields "$FZ_FIELDS")
 HDF5_PLUGIN_PATH="$FZ_BUILD_DIR/plugin" "$PY" tools/python/h5fz_report.py "${args[@]}"
 
