@@ -22,7 +22,9 @@ void expect_round_trip(const Bytes& data, const DataType& dtype, const std::vect
   ASSERT_EQ(d.data.size(), data.size());
   EXPECT_TRUE(d.data == data) << "round trip differs";
   EXPECT_EQ(d.dtype, dtype);
-  if (!dims.empty()) EXPECT_EQ(d.dims, dims);
+  if (!dims.empty()) {
+    EXPECT_EQ(d.dims, dims);
+  }
 }
 
 TEST(Api, EveryElementClassAndWidthRoundTrips) {
