@@ -1,5 +1,6 @@
 #include "cd_values.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -68,6 +69,11 @@ void check_user_params(const UserParams& params) {
     }
   }
   const size_t allowed = max_tuning_values(params.preset);
+  if (allowed == kMissingValueWords && params.tuning.size() == 1) {
+    fail("preset " + preset_label(params.preset) +
+         " takes 0 or 2 tuning values (cd_values[4], cd_values[5] = low and high 32 bits of the missing "
+         "value as an IEEE-754 double), but cd_values[4..] hold 1");
+  }
   if (params.tuning.size() > allowed) {
     if (allowed == 0) {
       fail("preset " + preset_label(params.preset) + " takes no tuning values, but cd_values[4..] hold " +
@@ -118,7 +124,45 @@ void put_field(std::vector<unsigned>& cd, const StoredField& field, uint64_t val
 
 }  // namespace
 
-size_t max_tuning_values(Preset) { return 0; }
+size_t max_tuning_values(Preset preset) { return preset_is_lossy(preset) ? kMissingValueWords : 0; }
+
+bool has_missing_value(const UserParams& params) {
+  return preset_is_lossy(params.preset) && params.tuning.size() == kMissingValueWords;
+}
+
+double missing_value(const UserParams& params) {
+  if (!has_missing_value(params)) fail("no missing value in the tuning words");
+  return join_bound(params.tuning[kTuningMissingLow], params.tuning[kTuningMissingHigh]);
+}
+
+Bytes missing_value_element(const UserParams& params, const DataType& dtype) {
+  if (!has_missing_value(params) || dtype.element_class != ElementClass::Float) return {};
+  const double value = missing_value(params);
+  Bytes element(dtype.size);
+  if (dtype.size == 8) {
+    std::memcpy(element.data(), &value, 8);
+  } else if (dtype.size == 4) {
+    const float narrow = static_cast<float>(value);
+    const bool exact = std::isnan(value) ? std::isnan(narrow) : static_cast<double>(narrow) == value;
+    if (!exact) {
+      fail("missing value " + format_double(value) + " (cd_values[4..5]) is not representable as float32 (nearest " +
+           format_double(static_cast<double>(narrow)) + "); give the float32 value exactly, e.g. the "
+           "variable's _FillValue read as a float32 and widened to a double");
+    }
+    std::memcpy(element.data(), &narrow, 4);
+  } else {
+    return {};  // float16: no exact host conversion here; HDF5's fill value still applies
+  }
+  // memcpy gave the host's order; the data's may differ.
+  const bool host_little = [] {
+    const uint16_t one = 1;
+    uint8_t first = 0;
+    std::memcpy(&first, &one, 1);
+    return first == 1;
+  }();
+  if (host_little != (dtype.order == ByteOrder::Little)) std::reverse(element.begin(), element.end());
+  return element;
+}
 
 FloatFields ieee_fields(unsigned size) {
   switch (size) {
@@ -345,7 +389,11 @@ std::string describe(const UserParams& params) {
   if (preset_is_lossy(params.preset)) {
     text += ", mode " + std::string(mode_name(params.mode)) + ", bound " + format_double(params.bound);
   }
-  if (!params.tuning.empty()) text += ", " + std::to_string(params.tuning.size()) + " tuning values";
+  if (has_missing_value(params)) {
+    text += ", missing value " + format_double(missing_value(params));
+  } else if (!params.tuning.empty()) {
+    text += ", " + std::to_string(params.tuning.size()) + " tuning values";
+  }
   return text;
 }
 

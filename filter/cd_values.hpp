@@ -170,8 +170,23 @@ std::string describe(const UserParams& params);
 std::string describe(const StoredParams& params);
 std::string describe(const DataType& dtype);
 
-// How many tuning words a preset takes (none today; each will get a
-// documented default when absent).
+// How many tuning words a preset takes: lossless none; lossy presets two,
+// the optional missing value (exactly 0 or 2 words are accepted).
 size_t max_tuning_values(Preset preset);
+
+// Lossy presets' tuning words cd[4], cd[5] (user layout; stored after the
+// chunk dims): a "missing value" as an IEEE-754 double, low/high 32 bits split
+// like the bound. It becomes the stored fill value and takes precedence over
+// HDF5's fill value (netCDF files in no-fill mode carry only _FillValue).
+constexpr size_t kTuningMissingLow = 0;
+constexpr size_t kTuningMissingHigh = 1;
+constexpr size_t kMissingValueWords = 2;
+bool has_missing_value(const UserParams& params);
+double missing_value(const UserParams& params);  // requires has_missing_value
+// The missing value as one element of `dtype`, in its byte order: float32 when
+// the double converts exactly (NaN: the cast of the double NaN), else throws
+// "... not representable as float32"; float64 its bits; empty for any other
+// element type (lossless there, the value does not matter) or without one.
+Bytes missing_value_element(const UserParams& params, const DataType& dtype);
 
 }  // namespace fz::filter

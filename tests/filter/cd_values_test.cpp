@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -185,12 +186,117 @@ TEST(UserLayout, RefusesTooManyValues) {
   EXPECT_THAT(user_layout_error(cd), HasSubstr("300 cd_values given"));
 }
 
-TEST(UserLayout, RefusesTuningNoPresetTakesYet) {
+TEST(UserLayout, RefusesTuningAPresetDoesNotTake) {
   std::vector<unsigned> cd = {1, 0, 0, 0, 5};
   EXPECT_THAT(user_layout_error(cd), HasSubstr("preset 1 (lossless) takes no tuning values, but cd_values[4..] hold 1"));
+  cd = {1, 0, 0, 0, 5, 6};
+  EXPECT_THAT(user_layout_error(cd), HasSubstr("preset 1 (lossless) takes no tuning values, but cd_values[4..] hold 2"));
   cd = lossy_user(Preset::Cusz, ErrorMode::Abs, 1.0);
   cd.insert(cd.end(), 16, 0u);
-  EXPECT_THAT(user_layout_error(cd), HasSubstr("takes no tuning values, but cd_values[4..] hold 16"));
+  EXPECT_THAT(user_layout_error(cd), HasSubstr("preset 4 (cusz) takes at most 2 tuning values, but cd_values[4..] hold 16"));
+  cd = lossy_user(Preset::Cusz, ErrorMode::Abs, 1.0);
+  cd.insert(cd.end(), 3, 0u);
+  EXPECT_THAT(user_layout_error(cd), HasSubstr("takes at most 2 tuning values, but cd_values[4..] hold 3"));
+}
+
+std::vector<unsigned> with_missing(Preset preset, double missing) {
+  std::vector<unsigned> cd = lossy_user(preset, ErrorMode::Noa, 1e-3);
+  const auto [low, high] = split_bound(missing);
+  cd.push_back(low);
+  cd.push_back(high);
+  return cd;
+}
+
+TEST(MissingValue, LossyPresetsTakeSixValues) {
+  for (Preset preset : {Preset::Pfpl, Preset::Fzgpu, Preset::Cusz, Preset::CuszHiTp, Preset::CuszHiCr}) {
+    const std::vector<unsigned> cd = with_missing(preset, -1e34);
+    const UserParams params = parse_user_layout(cd.data(), cd.size());
+    EXPECT_EQ(params.bound, 1e-3);
+    ASSERT_EQ(params.tuning.size(), 2u);
+    EXPECT_TRUE(has_missing_value(params));
+    EXPECT_EQ(missing_value(params), -1e34);
+    EXPECT_EQ(user_cd_values(params), cd);
+    EXPECT_THAT(describe(params), HasSubstr("missing value -9.9999999999999995e+33"));
+  }
+  const std::vector<unsigned> plain = lossy_user(Preset::Pfpl, ErrorMode::Abs, 1.0);
+  EXPECT_FALSE(has_missing_value(parse_user_layout(plain.data(), plain.size())));
+  EXPECT_EQ(max_tuning_values(Preset::Lossless), 0u);
+  EXPECT_EQ(max_tuning_values(Preset::Default), 0u);
+  EXPECT_EQ(max_tuning_values(Preset::Cusz), 2u);
+}
+
+TEST(MissingValue, RefusesFiveValues) {
+  std::vector<unsigned> cd = with_missing(Preset::Pfpl, -1e34);
+  cd.pop_back();
+  EXPECT_THAT(user_layout_error(cd),
+              HasSubstr("preset 2 (pfpl) takes 0 or 2 tuning values (cd_values[4], cd_values[5] = low and high 32 "
+                        "bits of the missing value as an IEEE-754 double), but cd_values[4..] hold 1"));
+}
+
+Bytes element_bytes(const void* value, size_t size) {
+  Bytes bytes(size);
+  std::memcpy(bytes.data(), value, size);
+  return bytes;
+}
+
+TEST(MissingValue, Float32NeedsAnExactValue) {
+  const std::vector<unsigned> cd = with_missing(Preset::Cusz, -1e34);
+  const UserParams params = parse_user_layout(cd.data(), cd.size());
+  try {
+    missing_value_element(params, DataType::of<float>());
+    ADD_FAILURE() << "-1e34 is not a float32";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("missing value -9.9999999999999995e+33"));
+    EXPECT_THAT(e.what(), HasSubstr("not representable as float32"));
+  }
+  const float f = -1e34f;
+  const std::vector<unsigned> exact = with_missing(Preset::Cusz, static_cast<double>(f));
+  const UserParams exact_params = parse_user_layout(exact.data(), exact.size());
+  EXPECT_EQ(missing_value_element(exact_params, DataType::of<float>()), element_bytes(&f, 4));
+  // Big-endian data: the element's bytes reversed (the tests run little-endian hosts).
+  Bytes big = element_bytes(&f, 4);
+  std::reverse(big.begin(), big.end());
+  EXPECT_EQ(missing_value_element(exact_params, DataType{ElementClass::Float, 4, ByteOrder::Big}), big);
+}
+
+TEST(MissingValue, Float64IsTheBitsAndNanConverts) {
+  const double d = -1e34;
+  const std::vector<unsigned> cd = with_missing(Preset::Pfpl, d);
+  const UserParams params = parse_user_layout(cd.data(), cd.size());
+  EXPECT_EQ(missing_value_element(params, DataType::of<double>()), element_bytes(&d, 8));
+  // Other element types: ignored (lossless there).
+  EXPECT_TRUE(missing_value_element(params, DataType{ElementClass::Signed, 4, ByteOrder::Little}).empty());
+  EXPECT_TRUE(missing_value_element(params, DataType{ElementClass::Opaque, 8, ByteOrder::Little}).empty());
+
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<unsigned> nan_cd = with_missing(Preset::Pfpl, nan);
+  const UserParams nan_params = parse_user_layout(nan_cd.data(), nan_cd.size());
+  const float nan_f = static_cast<float>(nan);
+  EXPECT_EQ(missing_value_element(nan_params, DataType::of<float>()), element_bytes(&nan_f, 4));
+  EXPECT_EQ(missing_value_element(nan_params, DataType::of<double>()), element_bytes(&nan, 8));
+}
+
+TEST(MissingValue, StoredAfterTheChunkDimsAndIdempotent) {
+  StoredParams params = float32_params();
+  params.user.preset = Preset::Pfpl;
+  params.user.mode = ErrorMode::Noa;
+  params.user.bound = 1e-3;
+  const float f = -1e34f;
+  const auto [low, high] = split_bound(static_cast<double>(f));
+  params.user.tuning = {low, high};
+  params.dataset.fill_value = missing_value_element(params.user, params.dataset.dtype);
+  const std::vector<unsigned> stored = encode_stored(params);
+  ASSERT_EQ(stored.size(), kStoredFixedWords + params.dataset.chunk_dims.size() + 2);
+  EXPECT_EQ(stored[stored.size() - 2], low);
+  EXPECT_EQ(stored.back(), high);
+  EXPECT_EQ(stored_field(stored.data(), kFieldTuningCount), 2u);
+  EXPECT_EQ(stored_field(stored.data(), kFieldFillDefined), 1u);
+  const StoredParams decoded = decode_stored(stored.data(), stored.size());
+  expect_same(decoded, params);
+  // A second set_local starts from the stored words and gets the same answer.
+  const UserParams again = parse_any_layout(stored.data(), stored.size());
+  EXPECT_EQ(again.tuning, params.user.tuning);
+  EXPECT_EQ(missing_value_element(again, params.dataset.dtype), params.dataset.fill_value);
 }
 
 TEST(UserLayout, IsNotStored) {

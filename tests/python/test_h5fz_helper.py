@@ -54,6 +54,27 @@ def test_h5repack_filter():
         "/g/t:UD=32850,0,4,2,0,%d,%d" % (lo, hi)
 
 
+def test_missing_value_words():
+    lo, hi = h5fz.split_bound(1e-3)
+    m_lo, m_hi = h5fz.split_bound(-1e34)
+    assert h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34) == (2, 1, lo, hi, m_lo, m_hi)
+    assert h5fz.compression_opts("cusz", "abs", 1e-3, -1e34) == (4, 0, lo, hi, m_lo, m_hi)
+    f32 = struct.unpack("<f", struct.pack("<f", -1e34))[0]
+    opts = h5fz.compression_opts("pfpl", "noa", 1e-3, missing=f32)
+    assert h5fz.join_bound(opts[4], opts[5]) == f32
+    parsed = h5fz.parse_opts(opts)
+    assert parsed["missing"] == f32 and parsed["bound"] == 1e-3
+    assert h5fz.parse_opts(h5fz.compression_opts("pfpl", "noa", 1e-3))["missing"] is None
+    nan_opts = h5fz.compression_opts("pfpl", "abs", 1.0, missing=float("nan"))
+    assert len(nan_opts) == 6 and nan_opts[5] & 0x7FF00000 == 0x7FF00000
+    assert h5fz.h5repack_filter("pfpl", "noa", 1e-3, dataset="SST", missing=-1e34) == \
+        "SST:UD=32850,0,6,2,1,%d,%d,%d,%d" % (lo, hi, m_lo, m_hi)
+    with pytest.raises(ValueError):
+        h5fz.compression_opts("lossless", missing=-1e34)
+    with pytest.raises(ValueError):
+        h5fz.compression_opts("lossless", "abs", 1.0, missing=-1e34)
+
+
 def test_plugin_dir_prefers_env(tmp_path, monkeypatch):
     (tmp_path / "libH5Zfz.so").write_bytes(b"")
     monkeypatch.setenv("HDF5_PLUGIN_PATH", os.pathsep.join(["/nonexistent", str(tmp_path)]))

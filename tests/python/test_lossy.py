@@ -388,18 +388,19 @@ def _nc_land_vars(f):
     return out
 
 
-def _check_nc_var(what, orig, dec, nc_fill, chunks):
+def _check_nc_var(what, orig, dec, nc_fill, chunks, pad=None):
     missing = _bits(_native(orig)) == _scalar_bits(nc_fill, orig.dtype)
     assert 0.05 < missing.mean() < 0.95, (what, missing.mean())  # really a land mask
     changed = int(np.sum(_bits(_native(dec))[missing] != _bits(_native(orig))[missing]))
     assert changed == 0, "%s: %d of %d _FillValue elements changed" % (what, changed, int(missing.sum()))
-    assert_within(orig, dec, "noa", NC_BOUND, chunks, fill=nc_fill, pad=None, what=what)
+    assert_within(orig, dec, "noa", NC_BOUND, chunks, fill=nc_fill, pad=pad, what=what)
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "bug: nccopy writes in NC_NOFILL mode, so the HDF5 dataset has no fill value "
-    "(FILL_TIME_NEVER, VALUE DEFAULT), only the netCDF _FillValue attribute, which "
-    "set_local cannot see; NOA's range then spans the -1e34/-1e10 land, the sea is "
+    "limitation of the plain 4-word UD=: nccopy writes in NC_NOFILL mode, so the HDF5 "
+    "dataset has no fill value (FILL_TIME_NEVER, VALUE DEFAULT), only the netCDF _FillValue "
+    "attribute, which set_local cannot see; pass it as the missing-value words cd[4..5] "
+    "(docs/CD_VALUES.md, test_netcdf_land_mask_h5repack_missing_value). Without them NOA's range then spans the -1e34/-1e10 land, the sea is "
     "quantized to one value and the land itself is not kept bit-exact. Repro: "
     "nccopy -k nc4 -c TIME/5,COADSY/40,COADSX/70 /usr/share/ferret-vis/data/coads_climatology.cdf c.nc; "
     "h5repack -f UD=32850,0,4,2,1,3539053052,1062232653 c.nc p.nc; "
@@ -423,6 +424,60 @@ def test_netcdf_land_mask_h5repack(tmp_path, nc4_files, hdf5_tools, ncfile, pres
             assert d.chunks == ds.chunks
             _check_nc_var("%s/%s %s" % (ncfile, name, preset), ds[()], d[()], nc_fill, d.chunks)
             assert d.id.get_storage_size() < ds.id.get_storage_size()
+
+
+@pytest.mark.parametrize("ncfile,preset", NC_CASES, ids=NC_IDS)
+def test_netcdf_land_mask_h5repack_missing_value(tmp_path, nc4_files, hdf5_tools, ncfile, preset):
+    """nccopy -k nc4, then h5repack with each variable's _FillValue as the
+    missing-value words cd[4..5]: land bit-exact, sea within NOA of its chunk."""
+    src = nc4_files[ncfile]
+    dst = str(tmp_path / "packed.nc")
+    with h5py.File(src, "r") as fs:
+        land = _nc_land_vars(fs)
+        args = []
+        for name, (ds, nc_fill) in land.items():
+            if "coads" in ncfile:
+                assert nc_fill == np.float32(-1e34), (name, nc_fill)
+            # The attribute as read (float32 for these files), widened exactly.
+            args += ["-f", h5fz.h5repack_filter(preset, "noa", NC_BOUND, dataset=name, missing=float(nc_fill))]
+    r = subprocess.run([hdf5_tools["h5repack"]] + args + [src, dst], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, "h5repack %s: %s %s" % (args, r.stdout, r.stderr)
+    with h5py.File(src, "r") as fs, h5py.File(dst, "r") as fd:
+        for name, (ds, nc_fill) in _nc_land_vars(fs).items():
+            d = fd[name]
+            assert h5fz.FILTER_ID in filter_codes(d), "%s not filtered" % name
+            stored = h5fz.parse_stored(h5fz.filter_values(d)[1])
+            assert stored["tuning_count"] == 2 and h5fz.join_bound(*stored["tuning"]) == float(nc_fill), stored
+            check_chunks_filtered(d)
+            assert d.chunks == ds.chunks
+            # HDF5 still pads ragged edge chunks with its own fill value (zeros:
+            # nccopy defines none), and NOA leaves only the missing value out of
+            # the range, so edge chunks' ranges include 0.0 (docs/CD_VALUES.md).
+            _check_nc_var("%s/%s %s" % (ncfile, name, preset), ds[()], d[()], nc_fill, d.chunks, pad=0.0)
+            assert d.id.get_storage_size() < ds.id.get_storage_size()
+
+
+def test_missing_value_not_float32_refused(tmp_path):
+    with h5py.File(tmp_path / "m.h5", "w") as f:
+        with pytest.raises(ValueError) as exc:
+            f.create_dataset("d", shape=(40, 40), dtype="<f4", chunks=(20, 20), compression=h5fz.FILTER_ID,
+                             compression_opts=h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34))
+        assert "d" not in f
+    # The message reaches Python only where HDF5 passes it on; the refusal itself always does.
+    with h5py.File(tmp_path / "m.h5", "a") as f:
+        d = f.create_dataset("ok", data=np.full((40, 40), -1e34, "<f4"), chunks=(20, 20),
+                             compression=h5fz.FILTER_ID,
+                             compression_opts=h5fz.compression_opts("pfpl", "noa", 1e-3,
+                                                                    missing=float(np.float32(-1e34))))
+        assert (d[()] == np.float32(-1e34)).all()
+        d64 = f.create_dataset("ok64", data=np.full((40, 40), -1e34, "<f8"), chunks=(20, 20),
+                               compression=h5fz.FILTER_ID,
+                               compression_opts=h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34))
+        assert (d64[()] == -1e34).all()
+        di = f.create_dataset("int", data=np.arange(1600, dtype="<i4").reshape(40, 40), chunks=(20, 20),
+                              compression=h5fz.FILTER_ID,
+                              compression_opts=h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34))
+        assert (di[()] == np.arange(1600).reshape(40, 40)).all()
 
 
 @pytest.mark.parametrize("ncfile,preset", NC_CASES, ids=NC_IDS)

@@ -81,12 +81,19 @@ def join_bound(low, high):
     return struct.unpack("<d", struct.pack("<Q", bits))[0]
 
 
-def compression_opts(preset="lossless", mode="abs", bound=None):
+def compression_opts(preset="lossless", mode="abs", bound=None, missing=None):
     """The h5py ``compression_opts`` tuple for a preset, mode and error bound.
 
     Lossless without a bound gives ``(1,)``; otherwise
     ``(preset, mode, bound_low32, bound_high32)``. A lossy preset needs a
     positive finite bound (the filter refuses it otherwise; we say so earlier).
+
+    ``missing`` (lossy presets only): the missing value, e.g. a netCDF
+    variable's ``_FillValue``, appended as two more words (low and high 32
+    bits of the IEEE-754 double, like the bound). The filter keeps it
+    bit-exact in place of HDF5's fill value. For a float32 dataset it must be
+    a float32 value exactly (pass ``float(numpy.float32(v))`` or the attribute
+    as read); the filter refuses it otherwise.
     """
     p = preset_id(preset)
     m = mode_id(mode)
@@ -94,6 +101,8 @@ def compression_opts(preset="lossless", mode="abs", bound=None):
         raise ValueError("unknown preset id %d" % p)
     if m not in MODE_NAMES:
         raise ValueError("unknown error-bound mode id %d" % m)
+    if missing is not None and p not in LOSSY_PRESETS:
+        raise ValueError("a missing value applies to lossy presets, not %s" % PRESET_NAMES[p])
     if bound is None:
         if p in LOSSY_PRESETS:
             raise ValueError("preset %s is lossy: give an error bound" % PRESET_NAMES[p])
@@ -104,7 +113,10 @@ def compression_opts(preset="lossless", mode="abs", bound=None):
     if not (b > 0.0 and b != float("inf")):
         raise ValueError("error bound must be positive and finite, got %r" % bound)
     low, high = split_bound(b)
-    return (p, m, low, high)
+    if missing is None:
+        return (p, m, low, high)
+    m_low, m_high = split_bound(float(missing))
+    return (p, m, low, high, m_low, m_high)
 
 
 def parse_opts(values):
@@ -115,6 +127,7 @@ def parse_opts(values):
         out["mode"] = values[1]
     if len(values) > 3:
         out["bound"] = join_bound(values[2], values[3])
+    out["missing"] = join_bound(values[4], values[5]) if len(values) == 6 else None
     out["preset_name"] = PRESET_NAMES.get(out["preset"], "?")
     out["mode_name"] = MODE_NAMES.get(out["mode"], "?")
     return out
@@ -246,9 +259,12 @@ def filter_values(obj, filter_id=FILTER_ID):
     return flags.value, tuple(int(buf[i]) for i in range(count))
 
 
-def h5repack_filter(preset="lossless", mode="abs", bound=None, dataset=None):
-    """The h5repack ``-f`` argument, e.g. ``UD=32850,0,1,1`` (optionally ``name:UD=...``)."""
-    opts = compression_opts(preset, mode, bound)
+def h5repack_filter(preset="lossless", mode="abs", bound=None, dataset=None, missing=None):
+    """The h5repack ``-f`` argument, e.g. ``UD=32850,0,1,1`` (optionally ``name:UD=...``).
+
+    ``missing``: see :func:`compression_opts`.
+    """
+    opts = compression_opts(preset, mode, bound, missing)
     spec = "UD=%d,0,%d,%s" % (FILTER_ID, len(opts), ",".join(str(v) for v in opts))
     return "%s:%s" % (dataset, spec) if dataset else spec
 
