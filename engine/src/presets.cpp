@@ -64,24 +64,16 @@ uint8_t lossy_source(Pipeline& p, const DataType& dtype, const Options& options)
   return streams[0];
 }
 
-// What NOA's range leaves out besides non-finite values: the fill value, or,
-// when the dataset defines none, +0.0 — HDF5 pads ragged edge chunks with
-// zeros, which would otherwise widen a chunk's range (and loosen its bound)
-// beyond the data's. Leaving values out can only shrink the range, so the
-// enforced bound only gets tighter; zeros are still quantized under it.
-uint64_t range_exclusion(const DataType& dtype, const Options& options) {
-  return fill_bits(dtype, options).value_or(0);
-}
-
 // The absolute bound a lossy preset enforces for this chunk: the user's bound
 // (ABS), or the largest double <= bound x (max - min) over the chunk's finite
-// values other than range_exclusion (NOA). Empty when NOA has nothing to be
-// relative to (no such value, or zero range): the chunk is then stored losslessly.
+// values other than the fill value and +0.0 (NOA; see finite_range). Empty when
+// NOA has nothing to be relative to (no such value, or zero range): the chunk
+// is then stored losslessly.
 std::optional<double> enforced_bound(const DataType& dtype, const Options& options, ByteSpan chunk,
                                      const Executor& exec) {
   if (options.mode != ErrorMode::Noa) return options.bound;
   const FiniteRange range =
-      finite_range(chunk, dtype.size, dtype.order == ByteOrder::Big, range_exclusion(dtype, options), exec);
+      finite_range(chunk, dtype.size, dtype.order == ByteOrder::Big, fill_bits(dtype, options), exec);
   const double eb = noa_absolute_bound(options.bound, range);
   if (!(eb > 0)) return std::nullopt;
   return eb;

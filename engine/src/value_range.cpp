@@ -18,7 +18,7 @@ FiniteRange block_range(const uint8_t* p, size_t n, bool big_endian, std::option
     U bits;
     std::memcpy(&bits, p + i * sizeof(U), sizeof(U));
     if (big_endian) bits = sizeof(U) == 4 ? U(__builtin_bswap32(uint32_t(bits))) : U(__builtin_bswap64(uint64_t(bits)));
-    if (fill && bits == static_cast<U>(*fill)) continue;
+    if (bits == 0 || (fill && bits == static_cast<U>(*fill))) continue;  // +0.0: possibly padding
     T x;
     std::memcpy(&x, &bits, sizeof(T));
     if (!std::isfinite(x)) continue;

@@ -18,7 +18,12 @@ struct FiniteRange {
 };
 
 // width 4 (float32) or 8 (float64); big_endian: elements are stored big-endian;
-// fill: the fill value's bits in native order (low `width` bytes).
+// fill: the fill value's bits in native order (low `width` bytes). Elements
+// whose bits are +0.0 are left out too: HDF5 pads ragged edge chunks with its
+// own fill value, which is zero whenever the dataset defines none (and also
+// when a missing value given in cd_values replaces it), and the padding must not
+// widen the range. Leaving values out only shrinks the range, so the bound
+// derived from it only gets tighter.
 FiniteRange finite_range(ByteSpan data, unsigned width, bool big_endian, std::optional<uint64_t> fill,
                          const Executor& exec);
 
