@@ -147,7 +147,12 @@ std::optional<Pipeline> lorenzo_pipeline(const DataType& dtype, const std::vecto
   l.radius = huffman ? 512 : 32768;
   const auto streams = p.add(make_lorenzo(l, bound->enforced, size_t_dims(dims)), {lossy_source(p, dtype, options)});
   if (huffman) {
-    p.add(make_huffman({1024, 16, 16384}), {streams[0]});
+    // Huffman cannot go below one bit per element; on constant regions its
+    // output is long runs of zero words, which zero elimination removes
+    // (a constant float32 chunk: 32x -> far more). Elsewhere RZE stores its
+    // sub-chunks raw at a cost of 2 bytes per 16 KiB.
+    const uint8_t bits = p.add(make_huffman({1024, 16, 16384}), {streams[0]})[0];
+    p.add(make_rze(1), {bits});
   } else {
     const uint8_t planes = p.add(make_bitshuffle(2), {streams[0]})[0];
     p.add(make_rze(1), {planes});
