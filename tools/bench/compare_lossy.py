@@ -105,29 +105,7 @@ def error_stats(original, decoded, chunks, bound, absolute, fill):
 
 
 def measure(h5py, array, kwargs, chunking, reps, bound, absolute):
-    chunks = array.shape if chunking == "whole" else True
-    best_write = best_read = float("inf")
-    out = np.empty_like(array)
-    for rep in range(reps):
-        with h5py.File("lossy-%d.h5" % rep, "w", driver="core", backing_store=False, rdcc_nbytes=0) as f:
-            ds = f.create_dataset("x", shape=array.shape, dtype=array.dtype, chunks=chunks, **kwargs)
-            chunk_shape = ds.chunks
-            fill = ds.fillvalue
-            start = time.perf_counter()
-            ds.write_direct(array)
-            f.flush()
-            best_write = min(best_write, time.perf_counter() - start)
-            stored = ds.id.get_storage_size()
-            skipped = sum(1 for i in range(ds.id.get_num_chunks()) if ds.id.get_chunk_info(i).filter_mask)
-            if skipped:
-                raise RuntimeError("filter skipped on %d chunk(s): stored uncompressed" % skipped)
-            out.fill(0)
-            start = time.perf_counter()
-            ds.read_direct(out)
-            best_read = min(best_read, time.perf_counter() - start)
-    row = {"ratio": array.nbytes / stored, "stored": stored,
-           "write_mbs": array.nbytes / 1e6 / best_write, "read_mbs": array.nbytes / 1e6 / best_read,
-           "chunks": "x".join(str(c) for c in chunk_shape)}
+    row, out, fill, chunk_shape = cf.time_codec(h5py, array, kwargs, chunking, reps)
     row.update(error_stats(array, out, chunk_shape, bound, absolute, fill))
     return row
 
