@@ -1,8 +1,9 @@
-// fz_bench: lossless throughput and ratio of the engine on the real fields.
-// A benchmark program, not a test: it prints markdown tables (recorded in
-// docs/PERFORMANCE.md). Each field is compressed whole, as one chunk, with one
-// CPU thread and with all of them; the best of N repetitions is reported, and
-// every round trip is checked bit for bit (exit 1 if any differs).
+// fz_bench: throughput and ratio of the engine on the real fields, for any
+// preset. A benchmark program, not a test: it prints markdown tables (recorded
+// in docs/PERFORMANCE.md). Each field is compressed whole, as one chunk, with
+// one CPU thread and with all of them; the best of N repetitions is reported.
+// Every round trip is checked: bit for bit for the lossless preset, element by
+// element against the bound for the lossy ones (exit 1 if any fails).
 //
 // A second table cuts each field into the chunk shape h5py picks by default
 // (chunks=True), edge chunks padded to full size as HDF5 stores them. It shows
@@ -10,9 +11,11 @@
 // compare_filters.py measures through HDF5 with the same chunks.
 //
 //   fz_bench [--data DIR] [--reps N] [--threads N] [--whole-only]
+//            [--preset lossless|pfpl|fzgpu|cusz] [--mode abs|noa|rel] [--bound B]
 //   data directory: --data, else $FZ_DATA, else ../shared/data beside the repo
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -114,8 +117,48 @@ struct Measurement {
   double compress_seconds = std::numeric_limits<double>::infinity();
   double decompress_seconds = std::numeric_limits<double>::infinity();
   size_t raw_bytes = 0, frame_bytes = 0;
-  bool exact = true;
+  bool exact = true;  // bit-exact (lossless) or every element within the bound (lossy)
 };
+
+template <typename T>
+bool within_bound_typed(const uint8_t* original_bytes, const uint8_t* decoded_bytes, size_t count,
+                        const fz::Options& options) {
+  const T* original = reinterpret_cast<const T*>(original_bytes);
+  const T* decoded = reinterpret_cast<const T*>(decoded_bytes);
+  // NOA: the bound is relative to the chunk's finite value range. The engine
+  // leaves fill values and +0.0 out of that range, which can only narrow it, so
+  // checking against the full finite range here is the looser, simpler check;
+  // the tests check the strict one.
+  long double allowed = options.bound;
+  if (options.mode == fz::ErrorMode::Noa) {
+    long double low = INFINITY, high = -INFINITY;
+    for (size_t i = 0; i < count; ++i)
+      if (std::isfinite(original[i])) low = std::min<long double>(low, original[i]), high = std::max<long double>(high, original[i]);
+    allowed = high >= low ? options.bound * (high - low) : 0;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (!std::isfinite(original[i]) || options.mode == fz::ErrorMode::Abs || options.mode == fz::ErrorMode::Noa) {
+      if (!std::isfinite(original[i])) {
+        if (std::memcmp(&original[i], &decoded[i], sizeof(T)) != 0) return false;
+        continue;
+      }
+      if (std::fabs(static_cast<long double>(original[i]) - decoded[i]) > allowed) return false;
+    } else if (std::fabs(static_cast<long double>(original[i]) - decoded[i]) >
+               options.bound * std::fabs(static_cast<long double>(original[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool round_trip_ok(const fz::Bytes& original, const fz::Bytes& decoded, size_t length, const fz::DataType& dtype,
+                   const fz::Options& options) {
+  if (length != original.size()) return false;
+  if (!fz::preset_is_lossy(options.preset) || dtype.element_class != fz::ElementClass::Float)
+    return std::memcmp(decoded.data(), original.data(), length) == 0;
+  if (dtype.size == 4) return within_bound_typed<float>(original.data(), decoded.data(), length / 4, options);
+  return within_bound_typed<double>(original.data(), decoded.data(), length / 8, options);
+}
 
 // Compresses then decompresses every chunk, `repetitions` times; keeps the best
 // total time of each direction.
@@ -144,9 +187,7 @@ Measurement measure(const std::vector<Chunk>& chunks, const fz::DataType& dtype,
       lengths[i] = fz::decompress_into(frames[i].data(), frames[i].size(), decoded[i].data(), decoded[i].size());
     m.decompress_seconds = std::min(m.decompress_seconds, seconds_since(start));
     for (size_t i = 0; i < chunks.size(); ++i)
-      if (lengths[i] != chunks[i].bytes.size() ||
-          std::memcmp(decoded[i].data(), chunks[i].bytes.data(), lengths[i]) != 0)
-        m.exact = false;
+      if (!round_trip_ok(chunks[i].bytes, decoded[i], lengths[i], dtype, options)) m.exact = false;
   }
   return m;
 }
@@ -159,7 +200,9 @@ std::string shape_text(const std::vector<uint64_t>& dims) {
   return text;
 }
 
-const char* const kUsage = "usage: fz_bench [--data DIR] [--reps N] [--threads N] [--whole-only]\n";
+const char* const kUsage =
+    "usage: fz_bench [--data DIR] [--reps N] [--threads N] [--whole-only]\n"
+    "                [--preset lossless|pfpl|fzgpu|cusz] [--mode abs|noa|rel] [--bound B]\n";
 
 int usage(const std::string& message) {
   std::fprintf(stderr, "fz_bench: %s\n%s", message.c_str(), kUsage);
@@ -173,7 +216,8 @@ struct Loaded {
 
 // One table: each field whole, or cut into h5py's chunks.
 // Returns the number of failures.
-int run_table(const std::vector<Loaded>& fields, bool whole, unsigned all_threads, int repetitions) {
+int run_table(const std::vector<Loaded>& fields, bool whole, unsigned all_threads, int repetitions,
+              const fz::Options& base_options) {
   std::printf("| field | dtype | %s | MB | ratio | comp MB/s 1T | decomp MB/s 1T | comp MB/s %uT | decomp MB/s %uT | round trip |\n",
               whole ? "shape (one chunk)" : "chunks (h5py default)", all_threads, all_threads);
   std::printf("|---|---|---|---:|---:|---:|---:|---:|---:|---|\n");
@@ -190,8 +234,7 @@ int run_table(const std::vector<Loaded>& fields, bool whole, unsigned all_thread
       chunks = cut_into_chunks(loaded.data, field.dims, field.h5py_chunk, field.dtype.size);
       shape = std::to_string(chunks.size()) + " x " + shape_text(field.h5py_chunk);
     }
-    fz::Options options;
-    options.preset = fz::Preset::Lossless;
+    fz::Options options = base_options;
     try {
       options.threads = 1;
       Measurement one = measure(chunks, field.dtype, options, repetitions);
@@ -203,12 +246,15 @@ int run_table(const std::vector<Loaded>& fields, bool whole, unsigned all_thread
       // Throughput counts the field's own bytes, not the padding of edge chunks,
       // as HDF5 applications see it; the ratio counts them the same way.
       size_t field_bytes = loaded.data.size();
+      const bool lossy = fz::preset_is_lossy(options.preset);
       std::printf("| %s | %s | %s | %.2f | %.3f | %.1f | %.1f | %.1f | %.1f | %s |\n", field.file,
                   field.dtype.size == 8 ? "f64" : "f32", shape.c_str(), field_bytes / 1e6,
                   static_cast<double>(field_bytes) / one.frame_bytes, mb_per_s(field_bytes, one.compress_seconds),
                   mb_per_s(field_bytes, one.decompress_seconds), mb_per_s(field_bytes, all.compress_seconds),
                   mb_per_s(field_bytes, all.decompress_seconds),
-                  !exact ? "MISMATCH" : !same_frames ? "frame size depends on threads" : "bit-exact");
+                  !exact ? (lossy ? "BOUND VIOLATED" : "MISMATCH")
+                         : !same_frames ? "frame size depends on threads"
+                                        : (lossy ? "within bound" : "bit-exact"));
       total_raw += field_bytes;
       total_frames += one.frame_bytes;
     } catch (const fz::Error& e) {
@@ -229,6 +275,7 @@ int main(int argc, char** argv) {
   std::string data_dir = std::getenv("FZ_DATA") ? std::getenv("FZ_DATA") : FZ_DEFAULT_DATA_DIR;
   int repetitions = 5;
   bool whole_only = false;
+  fz::Options options;  // preset lossless unless --preset says otherwise
   unsigned all_threads = std::max(1u, std::thread::hardware_concurrency());
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -243,6 +290,20 @@ int main(int argc, char** argv) {
         repetitions = std::stoi(value());
       } else if (arg == "--threads") {
         all_threads = static_cast<unsigned>(std::stoul(value()));
+      } else if (arg == "--preset") {
+        std::string name = value();
+        bool found = false;
+        for (fz::Preset p : {fz::Preset::Lossless, fz::Preset::Pfpl, fz::Preset::Fzgpu, fz::Preset::Cusz})
+          if (name == fz::preset_name(p)) options.preset = p, found = true;
+        if (!found) throw std::runtime_error("unknown preset " + name);
+      } else if (arg == "--mode") {
+        std::string name = value();
+        bool found = false;
+        for (fz::ErrorMode m : {fz::ErrorMode::Abs, fz::ErrorMode::Noa, fz::ErrorMode::Rel})
+          if (name == fz::mode_name(m)) options.mode = m, found = true;
+        if (!found) throw std::runtime_error("unknown mode " + name);
+      } else if (arg == "--bound") {
+        options.bound = std::stod(value());
       } else if (arg == "--whole-only") {
         whole_only = true;
       } else if (arg == "--help" || arg == "-h") {
@@ -256,6 +317,8 @@ int main(int argc, char** argv) {
     }
   }
   if (repetitions < 1 || all_threads < 1) return usage("--reps and --threads must be >= 1");
+  if (fz::preset_is_lossy(options.preset) && !(options.bound > 0))
+    return usage(std::string("preset ") + fz::preset_name(options.preset) + " needs --bound > 0");
 
   int failures = 0;
   std::vector<Loaded> fields;
@@ -278,15 +341,18 @@ int main(int argc, char** argv) {
     fields.push_back(std::move(loaded));
   }
 
-  std::printf("fz_bench: engine %s, preset lossless, best of %d, MB = 1e6 bytes of the field, "
+  std::string setting = fz::preset_name(options.preset);
+  if (fz::preset_is_lossy(options.preset))
+    setting += std::string(" ") + fz::mode_name(options.mode) + " " + std::to_string(options.bound);
+  std::printf("fz_bench: engine %s, preset %s, best of %d, MB = 1e6 bytes of the field, "
               "threads 1 and %u (fz::Options::threads)\n\n",
-              fz::version(), repetitions, all_threads);
+              fz::version(), setting.c_str(), repetitions, all_threads);
   std::printf("whole field as one chunk:\n\n");
-  failures += run_table(fields, true, all_threads, repetitions);
+  failures += run_table(fields, true, all_threads, repetitions, options);
   if (!whole_only) {
     std::printf("h5py's default chunks (edge chunks padded), one engine call per chunk:\n\n");
-    failures += run_table(fields, false, all_threads, repetitions);
+    failures += run_table(fields, false, all_threads, repetitions, options);
   }
-  if (failures) std::printf("%d FAILURE(S): missing data, engine error or round-trip mismatch\n", failures);
+  if (failures) std::printf("%d FAILURE(S): missing data, engine error, round-trip mismatch or bound violated\n", failures);
   return failures ? 1 : 0;
 }
