@@ -8,10 +8,21 @@
 //      never uses reconstructed values, so every element is independent), codes,
 //      and per-block outlier records in index order;
 //   3. gather the records: per-block counts, a prefix sum, parallel copies.
-// Decoding: codes -> deltas (code = zigzag(delta); code 0 is delta 0), the stored
-// deltas written over the outlier positions (whose code must be 0), inclusive
-// prefix sums along x, y, z (the exact inverse of the delta operator), then
-// x' = (T)p * eb2.
+// Pass 1 of float32 takes four elements at a time with SSE2 where all four are on
+// classify's common path (same operations, same p), pass 2 packs four codes at
+// once where none is a record.
+// Decoding inverts the delta operator with inclusive prefix sums along x, y and z
+// (any order gives the same p), fused into one pass per slab of whole units of
+// the slowest axis with extent > 1 (planes, rows, or x segments for 1-D). Per
+// row chunk: codes -> deltas (code = zigzag(delta); code 0 is delta 0), the
+// stored deltas written over the outlier positions (whose code must be 0), then
+// per element the running x sum, plus the running y sum of the plane's rows,
+// plus the running z sum of the slab's planes, and x' = (T)p * eb2 with the range
+// check, all while the row is in cache. Slab 0 converts at once; a later slab's
+// sums start from zero, so they are stored as integers and a second pass adds
+// its carry (the last units of all earlier slabs, summed) and converts. One
+// thread gets one slab and no second pass; the slab count changes only speed.
+// Specials are patched last.
 // All integer work is modulo 2^(8*width) (unsigned), which is exact because
 // every final p fits the signed type; it also keeps hostile streams free of UB.
 #include "lorenzo/lorenzo.hpp"
@@ -30,14 +41,15 @@
 #include <xmmintrin.h>
 #define FZ_LORENZO_HAVE_MXCSR 1
 #endif
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 namespace fz::lorenzo {
 namespace {
 
-// Work-item grid of the encoder and of the decoder's element-wise passes.
+// Work-item grid of the encoder and of the decoder's carry pass.
 constexpr size_t kBlockElems = size_t{1} << 15;
-// Columns per work item of the y and z prefix sums (rows of 1-2 KiB stream well).
-constexpr size_t kScanColumns = 256;
 constexpr size_t kHeaderBytes = 24;
 
 constexpr uint8_t kValueQuantized = 0;
@@ -203,6 +215,59 @@ struct Quantizer {
   }
 };
 
+#ifdef __SSE2__
+// Four float elements on classify's common path at once: none is the fill value,
+// a NaN/Inf, a denormal or -0; |x * inv| < PMAX; and the rounded q passes the
+// first test, |x - (T)q * eb2| < bound in double. These are the same operations
+// classify performs (mulps, truncation, the half-up step, cvtdq2ps, mulps,
+// cvtps2pd, subpd), so p is the same; on false nothing is stored and classify
+// decides each element.
+inline bool quantize4_sse2(const Quantizer<float>& quantizer, const uint8_t* src, uint32_t* p) {
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i exponent = _mm_and_si128(_mm_srli_epi32(bits, 23), _mm_set1_epi32(0xFF));
+  __m128i special = _mm_cmpeq_epi32(exponent, _mm_set1_epi32(0xFF));
+  // exponent 0: only +0 (p = 0) stays on this path
+  special = _mm_or_si128(special, _mm_andnot_si128(_mm_cmpeq_epi32(bits, zero), _mm_cmpeq_epi32(exponent, zero)));
+  if (quantizer.has_fill)
+    special = _mm_or_si128(special, _mm_cmpeq_epi32(bits, _mm_set1_epi32(static_cast<int>(quantizer.fill))));
+  const __m128 x = _mm_castsi128_ps(bits);
+  const __m128 s = _mm_mul_ps(x, _mm_set1_ps(quantizer.inv));
+  const __m128 a = _mm_and_ps(s, _mm_castsi128_ps(_mm_set1_epi32(0x7FFFFFFF)));
+  const __m128 small = _mm_cmplt_ps(a, _mm_set1_ps(static_cast<float>(Traits<float>::kPMax)));
+  __m128i t = _mm_cvttps_epi32(a);
+  const __m128 half_up = _mm_cmpge_ps(_mm_sub_ps(a, _mm_cvtepi32_ps(t)), _mm_set1_ps(0.5f));
+  t = _mm_sub_epi32(t, _mm_castps_si128(half_up));
+  // s < 0 and the sign bit differ only at s = -0, where t = 0 anyway.
+  const __m128i negative = _mm_srai_epi32(_mm_castps_si128(s), 31);
+  const __m128i q = _mm_sub_epi32(_mm_xor_si128(t, negative), negative);
+  const __m128 y = _mm_mul_ps(_mm_cvtepi32_ps(q), _mm_set1_ps(quantizer.eb2));
+  const __m128d abs_mask = _mm_castsi128_pd(_mm_set1_epi64x(0x7FFFFFFFFFFFFFFF));
+  const __m128d bound = _mm_set1_pd(quantizer.bound);
+  const __m128d low = _mm_and_pd(_mm_sub_pd(_mm_cvtps_pd(x), _mm_cvtps_pd(y)), abs_mask);
+  const __m128d high = _mm_and_pd(_mm_sub_pd(_mm_cvtps_pd(_mm_movehl_ps(x, x)), _mm_cvtps_pd(_mm_movehl_ps(y, y))), abs_mask);
+  const int accepted = _mm_movemask_pd(_mm_cmplt_pd(low, bound)) | (_mm_movemask_pd(_mm_cmplt_pd(high, bound)) << 2);
+  if (_mm_movemask_epi8(special) != 0 || _mm_movemask_ps(small) != 0xF || accepted != 0xF) return false;
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), q);
+  return true;
+}
+
+// Codes of four float deltas when all four fit (no records among them);
+// otherwise nothing is stored and the caller takes them one by one.
+inline bool codes4_sse2(const uint32_t* deltas, uint32_t code_limit, uint8_t* codes) {
+  const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(deltas));
+  const __m128i z = _mm_xor_si128(_mm_slli_epi32(d, 1), _mm_srai_epi32(d, 31));
+  // unsigned z < code_limit, as a signed compare with both sign bits flipped
+  const __m128i flip = _mm_set1_epi32(static_cast<int>(0x80000000u));
+  const __m128i fits = _mm_cmplt_epi32(_mm_xor_si128(z, flip), _mm_xor_si128(_mm_set1_epi32(static_cast<int>(code_limit)), flip));
+  if (_mm_movemask_epi8(fits) != 0xFFFF) return false;
+  // z < 65536: sign-extending the low half makes the saturating pack exact
+  const __m128i low = _mm_srai_epi32(_mm_slli_epi32(z, 16), 16);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(codes), _mm_packs_epi32(low, low));
+  return true;
+}
+#endif
+
 struct Special {
   size_t index;
   uint8_t kind;
@@ -295,7 +360,23 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
     FloatStateGuard guard;
     const size_t begin = b * kBlockElems, end = std::min(n, begin + kBlockElems);
     auto& list = specials[b];
-    for (size_t i = begin; i < end; ++i) {
+    size_t i = begin;
+#ifdef __SSE2__
+    if constexpr (std::is_same_v<T, float>) {
+      for (; i + 4 <= end; i += 4)
+        if (!quantize4_sse2(quantizer, in.data + 4 * i, p.get() + i)) break;  // classify takes over
+    }
+#endif
+    for (; i < end; ++i) {
+#ifdef __SSE2__
+      // Back to four at a time once past the group that needed classify.
+      if constexpr (std::is_same_v<T, float>) {
+        if (i % 4 == 0 && i + 4 <= end && quantize4_sse2(quantizer, in.data + 4 * i, p.get() + i)) {
+          i += 3;
+          continue;
+        }
+      }
+#endif
       const U bits = load_le<U>(in.data + i * W);
       I q;
       const uint8_t kind = quantizer.classify(bits, q);
@@ -315,7 +396,7 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
     size_t next = 0;
     size_t next_special = list.empty() ? n : list[0].index;
     auto& recs = records[b];
-    for (size_t i = begin; i < end; ++i) {
+    auto code_one = [&](size_t i) {
       const U d = deltas[i - begin];
       const U z = zigzag(d);
       const bool fits = z < code_limit;
@@ -332,7 +413,16 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
         }
         recs.push_back(r);
       }
+    };
+    size_t i = begin;
+#ifdef __SSE2__
+    if constexpr (std::is_same_v<T, float>) {
+      for (; i + 4 <= end; i += 4)
+        if (next_special < i + 4 || !codes4_sse2(deltas.get() + (i - begin), code_limit, codes + 2 * i))
+          for (size_t k = i; k < i + 4; ++k) code_one(k);
     }
+#endif
+    for (; i < end; ++i) code_one(i);
   });
 
   // Gather: exclusive prefix sums of the per-block counts give every block its
@@ -372,74 +462,304 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
   });
 }
 
-// Inclusive prefix sums along x of every row. Long rows (1-D data) are cut into
-// segments scanned in parallel, then offset by the totals of the earlier segments.
-template <typename U>
-void scan_x(U* p, const Shape& s, const Executor& exec) {
-  const size_t nx = s.nx, rows = s.n / nx;
-  auto scan = [](U* r, size_t len) {
+// ---- decoder -------------------------------------------------------------------
+
+// Elements of one row unpacked at a time when a chunk holds stored deltas: the
+// delta buffer (8-16 KiB) stays in L1 while the fused pass reads it back.
+constexpr size_t kDecodeChunk = 2048;
+// Fewer elements than this per slab and the carry pass costs more than a second
+// thread saves.
+constexpr size_t kMinSlabElems = size_t{1} << 14;
+constexpr size_t kMaxSlabs = 64;
+
+// The slab axis is the slowest axis with extent > 1 (z, else y, else x); a slab
+// is a range of whole units along it (planes, rows or single elements).
+struct SlabGrid {
+  int rank = 1;      // 3: slabs of planes, 2: slabs of rows, 1: x segments
+  size_t unit = 1;   // elements per unit
+  size_t units = 0;  // extent of the slab axis
+  size_t slabs = 1;
+
+  size_t first_unit(size_t k) const { return (units / slabs) * k + std::min(k, units % slabs); }
+  size_t begin(size_t k) const { return first_unit(k) * unit; }
+};
+
+SlabGrid make_slab_grid(const Shape& s, unsigned concurrency) {
+  SlabGrid g;
+  if (s.nz > 1) {
+    g.rank = 3;
+    g.unit = s.nx * s.ny;
+    g.units = s.nz;
+  } else if (s.ny > 1) {
+    g.rank = 2;
+    g.unit = s.nx;
+    g.units = s.ny;
+  } else {
+    g.rank = 1;
+    g.unit = 1;
+    g.units = s.nx;
+  }
+  // Only the speed depends on the slab count: integer sums modulo 2^bits give the
+  // same p for any grid, so the output does not depend on the thread count.
+  size_t slabs = std::min<size_t>({concurrency, kMaxSlabs, g.units, s.n / kMinSlabElems});
+  g.slabs = std::max<size_t>(slabs, 1);
+  return g;
+}
+
+template <typename T>
+struct DecodeJob {
+  using U = typename Traits<T>::U;
+  const uint8_t* codes;
+  const uint8_t* records;  // the outlier stream
+  size_t count, index_width, kind_at, delta_at;
+  U code_limit;
+  T eb2;
+  uint8_t* dst;
+  Shape shape;
+  SlabGrid grid;
+  std::vector<size_t> slab_record;  // first record at or after each slab's first element
+  std::vector<size_t> slab_delta;   // and the number of stored deltas before it
+  std::vector<U> carry;             // per slab: its last unit of local sums, then (in place) its carry
+
+  uint64_t index_of(size_t r) const {
+    return index_width == 4 ? load_le<uint32_t>(records + kHeaderBytes + 4 * r)
+                            : load_le<uint64_t>(records + kHeaderBytes + 8 * r);
+  }
+};
+
+constexpr unsigned kBadCode = 1;
+constexpr unsigned kBadRange = 2;
+
+inline void throw_chunk_error(unsigned bad) {
+  require_format(!(bad & kBadCode), "lorenzo: code out of radius");
+  require_format(!(bad & kBadRange), "lorenzo: prequantized value out of range");
+}
+
+// The fused inverse for len elements of one row: delta k (from the codes, or
+// from d when stored deltas were written over it), then
+//   acc  += delta   x prefix sum, carried along the row
+//   q[k] += acc     y prefix sum: the running sum of this plane's rows (rank >= 2)
+//   P[k] += q[k]    z prefix sum: the running sum of the slab's planes (rank 3)
+// and the result either converted to T (Convert) or stored as U for the carry
+// pass. Returns kBadCode / kBadRange flags.
+template <typename T, int Rank, bool Convert, bool FromCodes>
+unsigned reconstruct_generic(const uint8_t* codes, const typename Traits<T>::U* d, size_t len,
+                             typename Traits<T>::U& acc, typename Traits<T>::U* q, typename Traits<T>::U* P,
+                             uint8_t* dst, typename Traits<T>::U code_limit, T eb2) {
+  using I = typename Traits<T>::I;
+  using U = typename Traits<T>::U;
+  constexpr size_t W = sizeof(T);
+  constexpr U kPMax = static_cast<U>(Traits<T>::kPMax);
+  bool bad_code = false, bad_range = false;
+  U a = acc;
+  for (size_t k = 0; k < len; ++k) {
+    U delta;
+    if (FromCodes) {
+      const U code = load_le<uint16_t>(codes + 2 * k);
+      bad_code |= !(code < code_limit);
+      delta = unzigzag(code);
+    } else {
+      delta = d[k];
+    }
+    a = static_cast<U>(a + delta);
+    U v = a;
+    if (Rank >= 2) q[k] = v = static_cast<U>(q[k] + v);
+    if (Rank == 3) P[k] = v = static_cast<U>(P[k] + v);
+    if (Convert) {
+      bad_range |= static_cast<U>(v + kPMax) > static_cast<U>(2 * kPMax);
+      const T x = static_cast<T>(static_cast<I>(v)) * eb2;
+      std::memcpy(dst + k * W, &x, W);
+    } else {
+      store_le<U>(dst + k * W, v);
+    }
+  }
+  acc = a;
+  return (bad_code ? kBadCode : 0u) | (bad_range ? kBadRange : 0u);
+}
+
+#ifdef __SSE2__
+// float with SSE2 (every x86-64): the x prefix sum of four lanes takes two
+// shift-adds plus the broadcast carry, which the compiler does not find on its
+// own; the y/z sums, the checks and the conversion ride along in the same
+// registers. Bit-identical to reconstruct_generic: the same integer sums and one
+// cvtdq2ps (exact, |p| <= 2^24 when accepted) and one mulps per element.
+template <int Rank, bool Convert, bool FromCodes>
+unsigned reconstruct_sse2(const uint8_t* codes, const uint32_t* d, size_t len, uint32_t& acc, uint32_t* q,
+                          uint32_t* P, uint8_t* dst, uint32_t code_limit, float eb2) {
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i one = _mm_set1_epi32(1);
+  const __m128i last_code = _mm_set1_epi32(static_cast<int>(code_limit - 1));  // code_limit <= 65536
+  const __m128i pmax = _mm_set1_epi32(Traits<float>::kPMax);
+  const __m128i pmin = _mm_set1_epi32(-Traits<float>::kPMax);
+  const __m128 scale = _mm_set1_ps(eb2);
+  __m128i bad_code = zero, bad_range = zero;
+  __m128i carry = _mm_set1_epi32(static_cast<int>(acc));
+  size_t k = 0;
+  for (; k + 4 <= len; k += 4) {
+    __m128i v;
+    if (FromCodes) {
+      const __m128i code = _mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + 2 * k)), zero);
+      bad_code = _mm_or_si128(bad_code, _mm_cmpgt_epi32(code, last_code));
+      v = _mm_xor_si128(_mm_srli_epi32(code, 1), _mm_sub_epi32(zero, _mm_and_si128(code, one)));
+    } else {
+      v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(d + k));
+    }
+    v = _mm_add_epi32(v, _mm_slli_si128(v, 4));
+    v = _mm_add_epi32(v, _mm_slli_si128(v, 8));
+    v = _mm_add_epi32(v, carry);
+    carry = _mm_shuffle_epi32(v, 0xFF);
+    if (Rank >= 2) {
+      v = _mm_add_epi32(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k), v);
+    }
+    if (Rank == 3) {
+      v = _mm_add_epi32(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(P + k)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(P + k), v);
+    }
+    if (Convert) {
+      bad_range = _mm_or_si128(bad_range, _mm_or_si128(_mm_cmpgt_epi32(v, pmax), _mm_cmplt_epi32(v, pmin)));
+      _mm_storeu_ps(reinterpret_cast<float*>(dst + 4 * k), _mm_mul_ps(_mm_cvtepi32_ps(v), scale));
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 4 * k), v);
+    }
+  }
+  acc = static_cast<uint32_t>(_mm_cvtsi128_si32(carry));
+  unsigned bad = (_mm_movemask_epi8(bad_code) ? kBadCode : 0u) | (_mm_movemask_epi8(bad_range) ? kBadRange : 0u);
+  if (k < len)
+    bad |= reconstruct_generic<float, Rank, Convert, FromCodes>(codes + 2 * k, FromCodes ? d : d + k, len - k, acc,
+                                                                 Rank >= 2 ? q + k : q, Rank == 3 ? P + k : P,
+                                                                 dst + 4 * k, code_limit, eb2);
+  return bad;
+}
+#endif
+
+template <typename T, int Rank, bool Convert, bool FromCodes>
+unsigned reconstruct(const uint8_t* codes, const typename Traits<T>::U* d, size_t len, typename Traits<T>::U& acc,
+                     typename Traits<T>::U* q, typename Traits<T>::U* P, uint8_t* dst,
+                     typename Traits<T>::U code_limit, T eb2) {
+#ifdef __SSE2__
+  if constexpr (std::is_same_v<T, float>)
+    return reconstruct_sse2<Rank, Convert, FromCodes>(codes, d, len, acc, q, P, dst, code_limit, eb2);
+#endif
+  return reconstruct_generic<T, Rank, Convert, FromCodes>(codes, d, len, acc, q, P, dst, code_limit, eb2);
+}
+
+// Reconstructs elements [i, i + len) of one row. A chunk without records takes
+// its deltas straight from the codes; otherwise the codes are unpacked into d
+// and the stored deltas written over the outlier positions (whose code must be
+// 0; the indices are distinct, so no position is written twice). record and
+// delta are the cursor into the records, which are in index order.
+template <typename T, int Rank, bool Convert>
+void reconstruct_chunk(const DecodeJob<T>& job, size_t i, size_t len, size_t& record, size_t& delta,
+                       typename Traits<T>::U& acc, typename Traits<T>::U* q, typename Traits<T>::U* P,
+                       typename Traits<T>::U* d) {
+  using U = typename Traits<T>::U;
+  constexpr size_t W = sizeof(T);
+  const uint8_t* codes = job.codes + 2 * i;
+  uint8_t* dst = job.dst + W * i;
+  if (record == job.count || job.index_of(record) >= i + len) {
+    throw_chunk_error(reconstruct<T, Rank, Convert, true>(codes, d, len, acc, q, P, dst, job.code_limit, job.eb2));
+    return;
+  }
+  bool bad = false;
+  for (size_t k = 0; k < len; ++k) {
+    const U code = load_le<uint16_t>(codes + 2 * k);
+    bad |= !(code < job.code_limit);
+    d[k] = unzigzag(code);
+  }
+  require_format(!bad, "lorenzo: code out of radius");
+  for (; record < job.count; ++record) {
+    const uint64_t index = job.index_of(record);
+    if (index >= i + len) break;
+    if (!(job.records[job.kind_at + record] & kHasDelta)) continue;
+    require_format(load_le<uint16_t>(job.codes + 2 * index) == 0, "lorenzo: nonzero code at an outlier position");
+    const U stored = load_le<U>(job.records + job.delta_at + W * delta++);
+    require_format(!(zigzag(stored) < job.code_limit), "lorenzo: stored delta that fits a code");
+    d[index - i] = stored;
+  }
+  throw_chunk_error(reconstruct<T, Rank, Convert, false>(codes, d, len, acc, q, P, dst, job.code_limit, job.eb2));
+}
+
+// First pass over slab k: every sum starts from zero at the slab's first unit.
+// Slab 0 has no carry, so it converts at once; the others store their local
+// sums as U in the output and keep their last unit for the carries.
+template <typename T, int Rank>
+void decode_slab(DecodeJob<T>& job, size_t k) {
+  using U = typename Traits<T>::U;
+  const Shape& s = job.shape;
+  const SlabGrid& g = job.grid;
+  const size_t first = g.first_unit(k), last = g.first_unit(k + 1);
+  size_t record = job.slab_record[k], delta = job.slab_delta[k];
+  std::unique_ptr<U[]> d(new U[std::min(s.nx, kDecodeChunk)]);
+  // q: the y sums of the current plane's rows; P: the z sums of the slab's planes.
+  std::vector<U> q(Rank >= 2 ? s.nx : 0), P(Rank == 3 ? g.unit : 0);
+  const bool convert = k == 0;
+  // len elements from i along one row (rank 1: the slab's segment of the only row).
+  auto run = [&](size_t i, size_t len, U* q_row, U* P_row) {
     U acc = 0;
-    for (size_t k = 0; k < len; ++k) {
-      acc = static_cast<U>(acc + r[k]);
-      r[k] = acc;
+    for (size_t x = 0; x < len;) {
+      const size_t chunk = std::min(len - x, kDecodeChunk);
+      U* q_chunk = Rank >= 2 ? q_row + x : nullptr;
+      U* P_chunk = Rank == 3 ? P_row + x : nullptr;
+      if (convert) reconstruct_chunk<T, Rank, true>(job, i + x, chunk, record, delta, acc, q_chunk, P_chunk, d.get());
+      else reconstruct_chunk<T, Rank, false>(job, i + x, chunk, record, delta, acc, q_chunk, P_chunk, d.get());
+      x += chunk;
     }
     return acc;
   };
-  if (nx <= kBlockElems) {
-    const size_t group = kBlockElems / nx;
-    exec.parallel_for((rows + group - 1) / group, [&](size_t g) {
-      const size_t end = std::min(rows, (g + 1) * group);
-      for (size_t row = g * group; row < end; ++row) scan(p + row * nx, nx);
-    });
-    return;
-  }
-  const size_t segs = (nx + kBlockElems - 1) / kBlockElems;
-  std::vector<U> totals(rows * segs);
-  exec.parallel_for(rows * segs, [&](size_t item) {
-    const size_t row = item / segs, seg = item % segs;
-    const size_t begin = seg * kBlockElems;
-    totals[item] = scan(p + row * nx + begin, std::min(nx - begin, kBlockElems));
-  });
-  for (size_t row = 0; row < rows; ++row) {  // totals -> exclusive offsets, per row
-    U acc = 0;
-    for (size_t seg = 0; seg < segs; ++seg) {
-      const U t = totals[row * segs + seg];
-      totals[row * segs + seg] = acc;
-      acc = static_cast<U>(acc + t);
+  U* carry_out = job.carry.empty() ? nullptr : job.carry.data() + k * g.unit;
+  if (Rank == 1) {
+    const U acc = run(g.begin(k), g.begin(k + 1) - g.begin(k), nullptr, nullptr);
+    if (carry_out) carry_out[0] = acc;
+  } else if (Rank == 2) {
+    for (size_t y = first; y < last; ++y) run(y * s.nx, s.nx, q.data(), nullptr);
+    if (carry_out) std::copy(q.begin(), q.end(), carry_out);
+  } else {
+    for (size_t z = first; z < last; ++z) {
+      std::fill(q.begin(), q.end(), U{0});
+      for (size_t y = 0; y < s.ny; ++y) run((z * s.ny + y) * s.nx, s.nx, q.data(), P.data() + y * s.nx);
     }
+    if (carry_out) std::copy(P.begin(), P.end(), carry_out);
   }
-  exec.parallel_for(rows * segs, [&](size_t item) {
-    const size_t row = item / segs, seg = item % segs;
-    if (seg == 0) return;
-    const size_t begin = seg * kBlockElems, len = std::min(nx - begin, kBlockElems);
-    U* r = p + row * nx + begin;
-    const U offset = totals[item];
-    for (size_t k = 0; k < len; ++k) r[k] = static_cast<U>(r[k] + offset);
-  });
 }
 
-// Inclusive prefix sums along a strided axis: element (o, a, c) sits at
-// (o * axis + a) * inner + c; work items are (o, column range).
-template <typename U>
-void scan_rows(U* p, size_t outer, size_t axis, size_t inner, const Executor& exec) {
-  if (axis < 2) return;
-  const size_t chunks = (inner + kScanColumns - 1) / kScanColumns;
-  exec.parallel_for(outer * chunks, [&](size_t item) {
-    const size_t o = item / chunks, c0 = (item % chunks) * kScanColumns;
-    const size_t len = std::min(inner - c0, kScanColumns);
-    U* base = p + o * axis * inner + c0;
-    for (size_t a = 1; a < axis; ++a) {
-      U* row = base + a * inner;
-      const U* previous = row - inner;
-      for (size_t k = 0; k < len; ++k) row[k] = static_cast<U>(row[k] + previous[k]);
+// Second pass over [begin, end) of slab k > 0: add the carry (the last units of
+// all earlier slabs, summed) to the stored local sums, check the range, convert.
+template <typename T>
+void add_carry(const DecodeJob<T>& job, size_t k, size_t begin, size_t end) {
+  using I = typename Traits<T>::I;
+  using U = typename Traits<T>::U;
+  constexpr size_t W = sizeof(T);
+  constexpr U kPMax = static_cast<U>(Traits<T>::kPMax);
+  const size_t unit = job.grid.unit;
+  const U* carry = job.carry.data() + k * unit;
+  const T eb2 = job.eb2;
+  bool bad = false;
+  auto convert = [&](uint8_t* dst, size_t len, const U* add, bool broadcast) {
+    for (size_t j = 0; j < len; ++j) {
+      const U v = static_cast<U>(load_le<U>(dst + W * j) + add[broadcast ? 0 : j]);
+      bad |= static_cast<U>(v + kPMax) > static_cast<U>(2 * kPMax);
+      const T x = static_cast<T>(static_cast<I>(v)) * eb2;
+      std::memcpy(dst + W * j, &x, W);
     }
-  });
+  };
+  if (unit == 1) {
+    convert(job.dst + W * begin, end - begin, carry, true);
+  } else {
+    size_t at = (begin - job.grid.begin(k)) % unit;
+    for (size_t i = begin; i < end;) {
+      const size_t len = std::min(end - i, unit - at);
+      convert(job.dst + W * i, len, carry + at, false);
+      i += len;
+      at = 0;
+    }
+  }
+  require_format(!bad, "lorenzo: prequantized value out of range");
 }
 
 template <typename T>
 void decode_typed(ByteSpan codes, ByteSpan outliers, const Shape& s, const Config& config, Bytes& out,
                   const Executor& exec) {
-  using I = typename Traits<T>::I;
   using U = typename Traits<T>::U;
   constexpr size_t W = sizeof(T);
   const size_t n = s.n;
@@ -449,23 +769,35 @@ void decode_typed(ByteSpan codes, ByteSpan outliers, const Shape& s, const Confi
   const uint64_t deltas = load_le<uint64_t>(outliers.data + 8);
   const uint64_t raws = load_le<uint64_t>(outliers.data + 16);
   require_format(count <= n && deltas <= count && raws <= count, "lorenzo: outlier counts out of range");
-  const size_t index_width = n <= (uint64_t{1} << 32) ? 4 : 8;
+  DecodeJob<T> job;
+  job.index_width = n <= (uint64_t{1} << 32) ? 4 : 8;
   // count <= n <= SIZE_MAX / 32, so none of these sums can overflow.
-  const size_t kind_at = kHeaderBytes + count * index_width;
-  const size_t delta_at = kind_at + count;
-  const size_t raw_at = delta_at + deltas * W;
+  job.kind_at = kHeaderBytes + count * job.index_width;
+  job.delta_at = job.kind_at + count;
+  const size_t raw_at = job.delta_at + deltas * W;
   require_format(outliers.size == raw_at + raws * W, "lorenzo: outlier stream size does not match its counts");
+  job.codes = codes.data;
+  job.records = outliers.data;
+  job.count = count;
+  job.shape = s;
+  job.grid = make_slab_grid(s, exec.concurrency());
+  const SlabGrid& g = job.grid;
   const uint8_t* o = outliers.data;
-  auto index_of = [&](size_t r) -> uint64_t {
-    return index_width == 4 ? load_le<uint32_t>(o + kHeaderBytes + 4 * r) : load_le<uint64_t>(o + kHeaderBytes + 8 * r);
-  };
+  // Validate the records (in order) and find where each slab's records start.
+  job.slab_record.assign(g.slabs, count);
+  job.slab_delta.assign(g.slabs, deltas);
   {
     uint64_t previous = 0, a = 0, w = 0;
+    size_t next_slab = 0;
     for (size_t r = 0; r < count; ++r) {
-      const uint64_t index = index_of(r);
+      const uint64_t index = job.index_of(r);
       require_format(index < n && (r == 0 || index > previous), "lorenzo: outlier indices not increasing");
       previous = index;
-      const uint8_t kind = o[kind_at + r];
+      for (; next_slab < g.slabs && index >= g.begin(next_slab); ++next_slab) {
+        job.slab_record[next_slab] = r;
+        job.slab_delta[next_slab] = a;
+      }
+      const uint8_t kind = o[job.kind_at + r];
       require_format(kind != 0 && kind <= 7, "lorenzo: bad outlier kind");
       require_format((kind & kValueMask) != kValueFill || config.has_fill, "lorenzo: fill outlier without fill value");
       a += (kind & kHasDelta) != 0;
@@ -476,56 +808,49 @@ void decode_typed(ByteSpan codes, ByteSpan outliers, const Shape& s, const Confi
   out.clear();
   if (n == 0) return;
 
-  const size_t blocks = block_count_elems(n);
-  const U code_limit = static_cast<U>(2 * config.radius);  // valid codes: 0 .. 2R-1
-  std::unique_ptr<U[]> p(new U[n]);
-  exec.parallel_for(blocks, [&](size_t b) {
-    const size_t begin = b * kBlockElems, end = std::min(n, begin + kBlockElems);
-    bool bad = false;
-    for (size_t i = begin; i < end; ++i) {
-      const uint16_t code = load_le<uint16_t>(codes.data + 2 * i);
-      bad |= !(static_cast<U>(code) < code_limit);
-      p[i] = unzigzag(static_cast<U>(code));
-    }
-    require_format(!bad, "lorenzo: code out of radius");
+  job.code_limit = static_cast<U>(2 * config.radius);  // valid codes: 0 .. 2R-1
+  job.eb2 = static_cast<T>(config.eb) * 2;
+  out.resize(n * W);
+  job.dst = out.data();
+  if (g.slabs > 1) job.carry.resize(g.slabs * g.unit);
+  exec.parallel_for(g.slabs, [&](size_t k) {
+    FloatStateGuard guard;
+    if (g.rank == 3) decode_slab<T, 3>(job, k);
+    else if (g.rank == 2) decode_slab<T, 2>(job, k);
+    else decode_slab<T, 1>(job, k);
   });
-  // Outliers are known only from the records: each stored delta replaces the
-  // code-derived delta at its index, where the code must be 0 (canonical); the
-  // indices are distinct, so no position is written twice.
-  for (size_t r = 0, a = 0; r < count; ++r) {
-    if (!(o[kind_at + r] & kHasDelta)) continue;
-    const uint64_t index = index_of(r);
-    require_format(load_le<uint16_t>(codes.data + 2 * index) == 0, "lorenzo: nonzero code at an outlier position");
-    const U d = load_le<U>(o + delta_at + W * a++);
-    require_format(!(zigzag(d) < code_limit), "lorenzo: stored delta that fits a code");
-    p[index] = d;
+  if (g.slabs > 1) {
+    // carry[k] = sum of the last units of slabs 0 .. k-1, in place, back to front.
+    U* c = job.carry.data();
+    for (size_t k = g.slabs - 1; k >= 1; --k) {
+      U* own = c + k * g.unit;
+      std::copy(c + (k - 1) * g.unit, c + k * g.unit, own);
+    }
+    std::fill(c, c + g.unit, U{0});
+    for (size_t k = 2; k < g.slabs; ++k)
+      for (size_t j = 0; j < g.unit; ++j) c[k * g.unit + j] = static_cast<U>(c[k * g.unit + j] + c[(k - 1) * g.unit + j]);
+    struct Item {
+      size_t slab, begin, end;
+    };
+    std::vector<Item> items;
+    for (size_t k = 1; k < g.slabs; ++k)
+      for (size_t b = g.begin(k), e = g.begin(k + 1); b < e; b += std::min(e - b, kBlockElems))
+        items.push_back({k, b, std::min(e, b + kBlockElems)});
+    exec.parallel_for(items.size(), [&](size_t t) {
+      FloatStateGuard guard;
+      add_carry<T>(job, items[t].slab, items[t].begin, items[t].end);
+    });
   }
 
-  scan_x<U>(p.get(), s, exec);
-  scan_rows<U>(p.get(), s.nz, s.ny, s.nx, exec);
-  scan_rows<U>(p.get(), 1, s.nz, s.nx * s.ny, exec);
-
-  const T eb2 = static_cast<T>(config.eb) * 2;
-  out.resize(n * W);
+  // Specials: p must be 0 there. Every accepted p converts to a nonzero value
+  // unless p == 0 (|(T)p * eb2| >= eb2 > 0 otherwise), so the converted bits say it.
   uint8_t* dst = out.data();
-  exec.parallel_for(blocks, [&](size_t b) {
-    FloatStateGuard guard;
-    const size_t begin = b * kBlockElems, end = std::min(n, begin + kBlockElems);
-    bool bad = false;
-    for (size_t i = begin; i < end; ++i) {
-      const U u = p[i];
-      bad |= static_cast<U>(u + static_cast<U>(Traits<T>::kPMax)) > static_cast<U>(2 * static_cast<U>(Traits<T>::kPMax));
-      const T x = static_cast<T>(static_cast<I>(u)) * eb2;
-      std::memcpy(dst + i * W, &x, W);
-    }
-    require_format(!bad, "lorenzo: prequantized value out of range");
-  });
   const U sign_bit = U{1} << (8 * W - 1);
   for (size_t r = 0, w = 0; r < count; ++r) {
-    const uint8_t value = o[kind_at + r] & kValueMask;
+    const uint8_t value = o[job.kind_at + r] & kValueMask;
     if (value == kValueQuantized) continue;
-    const uint64_t index = index_of(r);
-    require_format(p[index] == 0, "lorenzo: special element with a nonzero prequantized value");
+    const uint64_t index = job.index_of(r);
+    require_format(load_le<U>(dst + index * W) == 0, "lorenzo: special element with a nonzero prequantized value");
     U bits = value == kValueRaw ? load_le<U>(o + raw_at + W * w++)
              : value == kValueFill ? static_cast<U>(config.fill_bits)
                                    : sign_bit;

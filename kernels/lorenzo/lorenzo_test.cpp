@@ -324,6 +324,114 @@ TEST(Lorenzo, SameBytesWithAnyThreadCount) {
   }
 }
 
+// The decoder cuts the slowest axis with extent > 1 into one slab per thread
+// (at least 2^14 elements each) and adds the earlier slabs' sums in a second
+// pass; these shapes put the cuts at odd places, and the slab boundaries (the
+// decoder's formula, for 2..7 slabs) get specials and outliers on both sides.
+std::vector<size_t> slab_boundaries(size_t units, size_t unit) {
+  std::vector<size_t> at;
+  for (size_t slabs = 2; slabs <= 7; ++slabs)
+    for (size_t k = 1; k < slabs && k < units; ++k) at.push_back(((units / slabs) * k + std::min(k, units % slabs)) * unit);
+  return at;
+}
+
+template <typename T>
+void expect_slab_grid_invisible(const Dims& dims, uint32_t radius) {
+  const size_t n = product(dims);
+  size_t ext[3] = {1, 1, 1};
+  std::copy(dims.begin(), dims.end(), ext + (3 - dims.size()));
+  const size_t unit = ext[0] > 1 ? ext[1] * ext[2] : ext[1] > 1 ? ext[2] : 1;
+  const size_t units = n / unit;
+  std::vector<T> v = synthetic<T>(Pattern::Smooth, n, static_cast<int>(n % 1000));
+  size_t k = 0;
+  for (size_t b : slab_boundaries(units, unit)) {
+    for (size_t i : {b - 1, b, b + 1}) {
+      if (i >= n) continue;
+      switch (k++ % 4) {
+        case 0: v[i] = std::numeric_limits<T>::quiet_NaN(); break;
+        case 1: v[i] = static_cast<T>(1e4); break;  // outliers here and at the neighbours
+        case 2: v[i] = static_cast<T>(-0.0); break;
+        default: v[i] = static_cast<T>(-1e4); break;
+      }
+    }
+  }
+  const double bound = 1e-3;
+  const lorenzo::Config c = make_config<T>(bound, radius);
+  const Outcome serial = round_trip(v, dims, bound, radius);
+  EXPECT_EQ(serial.violations, 0u);
+  if (units > 1) {
+    EXPECT_GT(serial.outliers, 0u);
+  }
+  Bytes expected;
+  lorenzo::decode(serial.streams.codes, serial.streams.outliers, dims, c, expected);
+  for (unsigned threads : {2u, 3u, 4u, 7u}) {
+    const testing::ThreadExecutor exec(threads);
+    lorenzo::Streams s;
+    lorenzo::encode(to_bytes(v), dims, c, bound, s, exec);
+    EXPECT_EQ(s.codes, serial.streams.codes) << threads;
+    EXPECT_EQ(s.outliers, serial.streams.outliers) << threads;
+    Bytes out;
+    lorenzo::decode(serial.streams.codes, serial.streams.outliers, dims, c, out, exec);
+    EXPECT_EQ(out, expected) << threads << " threads, dims[0] " << dims[0];
+  }
+}
+
+TEST(Lorenzo, SlabGridDoesNotChangeTheResult) {
+  const std::vector<Dims> shapes = {{3, 1, 70000}, {2, 40000},   {40000, 2},   {200003},    {70001, 1, 1},
+                                    {1, 70001, 1}, {9, 90, 91},  {1, 300, 301}, {5, 1, 9},  {1, 1, 1},
+                                    {1},           {17, 3, 2049}, {2, 2, 20000}, {33000, 1}};
+  for (const Dims& dims : shapes) {
+    expect_slab_grid_invisible<float>(dims, 512);
+    expect_slab_grid_invisible<float>(dims, 1);
+    expect_slab_grid_invisible<double>(dims, 32768);
+  }
+}
+
+// Hand-made 1-D stream: all codes 0, stored deltas of 2^23 at the given indices,
+// so p climbs by 2^23 at each; the last slabs see it only through their carry.
+Bytes climbing_outliers(const std::vector<uint32_t>& at) {
+  Bytes o;
+  append_le<uint64_t>(o, at.size());
+  append_le<uint64_t>(o, at.size());
+  append_le<uint64_t>(o, 0);
+  for (uint32_t i : at) append_le<uint32_t>(o, i);
+  for (size_t r = 0; r < at.size(); ++r) o.push_back(4);
+  for (size_t r = 0; r < at.size(); ++r) append_le<int32_t>(o, int32_t{1} << 23);
+  return o;
+}
+
+TEST(Lorenzo, RangeCheckedAfterTheCarry) {
+  const size_t n = 100000;
+  const Bytes codes(2 * n, 0);
+  lorenzo::Config c;
+  c.eb = 0.5;
+  c.radius = 512;
+  const testing::ThreadExecutor four(4);
+  // p reaches 2^24 = PMAX exactly: accepted, and the same with any slab grid.
+  const Bytes at_limit = climbing_outliers({0, 30000});
+  Bytes serial, threaded;
+  lorenzo::decode(codes, at_limit, {n}, c, serial);
+  lorenzo::decode(codes, at_limit, {n}, c, threaded, four);
+  EXPECT_EQ(serial, threaded);
+  EXPECT_EQ(from_bytes<float>(serial).back(), 16777216.0f);
+  // 1.5 * 2^24 from index 60000 on: slab 3 of 4 starts at 75000 with local sums of
+  // zero, so only its carry brings it out of range.
+  const Bytes beyond = climbing_outliers({0, 30000, 60000});
+  Bytes out;
+  EXPECT_THROW(lorenzo::decode(codes, beyond, {n}, c, out), FormatError);
+  EXPECT_THROW(lorenzo::decode(codes, beyond, {n}, c, out, four), FormatError);
+  EXPECT_THROW(lorenzo::decode(codes, beyond, {1, 1000, 100}, c, out, four), FormatError);
+  EXPECT_THROW(lorenzo::decode(codes, beyond, {1000, 1, 100}, c, out, four), FormatError);
+  // Damage in a later slab is found with any thread count.
+  Bytes bad_code = codes;
+  store_le<uint16_t>(bad_code.data() + 2 * 99999, 1024);
+  EXPECT_THROW(lorenzo::decode(bad_code, at_limit, {n}, c, out, four), FormatError);
+  EXPECT_THROW(lorenzo::decode(bad_code, at_limit, {10, 100, 100}, c, out, four), FormatError);
+  Bytes code_at_outlier = codes;
+  store_le<uint16_t>(code_at_outlier.data() + 2 * 30000, 2);
+  EXPECT_THROW(lorenzo::decode(code_at_outlier, at_limit, {n}, c, out, four), FormatError);
+}
+
 TEST(Lorenzo, CallerFloatingPointStateIgnoredAndRestored) {
 #if defined(__x86_64__)
   const std::vector<float> v = synthetic<float>(Pattern::Specials, 4096, 9);
