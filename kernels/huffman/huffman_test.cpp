@@ -259,6 +259,95 @@ TEST(Huffman, RoundTripsAroundBlockBoundaries) {
   }
 }
 
+// The decoder runs several blocks side by side (up to 6 at the time of
+// writing) until one nears its end; these cover block counts around that
+// group size, blocks of very different densities in one group (so lanes end
+// at different times), a short last block, and long codes in the middle of
+// short ones (the table's slow path inside the multi-symbol path).
+TEST(Huffman, RoundTripsGroupsOfBlocksOfUnequalDensity) {
+  const size_t S = 2048;
+  for (size_t blocks : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{6}, size_t{7}, size_t{11}, size_t{13}}) {
+    for (size_t last : {S, S / 2 + 3, size_t{1}}) {
+      std::vector<uint16_t> symbols;
+      for (size_t b = 0; b < blocks; ++b) {
+        const size_t count = b + 1 == blocks ? last : S;
+        // Alternating: nearly constant, skewed, uniform over a large alphabet.
+        const std::vector<uint16_t> part = b % 3 == 0   ? mostly_one(count, 7, 4096, b)
+                                           : b % 3 == 1 ? geometric(count, 0.5, 4096, b)
+                                                        : uniform(count, 4096, b);
+        symbols.insert(symbols.end(), part.begin(), part.end());
+      }
+      SCOPED_TRACE("blocks=" + std::to_string(blocks) + " last=" + std::to_string(last));
+      expect_round_trip(symbols, {4096, 24, static_cast<uint32_t>(S)});
+      expect_round_trip(symbols, {65536, 16, static_cast<uint32_t>(S)});
+    }
+  }
+}
+
+TEST(Huffman, LongCodesAmongOneBitCodesRoundTrip) {
+  // Symbol 0 in ~97% of places (a 1-bit code), the rest spread so that codes
+  // run up to the 24-bit limit; many blocks so the side-by-side path runs.
+  std::mt19937_64 rng(61);
+  std::vector<uint16_t> symbols(200000);
+  for (auto& x : symbols) x = rng() % 32 == 0 ? static_cast<uint16_t>(1 + rng() % 65535) : 0;
+  for (unsigned limit : {16u, 20u, 24u}) {
+    const Config config{65536, limit, 1000};
+    expect_round_trip(symbols, config);
+    const Bytes coded = encode(symbols, config);
+    const testing::ThreadExecutor threads(3);
+    EXPECT_EQ(decode(coded, 64 * kMiB, threads), to_bytes(symbols));
+  }
+}
+
+TEST(Huffman, SingleSymbolStreamsOfManyBlocksRoundTrip) {
+  for (size_t n : {size_t{1}, size_t{100}, size_t{5 * 64 + 1}, size_t{6 * 64}, size_t{13 * 64 + 63}, size_t{100000}}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    expect_round_trip(std::vector<uint16_t>(n, 3), {4, 2, 64});
+    expect_round_trip(std::vector<uint16_t>(n, 3), {4, 2, 4096});
+  }
+}
+
+// With several bad blocks, the error reported is the first one's, as a
+// decoder going block by block would report it, whatever the threads.
+TEST(Huffman, TheFirstBadBlockNamesTheError) {
+  // One symbol, code "0": a block of S symbols is ceil(S / 32) zero words and
+  // any 1 bit is an invalid code, or a padding error in the last word's
+  // spare bits. 13 blocks; bits are set in (block, word) pairs.
+  const auto stream = [](uint32_t S, std::initializer_list<std::pair<size_t, size_t>> bits) {
+    Bytes b = encode(std::vector<uint16_t>(13 * size_t{S}, 1), {2, 1, S});
+    const size_t words = (S + 31) / 32;
+    const size_t payload_at = b.size() - 13 * words * 4;
+    for (const auto& [block, word] : bits) b[payload_at + 4 * (words * block + word)] |= 1;
+    return b;
+  };
+  const auto error_of = [](const Bytes& s, const Executor& exec) -> std::string {
+    try {
+      decode(s, 64 * kMiB, exec);
+    } catch (const FormatError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::string invalid = "Huffman: invalid code in the bitstream";
+  const std::string padding = "Huffman: non-zero padding bits";
+  const Executor& serial = serial_executor();
+  EXPECT_EQ(error_of(stream(4096, {}), serial), "accepted");
+  EXPECT_EQ(error_of(stream(4096, {{9, 5}}), serial), invalid);
+  EXPECT_EQ(error_of(stream(4096, {{12, 127}}), serial), invalid);
+  // S = 4095: the last bit of each block's 128th word is padding.
+  EXPECT_EQ(error_of(stream(4095, {{1, 127}, {4, 3}}), serial), padding);
+  EXPECT_EQ(error_of(stream(4095, {{1, 3}, {4, 127}}), serial), invalid);
+  EXPECT_EQ(error_of(stream(4095, {{0, 0}, {5, 127}}), serial), invalid);
+  EXPECT_EQ(error_of(stream(4095, {{5, 127}, {6, 0}}), serial), padding);
+  EXPECT_EQ(error_of(stream(4095, {{5, 127}, {11, 0}}), serial), padding);
+  // With threads, which of two bad blocks is reported depends on timing (the
+  // executor rethrows the first exception), as it did before; one bad block
+  // gives its own error.
+  const testing::ThreadExecutor threads(4);
+  EXPECT_EQ(error_of(stream(4095, {{7, 127}}), threads), padding);
+  EXPECT_EQ(error_of(stream(4095, {{12, 2}}), threads), invalid);
+}
+
 TEST(Huffman, EveryLengthLimitRoundTrips) {
   // Symbols with Fibonacci-like counts want very long codes; every limit that
   // can hold the alphabet must still give a valid code and a round trip.
