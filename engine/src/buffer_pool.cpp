@@ -26,7 +26,9 @@ Bytes acquire_buffer() {
                                   [](const Bytes& a, const Bytes& b) { return a.capacity() < b.capacity(); });
   Bytes b = std::move(*largest);
   buffers.erase(largest);
-  b.clear();
+#ifdef FZ_POISON_REUSED_BUFFERS
+  std::fill(b.begin(), b.end(), uint8_t{0xA5});
+#endif
   return b;
 }
 

@@ -97,11 +97,11 @@ size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& c
       outs.push_back(*v);
     }
     const bool makes_chunk = node->inputs.size() == 1 && node->inputs[0] == kChunk;
-    if (dst && makes_chunk && outs.size() == 1 && outs[0].size <= capacity &&
-        node->stage->inverse_into(outs, dst, ctx)) {
-      const size_t length = outs[0].size;
-      release_outputs(*node);
-      return length;  // the chunk's producer is the last stage inverted
+    if (dst && makes_chunk) {
+      if (const std::optional<size_t> length = node->stage->inverse_into(outs, dst, capacity, ctx)) {
+        release_outputs(*node);
+        return *length;  // the chunk's producer is the last stage inverted
+      }
     }
     std::vector<Bytes> ins;
     for (size_t i = 0; i < node->inputs.size(); ++i) ins.push_back(acquire_buffer());

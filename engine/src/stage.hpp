@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,13 +58,14 @@ class Stage {
   // Throws FormatError when the streams are malformed.
   virtual void inverse(const std::vector<ByteSpan>& outputs, std::vector<Bytes>& inputs,
                        const StageContext& ctx) const = 0;
-  // For a one-input stage whose input has the length of its one output: the
-  // inverse written straight into `dst` (outputs[0].size bytes). Returns false
-  // when the stage cannot, and the caller uses inverse(). Saves the last copy
-  // of a decoded chunk.
-  virtual bool inverse_into(const std::vector<ByteSpan>& outputs, uint8_t* dst, const StageContext& ctx) const {
-    (void)outputs, (void)dst, (void)ctx;
-    return false;
+  // For a stage whose one input is the chunk: the inverse written straight into
+  // `dst` (capacity bytes), saving the last copy of a decoded chunk. Returns
+  // the bytes written, or nothing when the stage cannot (or the result would
+  // not fit) and the caller uses inverse(), which reports any error.
+  virtual std::optional<size_t> inverse_into(const std::vector<ByteSpan>& outputs, uint8_t* dst, size_t capacity,
+                                             const StageContext& ctx) const {
+    (void)outputs, (void)dst, (void)capacity, (void)ctx;
+    return std::nullopt;
   }
 };
 

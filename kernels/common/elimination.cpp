@@ -341,8 +341,7 @@ void encode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, const
   // Each sub-chunk codes into its own kBlockBytes slot after the header, so the
   // threads never share output and the result cannot depend on scheduling;
   // the slots are then packed to the front in order.
-  out.clear();
-  out.resize(header + chunks * kBlockBytes);
+  out.resize(header + chunks * kBlockBytes);  // every byte kept is written below
   std::vector<uint16_t> sizes(chunks);
   exec.parallel_for(chunks, [&](size_t i) {
     const ByteSpan sub = in.subspan(i * kBlockBytes, block_length(n, i));
@@ -369,7 +368,6 @@ void encode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, const
 void decode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, size_t max_out,
                    const Executor& exec) {
   check_word_size(word_size);
-  out.clear();
   require_format(in.size >= 8, "RZE/RRE: stream shorter than its header");
   const uint64_t n = load_le<uint64_t>(in.data);
   require_format(n <= max_out, "RZE/RRE: decoded size exceeds the allowed maximum");
@@ -387,7 +385,8 @@ void decode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, size_
   }
   require_format(payload == in.size - header, "RZE/RRE: payload length disagrees with the size table");
 
-  // Only now, with the table consistent with the input length, allocate.
+  // Only now, with the table consistent with the input length, allocate. Every
+  // byte is written below (raw copy or decoded sub-chunk).
   out.resize(n);
   try {
     exec.parallel_for(chunks, [&](size_t i) {

@@ -84,6 +84,12 @@ void encode(ByteSpan in, const Config& config, Streams& out, const Executor& exe
 void decode(ByteSpan codes, ByteSpan outliers, ByteSpan params, Bytes& out, size_t max_out,
             const Executor& exec = serial_executor());
 
+// The decoded size in bytes that params announce (validated; FormatError).
+uint64_t decoded_bytes(ByteSpan params);
+// decode() into dst, which holds decoded_bytes(params) bytes; the caller has
+// checked that size against its limits. Throws FormatError as decode() does.
+void decode_into(ByteSpan codes, ByteSpan outliers, ByteSpan params, uint8_t* dst,
+                 const Executor& exec = serial_executor());
 // Parses and validates params alone (for tools); throws FormatError.
 Params read_params(ByteSpan params);
 

@@ -530,8 +530,35 @@ void check_params_typed(const Params& p) {
   }
 }
 
+// ABS/NOA codes of one block: every element gets (T)unzigzag(code - 1) * step,
+// outliers (code 0) included, in a loop without data-dependent branches that
+// the compiler vectorises; the outliers are written over afterwards. Returns
+// the number of zero codes; false in `ok` when a code is out of range.
 template <typename T>
-void decode_block(const uint8_t* codes, size_t n, const uint8_t* outliers, uint8_t* out, const Params& p) {
+size_t decode_abs_values(const uint8_t* codes, size_t n, uint8_t* out, T step, bool& ok) {
+  using U = UintOf<T>;
+  // Signed integer of the element's width: float codes stay below 2^30, so
+  // unzigzag fits 32 bits and converts with the same rounding as the int64
+  // path (one correctly rounded int -> T conversion either way).
+  using S = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  U out_of_range = 0;
+  size_t zeros = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const U code = load_le<U>(codes + i * sizeof(T));
+    const U z = static_cast<U>(code - 1);
+    zeros += code == 0;
+    out_of_range |= static_cast<U>((code != 0) & (z > static_cast<U>(kAbsMaxZigzag<T>)));
+    const S b = static_cast<S>(z >> 1) ^ -static_cast<S>(z & 1);
+    store_le<U>(out + i * sizeof(T), to_bits(static_cast<T>(b) * step));
+  }
+  ok = out_of_range == 0;
+  return zeros;
+}
+
+// Any method and mode, one element at a time (REL, CONSTANT). Returns the
+// number of outliers taken from `outliers`.
+template <typename T>
+size_t decode_general_block(const uint8_t* codes, size_t n, const uint8_t* outliers, uint8_t* out, const Params& p) {
   using U = UintOf<T>;
   const T step = from_bits<T>(static_cast<U>(p.step_bits));
   size_t k = 0;
@@ -544,7 +571,7 @@ void decode_block(const uint8_t* codes, size_t n, const uint8_t* outliers, uint8
     } else if (p.method == Method::kConstant) {
       require_format(code == 1, "quantize: constant code other than 1");
       bits = static_cast<U>(p.step_bits);
-    } else if (p.mode == Mode::kRel) {
+    } else {  // REL
       if (code <= 2) {
         bits = code == 1 ? U{0} : kSignBit<T>;
       } else {
@@ -555,47 +582,80 @@ void decode_block(const uint8_t* codes, size_t n, const uint8_t* outliers, uint8
         require_format(pw(static_cast<T>(unzigzag(z)) * step, r), "quantize: REL code leaves the exponent range");
         bits = to_bits(r) | ((c & 1) ? kSignBit<T> : U{0});
       }
-    } else {
-      const uint64_t z = static_cast<uint64_t>(code) - 1;
-      require_format(z <= kAbsMaxZigzag<T>, "quantize: code out of range");
-      bits = to_bits(static_cast<T>(unzigzag(z)) * step);
     }
     store_le<U>(out + i * sizeof(T), bits);
   }
+  return k;
 }
 
 template <typename T>
-void decode_typed(ByteSpan codes, ByteSpan outliers, const Params& p, Bytes& out, const Executor& exec) {
+size_t count_zero_codes(const uint8_t* codes, size_t n) {
+  using U = UintOf<T>;
+  size_t zeros = 0;
+  for (size_t i = 0; i < n; ++i) zeros += load_le<U>(codes + i * sizeof(T)) == 0;
+  return zeros;
+}
+
+// Writes the outliers of one block over its zero-code elements, in order.
+template <typename T>
+void place_outliers(const uint8_t* codes, size_t n, const uint8_t* outliers, uint8_t* out) {
+  using U = UintOf<T>;
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (load_le<U>(codes + i * sizeof(T)) == 0) {
+      std::memcpy(out + i * sizeof(T), outliers + k * sizeof(T), sizeof(T));
+      ++k;
+    }
+}
+
+// Decodes into dst (p.count elements). ABS/NOA make one vectorised pass that
+// also counts each block's outliers, then place the outliers of the blocks
+// that have any; REL and CONSTANT count first, then decode element by element.
+template <typename T>
+void decode_typed(ByteSpan codes, ByteSpan outliers, const Params& p, uint8_t* dst, const Executor& exec) {
   using U = UintOf<T>;
   check_params_typed<T>(p);
   const size_t bytes = static_cast<size_t>(p.count) * sizeof(T);
   if (p.method == Method::kLossless) {
     require_format(codes.size == 0, "quantize: lossless chunk with codes");
     require_format(outliers.size == bytes, "quantize: lossless outliers do not match the count");
-    out.assign(outliers.data, outliers.data + outliers.size);
+    if (bytes) std::memcpy(dst, outliers.data, bytes);
     return;
   }
   require_format(codes.size == bytes, "quantize: codes do not match the element count");
+  require_format(outliers.size % sizeof(T) == 0, "quantize: outlier stream is not whole elements");
   const size_t blocks = block_count(bytes);
-  // Pass 1: outliers per block, so every block knows where its outliers start.
-  std::vector<size_t> first(blocks + 1, 0);
-  exec.parallel_for(blocks, [&](size_t block) {
-    const size_t n = block_length(bytes, block) / sizeof(T);
-    const uint8_t* c = codes.data + block * kBlockBytes;
-    size_t zeros = 0;
-    for (size_t i = 0; i < n; ++i) zeros += load_le<U>(c + i * sizeof(T)) == 0;
-    first[block + 1] = zeros;
-  });
+  const auto block_elements = [&](size_t block) { return block_length(bytes, block) / sizeof(T); };
+  std::vector<size_t> first(blocks + 1, 0);  // outliers before each block
+  const bool abs_values = p.method == Method::kQuantized && p.mode != Mode::kRel;
+  if (abs_values) {
+    const T step = from_bits<T>(static_cast<U>(p.step_bits));
+    std::vector<uint8_t> ok(blocks, 1);
+    exec.parallel_for(blocks, [&](size_t block) {
+      DefaultFpEnv env;
+      const size_t begin = block * kBlockBytes;
+      bool block_ok = true;
+      first[block + 1] = decode_abs_values<T>(codes.data + begin, block_elements(block), dst + begin, step, block_ok);
+      ok[block] = block_ok;
+    });
+    for (size_t b = 0; b < blocks; ++b) require_format(ok[b] != 0, "quantize: code out of range");
+  } else {
+    exec.parallel_for(blocks, [&](size_t block) {
+      first[block + 1] = count_zero_codes<T>(codes.data + block * kBlockBytes, block_elements(block));
+    });
+  }
   for (size_t b = 0; b < blocks; ++b) first[b + 1] += first[b];
-  require_format(first[blocks] == outliers.size / sizeof(T) && outliers.size % sizeof(T) == 0,
-                 "quantize: outlier stream does not match the zero codes");
-  out.resize(bytes);
-  uint8_t* dst = out.data();
+  require_format(first[blocks] == outliers.size / sizeof(T), "quantize: outlier stream does not match the zero codes");
   exec.parallel_for(blocks, [&](size_t block) {
-    DefaultFpEnv env;
     const size_t begin = block * kBlockBytes;
-    decode_block<T>(codes.data + begin, block_length(bytes, block) / sizeof(T),
-                    outliers.data + first[block] * sizeof(T), dst + begin, p);
+    const uint8_t* block_outliers = outliers.data + first[block] * sizeof(T);
+    if (abs_values) {
+      if (first[block + 1] != first[block])
+        place_outliers<T>(codes.data + begin, block_elements(block), block_outliers, dst + begin);
+    } else {
+      DefaultFpEnv env;
+      decode_general_block<T>(codes.data + begin, block_elements(block), block_outliers, dst + begin, p);
+    }
   });
 }
 
@@ -642,13 +702,29 @@ Params read_params(ByteSpan params) {
   return out;
 }
 
+uint64_t decoded_bytes(ByteSpan params) {
+  const Params p = read_params(params);
+  require_format(p.count <= UINT64_MAX / p.width, "quantize: element count overflows");
+  return p.count * p.width;
+}
+
+void decode_into(ByteSpan codes, ByteSpan outliers, ByteSpan params, uint8_t* dst, const Executor& exec) {
+  const Params p = read_params(params);
+  if (p.width == 4)
+    decode_typed<float>(codes, outliers, p, dst, exec);
+  else
+    decode_typed<double>(codes, outliers, p, dst, exec);
+}
+
 void decode(ByteSpan codes, ByteSpan outliers, ByteSpan params, Bytes& out, size_t max_out, const Executor& exec) {
   const Params p = read_params(params);
   require_format(p.count <= max_out / p.width, "quantize: chunk larger than allowed");
-  if (p.width == 4)
-    decode_typed<float>(codes, outliers, p, out, exec);
-  else
-    decode_typed<double>(codes, outliers, p, out, exec);
+  const size_t bytes = static_cast<size_t>(p.count) * p.width;
+  // The stream that holds one word per element must match before allocating.
+  require_format(bytes == (p.method == Method::kLossless ? outliers.size : codes.size),
+                 "quantize: streams do not match the element count");
+  out.resize(bytes);  // every byte is written
+  decode_into(codes, outliers, params, out.data(), exec);
 }
 
 }  // namespace fz::quantize

@@ -39,6 +39,13 @@ class QuantizeStage final : public Stage {
     in.resize(1);
     quantize::decode(out.at(0), out.at(1), out.at(2), in[0], ctx.max_stream_bytes, ctx.exec);
   }
+  std::optional<size_t> inverse_into(const std::vector<ByteSpan>& out, uint8_t* dst, size_t capacity,
+                                     const StageContext& ctx) const override {
+    const uint64_t bytes = quantize::decoded_bytes(out.at(2));
+    if (bytes > capacity || bytes > ctx.max_stream_bytes) return std::nullopt;  // inverse() reports it
+    quantize::decode_into(out.at(0), out.at(1), out.at(2), dst, ctx.exec);
+    return static_cast<size_t>(bytes);
+  }
 
  private:
   quantize::Config config_;

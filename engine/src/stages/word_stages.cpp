@@ -48,10 +48,11 @@ class WordStage final : public Stage {
       decode_(out.at(0), width_, in[0], ctx.exec);
     }
   }
-  bool inverse_into(const std::vector<ByteSpan>& out, uint8_t* dst, const StageContext& ctx) const override {
-    if (!decode_into_) return false;
+  std::optional<size_t> inverse_into(const std::vector<ByteSpan>& out, uint8_t* dst, size_t capacity,
+                                     const StageContext& ctx) const override {
+    if (!decode_into_ || out.at(0).size > capacity) return std::nullopt;  // same length as its input
     decode_into_(out.at(0), width_, dst, ctx.exec);
-    return true;
+    return out.at(0).size;
   }
 
  private:
