@@ -23,6 +23,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "common/blocks.hpp"
 #include "common/error.hpp"
 
@@ -534,23 +538,97 @@ void check_params_typed(const Params& p) {
 // outliers (code 0) included, in a loop without data-dependent branches that
 // the compiler vectorises; the outliers are written over afterwards. Returns
 // the number of zero codes; false in `ok` when a code is out of range.
+// ABS/NOA codes of one block: every element gets (T)unzigzag(code - 1) * step,
+// outliers (code 0) included, without data-dependent branches; the outliers
+// are written over afterwards. Returns the number of zero codes; `ok` false
+// when a code is out of range. GCC does not vectorise this loop for x86-64's
+// baseline SSE2 (no unsigned or 64-bit compares, no int64 -> double), so the
+// SSE2 loops below are written out; the scalar loop does the tail and the
+// other targets and gives the same values.
 template <typename T>
-size_t decode_abs_values(const uint8_t* codes, size_t n, uint8_t* out, T step, bool& ok) {
+size_t decode_abs_values_scalar(const uint8_t* codes, size_t n, uint8_t* out, T step, UintOf<T>& out_of_range) {
   using U = UintOf<T>;
-  // Signed integer of the element's width: float codes stay below 2^30, so
-  // unzigzag fits 32 bits and converts with the same rounding as the int64
-  // path (one correctly rounded int -> T conversion either way).
-  using S = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
-  U out_of_range = 0;
   size_t zeros = 0;
   for (size_t i = 0; i < n; ++i) {
     const U code = load_le<U>(codes + i * sizeof(T));
     const U z = static_cast<U>(code - 1);
     zeros += code == 0;
     out_of_range |= static_cast<U>((code != 0) & (z > static_cast<U>(kAbsMaxZigzag<T>)));
-    const S b = static_cast<S>(z >> 1) ^ -static_cast<S>(z & 1);
-    store_le<U>(out + i * sizeof(T), to_bits(static_cast<T>(b) * step));
+    store_le<U>(out + i * sizeof(T), to_bits(static_cast<T>(unzigzag(z)) * step));
   }
+  return zeros;
+}
+
+#if defined(__SSE2__)
+// float: z < 2^30 for a valid code, so unzigzag fits int32 and cvtdq2ps is the
+// same correctly rounded conversion as the scalar int64 -> float.
+size_t decode_abs_values_sse2(const uint8_t* codes, size_t n, uint8_t* out, float step, uint32_t& out_of_range,
+                              size_t& done) {
+  const __m128i one = _mm_set1_epi32(1);
+  const __m128 step4 = _mm_set1_ps(step);
+  __m128i zero_count = _mm_setzero_si128(), high = _mm_setzero_si128();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m128i code = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 4 * i));
+    const __m128i is_zero = _mm_cmpeq_epi32(code, _mm_setzero_si128());
+    const __m128i z = _mm_sub_epi32(code, one);
+    high = _mm_or_si128(high, _mm_andnot_si128(is_zero, z));
+    zero_count = _mm_sub_epi32(zero_count, is_zero);
+    const __m128i b = _mm_xor_si128(_mm_srli_epi32(z, 1), _mm_sub_epi32(_mm_setzero_si128(), _mm_and_si128(z, one)));
+    _mm_storeu_ps(reinterpret_cast<float*>(out + 4 * i), _mm_mul_ps(_mm_cvtepi32_ps(b), step4));
+  }
+  alignas(16) uint32_t lanes[4], bits[4];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), zero_count);
+  _mm_store_si128(reinterpret_cast<__m128i*>(bits), high);
+  out_of_range |= ((bits[0] | bits[1] | bits[2] | bits[3]) > kAbsMaxZigzag<float>) ? 1u : 0u;
+  done = i;
+  return size_t{lanes[0]} + lanes[1] + lanes[2] + lanes[3];
+}
+
+// double: the magic-number conversion, exact for |b| < 2^51: the bits of
+// 1.5*2^52 + b, as a double, minus 1.5*2^52, is b. Blocks with a larger code
+// (never seen from real bounds) redo the scalar loop, which converts exactly
+// or correctly rounded; both give the same value where both apply.
+size_t decode_abs_values_sse2(const uint8_t* codes, size_t n, uint8_t* out, double step, uint64_t& out_of_range,
+                              size_t& done) {
+  constexpr uint64_t kMagicBits = 0x4338000000000000ull;  // 1.5 * 2^52
+  const __m128i one = _mm_set1_epi64x(1), magic_bits = _mm_set1_epi64x(static_cast<long long>(kMagicBits));
+  const __m128d magic = _mm_castsi128_pd(magic_bits), step2 = _mm_set1_pd(step);
+  __m128i zero_count = _mm_setzero_si128(), high = _mm_setzero_si128();
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const __m128i code = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 8 * i));
+    const __m128i half_zero = _mm_cmpeq_epi32(code, _mm_setzero_si128());
+    const __m128i is_zero = _mm_and_si128(half_zero, _mm_shuffle_epi32(half_zero, 0xB1));  // both halves zero
+    const __m128i z = _mm_sub_epi64(code, one);
+    high = _mm_or_si128(high, _mm_andnot_si128(is_zero, z));
+    zero_count = _mm_sub_epi64(zero_count, is_zero);
+    const __m128i b = _mm_xor_si128(_mm_srli_epi64(z, 1), _mm_sub_epi64(_mm_setzero_si128(), _mm_and_si128(z, one)));
+    const __m128d value = _mm_sub_pd(_mm_castsi128_pd(_mm_add_epi64(b, magic_bits)), magic);
+    _mm_storeu_pd(reinterpret_cast<double*>(out + 8 * i), _mm_mul_pd(value, step2));
+  }
+  alignas(16) uint64_t lanes[2], bits[2];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), zero_count);
+  _mm_store_si128(reinterpret_cast<__m128i*>(bits), high);
+  const uint64_t coded = bits[0] | bits[1];
+  out_of_range |= coded > kAbsMaxZigzag<double> ? 1u : 0u;
+  if (coded >> 52) {  // some |b| >= 2^51: convert the whole block the general way
+    done = 0;
+    return 0;
+  }
+  done = i;
+  return lanes[0] + lanes[1];
+}
+#endif
+
+template <typename T>
+size_t decode_abs_values(const uint8_t* codes, size_t n, uint8_t* out, T step, bool& ok) {
+  UintOf<T> out_of_range = 0;
+  size_t zeros = 0, done = 0;
+#if defined(__SSE2__)
+  zeros = decode_abs_values_sse2(codes, n, out, step, out_of_range, done);
+#endif
+  zeros += decode_abs_values_scalar<T>(codes + done * sizeof(T), n - done, out + done * sizeof(T), step, out_of_range);
   ok = out_of_range == 0;
   return zeros;
 }

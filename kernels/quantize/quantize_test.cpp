@@ -463,6 +463,57 @@ TEST(QuantizeHostile, MalformedStreamsThrowFormatError) {
   bad(words<uint32_t>({0}), s.outliers, s.params, 4, "lossless codes");
 }
 
+// The decoder converts double codes with |b| < 2^51 by the magic-number method
+// and falls back to a general conversion for a block with larger codes. Values
+// near 5e3 at ABS 1e-12 give |b| around 2^51.2; a block holding one of them
+// among small codes, and blocks of wide codes only, must stay within the bound.
+TEST(Quantize, DoubleCodesBeyondTwoToTheFiftyOne) {
+  std::vector<double> v(3 * 2048 + 3);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 1e-11 * std::sin(i * 0.37);
+  v[2048 + 5] = 5234.5678901234;  // second block: one wide code
+  for (size_t i = 2 * 2048; i < v.size(); ++i) v[i] = 5000.0 + std::sin(i * 0.1);  // third block on: wide
+  Config c;
+  c.width = 8;
+  c.mode = Mode::kAbs;
+  c.bound = 1e-12;
+  Streams s;
+  const Bytes in = as_bytes(v);
+  const Bytes out = round_trip(in, c, &s);
+  EXPECT_EQ(violations<double>(in, out, c), 0u);
+  size_t wide = 0;
+  for (size_t i = 0; i < v.size(); ++i) wide += load_le<uint64_t>(s.codes.data() + 8 * i) - 1 >= (uint64_t{1} << 52);
+  EXPECT_GT(wide, 1000u) << "the test must reach codes with |b| >= 2^51";
+  EXPECT_GT(load_le<uint64_t>(s.codes.data() + 8 * (2048 + 5)), uint64_t{1} << 52) << "the lone wide code";
+}
+
+// A code out of range is refused wherever it sits: inside the vector loop or in
+// the scalar tail of a block (n % 4 != 0 for float, odd n for double).
+TEST(QuantizeHostile, CodeOutOfRangeAnywhere) {
+  auto check = [](auto zero, unsigned width, size_t n, uint64_t bad_code) {
+    using T = decltype(zero);
+    std::vector<T> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<T>(std::sin(i * 0.01));
+    Config c;
+    c.width = width;
+    c.bound = 1e-3;
+    Streams s;
+    quantize::encode(as_bytes(v), c, s);
+    ASSERT_EQ(s.outliers.size(), 0u);
+    for (size_t at : {size_t{0}, size_t{1}, n / 2, n - 2, n - 1}) {
+      Bytes codes = s.codes;
+      if (width == 4)
+        store_le<uint32_t>(codes.data() + 4 * at, static_cast<uint32_t>(bad_code));
+      else
+        store_le<uint64_t>(codes.data() + 8 * at, bad_code);
+      Bytes out;
+      EXPECT_THROW(quantize::decode(codes, s.outliers, s.params, out, SIZE_MAX), FormatError)
+          << "width " << width << " n " << n << " at " << at;
+    }
+  };
+  for (size_t n : {size_t{7}, size_t{4097}, size_t{4099}}) check(float{}, 4, n, uint64_t{1} << 30 | 1);
+  for (size_t n : {size_t{7}, size_t{2049}, size_t{4099}}) check(double{}, 8, n, (uint64_t{1} << 62) | 1);
+}
+
 TEST(QuantizeHostile, BadConfigIsUsageError) {
   Streams s;
   const Bytes in(8, 0);
