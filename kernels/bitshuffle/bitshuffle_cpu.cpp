@@ -145,6 +145,79 @@ void words_to_byte_planes<8>(const uint8_t* words, size_t m, uint8_t* planes) {
   }
 }
 
+// 2- and 4-byte words: byte planes <-> words by rounds of byte unpacks. Each
+// round of unpacklo/unpackhi on register pairs is a perfect shuffle, so
+// log2(16) rounds deinterleave (words -> planes) and log2(W) rounds interleave
+// (planes -> words). 16 words per step; the scalar loop does the rest.
+template <>
+void words_to_byte_planes<2>(const uint8_t* words, size_t m, uint8_t* planes) {
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    const __m128i w0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words + 2 * i));
+    const __m128i w1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words + 2 * i + 16));
+    const __m128i t0 = _mm_unpacklo_epi8(w0, w1), t1 = _mm_unpackhi_epi8(w0, w1);
+    const __m128i u0 = _mm_unpacklo_epi8(t0, t1), u1 = _mm_unpackhi_epi8(t0, t1);
+    const __m128i v0 = _mm_unpacklo_epi8(u0, u1), v1 = _mm_unpackhi_epi8(u0, u1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + i), _mm_unpacklo_epi8(v0, v1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + m + i), _mm_unpackhi_epi8(v0, v1));
+  }
+  for (; i < m; ++i)
+    for (unsigned b = 0; b < 2; ++b) planes[b * m + i] = words[i * 2 + b];
+}
+
+template <>
+void byte_planes_to_words<2>(const uint8_t* planes, size_t m, uint8_t* words) {
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    const __m128i p0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + i));
+    const __m128i p1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + m + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(words + 2 * i), _mm_unpacklo_epi8(p0, p1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(words + 2 * i + 16), _mm_unpackhi_epi8(p0, p1));
+  }
+  for (; i < m; ++i)
+    for (unsigned b = 0; b < 2; ++b) words[i * 2 + b] = planes[b * m + i];
+}
+
+template <>
+void words_to_byte_planes<4>(const uint8_t* words, size_t m, uint8_t* planes) {
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m128i w[4];
+    for (int k = 0; k < 4; ++k) w[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words + 4 * i + 16 * k));
+    const __m128i t0 = _mm_unpacklo_epi8(w[0], w[1]), t1 = _mm_unpackhi_epi8(w[0], w[1]);
+    const __m128i t2 = _mm_unpacklo_epi8(w[2], w[3]), t3 = _mm_unpackhi_epi8(w[2], w[3]);
+    const __m128i u0 = _mm_unpacklo_epi8(t0, t1), u1 = _mm_unpackhi_epi8(t0, t1);
+    const __m128i u2 = _mm_unpacklo_epi8(t2, t3), u3 = _mm_unpackhi_epi8(t2, t3);
+    // v0 = byte 0 of words 0-7 | byte 1 of words 0-7; v1 = bytes 2 | 3; v2, v3: words 8-15.
+    const __m128i v0 = _mm_unpacklo_epi8(u0, u1), v1 = _mm_unpackhi_epi8(u0, u1);
+    const __m128i v2 = _mm_unpacklo_epi8(u2, u3), v3 = _mm_unpackhi_epi8(u2, u3);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + i), _mm_unpacklo_epi64(v0, v2));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + m + i), _mm_unpackhi_epi64(v0, v2));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + 2 * m + i), _mm_unpacklo_epi64(v1, v3));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(planes + 3 * m + i), _mm_unpackhi_epi64(v1, v3));
+  }
+  for (; i < m; ++i)
+    for (unsigned b = 0; b < 4; ++b) planes[b * m + i] = words[i * 4 + b];
+}
+
+template <>
+void byte_planes_to_words<4>(const uint8_t* planes, size_t m, uint8_t* words) {
+  size_t i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m128i p[4];
+    for (int k = 0; k < 4; ++k) p[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(planes + k * m + i));
+    const __m128i a0 = _mm_unpacklo_epi8(p[0], p[1]), a1 = _mm_unpackhi_epi8(p[0], p[1]);
+    const __m128i c0 = _mm_unpacklo_epi8(p[2], p[3]), c1 = _mm_unpackhi_epi8(p[2], p[3]);
+    __m128i* out = reinterpret_cast<__m128i*>(words + 4 * i);
+    _mm_storeu_si128(out + 0, _mm_unpacklo_epi16(a0, c0));
+    _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(a0, c0));
+    _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(a1, c1));
+    _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(a1, c1));
+  }
+  for (; i < m; ++i)
+    for (unsigned b = 0; b < 4; ++b) words[i * 4 + b] = planes[b * m + i];
+}
+
 template <>
 void byte_planes_to_words<8>(const uint8_t* planes, size_t m, uint8_t* words) {
   for (size_t i = 0; i < m; i += 8) {
@@ -163,9 +236,7 @@ void encode_block(const uint8_t* in, size_t length, uint8_t* out) {
   if constexpr (W == 1) {
     bytes_to_planes(in, m, out);
   } else {
-    // Zeroed only because GCC's -Wmaybe-uninitialized cannot see that the next
-    // line fills every byte that is read; it costs one 16 KiB memset per block.
-    alignas(16) uint8_t byte_planes[kBlockBytes] = {};
+    alignas(16) uint8_t byte_planes[kBlockBytes];  // every byte read is written first
     words_to_byte_planes<W>(in, m, byte_planes);
     for (unsigned b = 0; b < W; ++b) bytes_to_planes(byte_planes + b * m, m, out + b * m);
   }
