@@ -62,5 +62,9 @@ void encode(ByteSpan in, const std::vector<size_t>& dims, const Config& config, 
 // allocates at most a few times codes.size), UsageError on bad config/dims.
 void decode(ByteSpan codes, ByteSpan outliers, const std::vector<size_t>& dims, const Config& config, Bytes& out,
             const Executor& exec = serial_executor());
+// decode() into dst, which holds product(dims) * config.width bytes (the
+// caller has checked that size against its limits).
+void decode_into(ByteSpan codes, ByteSpan outliers, const std::vector<size_t>& dims, const Config& config,
+                 uint8_t* dst, const Executor& exec = serial_executor());
 
 }  // namespace fz::lorenzo

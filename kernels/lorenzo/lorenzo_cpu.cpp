@@ -757,8 +757,10 @@ void add_carry(const DecodeJob<T>& job, size_t k, size_t begin, size_t end) {
   require_format(!bad, "lorenzo: prequantized value out of range");
 }
 
+// Decodes into *out (sized here, after validation) or, when out is null, into
+// dst, which holds n * W bytes.
 template <typename T>
-void decode_typed(ByteSpan codes, ByteSpan outliers, const Shape& s, const Config& config, Bytes& out,
+void decode_typed(ByteSpan codes, ByteSpan outliers, const Shape& s, const Config& config, Bytes* out, uint8_t* dst,
                   const Executor& exec) {
   using U = typename Traits<T>::U;
   constexpr size_t W = sizeof(T);
@@ -805,13 +807,15 @@ void decode_typed(ByteSpan codes, ByteSpan outliers, const Shape& s, const Confi
     }
     require_format(a == deltas && w == raws, "lorenzo: outlier kinds do not match the counts");
   }
-  out.clear();
+  if (out) {
+    out->resize(n * W);  // every byte is written below
+    dst = out->data();
+  }
   if (n == 0) return;
 
   job.code_limit = static_cast<U>(2 * config.radius);  // valid codes: 0 .. 2R-1
   job.eb2 = static_cast<T>(config.eb) * 2;
-  out.resize(n * W);
-  job.dst = out.data();
+  job.dst = dst;
   if (g.slabs > 1) job.carry.resize(g.slabs * g.unit);
   exec.parallel_for(g.slabs, [&](size_t k) {
     FloatStateGuard guard;
@@ -844,7 +848,6 @@ void decode_typed(ByteSpan codes, ByteSpan outliers, const Shape& s, const Confi
 
   // Specials: p must be 0 there. Every accepted p converts to a nonzero value
   // unless p == 0 (|(T)p * eb2| >= eb2 > 0 otherwise), so the converted bits say it.
-  uint8_t* dst = out.data();
   const U sign_bit = U{1} << (8 * W - 1);
   for (size_t r = 0, w = 0; r < count; ++r) {
     const uint8_t value = o[job.kind_at + r] & kValueMask;
@@ -877,17 +880,29 @@ void encode(ByteSpan in, const std::vector<size_t>& dims, const Config& config, 
   else encode_typed<double>(in, s, config, user_bound, out, exec);
 }
 
-void decode(ByteSpan codes, ByteSpan outliers, const std::vector<size_t>& dims, const Config& config, Bytes& out,
-            const Executor& exec) {
+namespace {
+void decode_any(ByteSpan codes, ByteSpan outliers, const std::vector<size_t>& dims, const Config& config, Bytes* out,
+                uint8_t* dst, const Executor& exec) {
   check_width(config.width);
   const Shape s = make_shape(dims);
   if (config.width == 4) {
     check_config<float>(config);
-    decode_typed<float>(codes, outliers, s, config, out, exec);
+    decode_typed<float>(codes, outliers, s, config, out, dst, exec);
   } else {
     check_config<double>(config);
-    decode_typed<double>(codes, outliers, s, config, out, exec);
+    decode_typed<double>(codes, outliers, s, config, out, dst, exec);
   }
+}
+}  // namespace
+
+void decode(ByteSpan codes, ByteSpan outliers, const std::vector<size_t>& dims, const Config& config, Bytes& out,
+            const Executor& exec) {
+  decode_any(codes, outliers, dims, config, &out, nullptr, exec);
+}
+
+void decode_into(ByteSpan codes, ByteSpan outliers, const std::vector<size_t>& dims, const Config& config,
+                 uint8_t* dst, const Executor& exec) {
+  decode_any(codes, outliers, dims, config, nullptr, dst, exec);
 }
 
 }  // namespace fz::lorenzo

@@ -47,6 +47,16 @@ class LorenzoStage final : public Stage {
     in.resize(1);
     lorenzo::decode(out.at(0), out.at(1), dims_, config_, in[0], ctx.exec);
   }
+  std::optional<size_t> inverse_into(const std::vector<ByteSpan>& out, uint8_t* dst, size_t capacity,
+                                     const StageContext& ctx) const override {
+    uint64_t elements = 1;
+    for (size_t d : dims_)
+      if (__builtin_mul_overflow(elements, d, &elements)) return std::nullopt;  // inverse() reports it
+    if (elements > capacity / config_.width || elements > ctx.max_stream_bytes / config_.width) return std::nullopt;
+    require_format(out.at(0).size == 2 * elements, "lorenzo codes do not match the chunk size");
+    lorenzo::decode_into(out.at(0), out.at(1), dims_, config_, dst, ctx.exec);
+    return static_cast<size_t>(elements * config_.width);
+  }
 
  private:
   lorenzo::Config config_;
