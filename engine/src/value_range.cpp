@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/blocks.hpp"
+#include "common/float_state.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -93,6 +94,7 @@ FiniteRange finite_range(ByteSpan data, unsigned width, bool big_endian, std::op
   std::vector<FiniteRange> partial(blocks);
   exec.parallel_for(blocks, [&](size_t b) {
     const size_t begin = b * per_block, count = std::min(per_block, n - begin);
+    FloatStateGuard guard;  // DAZ would read denormals as 0 (decision 5)
     partial[b] = any_block_range(data.data + begin * width, count, width, big_endian, fill);
   });
   FiniteRange total;
@@ -110,6 +112,7 @@ FiniteRange finite_range(ByteSpan data, unsigned width, bool big_endian, std::op
 
 double noa_absolute_bound(double bound, const FiniteRange& range) {
   if (!range.any) return 0;
+  FloatStateGuard guard;  // the directed roundings below assume round to nearest
   // range = max - min, rounded down: TwoSum gives the exact rounding error.
   const double a = range.max, b = -range.min;
   double span = a + b;

@@ -36,11 +36,8 @@
 #include <type_traits>
 
 #include "common/error.hpp"
+#include "common/float_state.hpp"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h>
-#define FZ_LORENZO_HAVE_MXCSR 1
-#endif
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -58,30 +55,6 @@ constexpr uint8_t kValueFill = 2;
 constexpr uint8_t kValueNegZero = 3;
 constexpr uint8_t kValueMask = 3;
 constexpr uint8_t kHasDelta = 4;
-
-// Decision 5: our arithmetic must not see flush-to-zero / denormals-are-zero or a
-// non-default rounding mode left behind by another library. MXCSR is per thread,
-// so every work item sets it and restores the caller's value.
-class FloatStateGuard {
- public:
-  FloatStateGuard() {
-#ifdef FZ_LORENZO_HAVE_MXCSR
-    saved_ = _mm_getcsr();
-    const unsigned wanted = saved_ & ~(0x8000u | 0x0040u | 0x6000u);  // FTZ, DAZ, rounding control
-    if (wanted != saved_) _mm_setcsr(wanted);
-#endif
-  }
-  ~FloatStateGuard() {
-#ifdef FZ_LORENZO_HAVE_MXCSR
-    if (_mm_getcsr() != saved_) _mm_setcsr(saved_);
-#endif
-  }
-  FloatStateGuard(const FloatStateGuard&) = delete;
-  FloatStateGuard& operator=(const FloatStateGuard&) = delete;
-
- private:
-  unsigned saved_ = 0;
-};
 
 template <typename T>
 struct Traits;

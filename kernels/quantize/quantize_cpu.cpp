@@ -14,7 +14,6 @@
 // or whose code would not fit, is an outlier and is stored bit-exactly.
 #include "quantize/quantize.hpp"
 
-#include <cfenv>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -29,29 +28,10 @@
 
 #include "common/blocks.hpp"
 #include "common/error.hpp"
+#include "common/float_state.hpp"
 
 namespace fz::quantize {
 namespace {
-
-// ---------------------------------------------------------------------------
-// Floating-point state. MXCSR (x86) / FPCR (arm) is per thread and a host
-// library may have turned on flush-to-zero, denormals-are-zero or another
-// rounding mode (decision 5). Every block body runs in the default
-// environment (round to nearest, no FTZ/DAZ, exceptions masked) and restores
-// the caller's environment, flags included, when it is done.
-class DefaultFpEnv {
- public:
-  DefaultFpEnv() {
-    std::fegetenv(&saved_);
-    std::fesetenv(FE_DFL_ENV);
-  }
-  ~DefaultFpEnv() { std::fesetenv(&saved_); }
-  DefaultFpEnv(const DefaultFpEnv&) = delete;
-  DefaultFpEnv& operator=(const DefaultFpEnv&) = delete;
-
- private:
-  std::fenv_t saved_;
-};
 
 // ---------------------------------------------------------------------------
 // Per-type constants of IEEE binary32 / binary64.
@@ -496,7 +476,7 @@ Range finite_range(ByteSpan in, bool has_fill, UintOf<T> fill, const Executor& e
   const size_t blocks = block_count(in.size);
   std::vector<Range> partial(blocks);
   exec.parallel_for(blocks, [&](size_t block) {
-    DefaultFpEnv env;
+    FloatStateGuard env;
     const size_t per_block = kBlockBytes / sizeof(T);
     const size_t n = block_length(in.size, block) / sizeof(T);
     const uint8_t* p = in.data + block * kBlockBytes;
@@ -556,7 +536,7 @@ void encode_typed(ByteSpan in, const Config& config, Streams& out, const Executo
 
   Plan<T> plan;
   {
-    DefaultFpEnv env;
+    FloatStateGuard env;
     if (config.mode == Mode::kAbs) {
       plan = abs_plan<T>(config.bound);
     } else if (config.mode == Mode::kRel) {
@@ -594,7 +574,7 @@ void encode_typed(ByteSpan in, const Config& config, Streams& out, const Executo
   std::vector<std::vector<U>> block_outliers(blocks);
   uint8_t* codes = out.codes.data();
   exec.parallel_for(blocks, [&](size_t block) {
-    DefaultFpEnv env;
+    FloatStateGuard env;
     const size_t begin = block * kBlockBytes;
     const size_t n = block_length(bytes, block) / sizeof(T);
     if (plan.method == Method::kConstant)
@@ -821,7 +801,7 @@ void decode_typed(ByteSpan codes, ByteSpan outliers, const Params& p, uint8_t* d
     const T step = from_bits<T>(static_cast<U>(p.step_bits));
     std::vector<uint8_t> ok(blocks, 1);
     exec.parallel_for(blocks, [&](size_t block) {
-      DefaultFpEnv env;
+      FloatStateGuard env;
       const size_t begin = block * kBlockBytes;
       bool block_ok = true;
       first[block + 1] = decode_abs_values<T>(codes.data + begin, block_elements(block), dst + begin, step, block_ok);
@@ -842,7 +822,7 @@ void decode_typed(ByteSpan codes, ByteSpan outliers, const Params& p, uint8_t* d
       if (first[block + 1] != first[block])
         place_outliers<T>(codes.data + begin, block_elements(block), block_outliers, dst + begin);
     } else {
-      DefaultFpEnv env;
+      FloatStateGuard env;
       decode_general_block<T>(codes.data + begin, block_elements(block), block_outliers, dst + begin, p);
     }
   });

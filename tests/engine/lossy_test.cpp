@@ -7,6 +7,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #include "common/testing/test_data.hpp"
 #include "fz/fz.hpp"
@@ -105,8 +110,9 @@ TEST(Lossy, EveryPresetModeAndBoundHoldsOnEveryRealField) {
           // Tight bounds on noisy fields may not compress (the frame then holds
           // the chunk raw), but a frame never costs more than a small header.
           EXPECT_GT(ratio, 0.999);
-          if (mode == ErrorMode::Noa && bound >= 1e-4 && std::string(f.name) != "pressure.384_384.f64")
+          if (mode == ErrorMode::Noa && bound >= 1e-4 && std::string(f.name) != "pressure.384_384.f64") {
             EXPECT_GT(ratio, 2.0);
+          }
         }
       }
     }
@@ -154,6 +160,40 @@ TEST(Lossy, BytesDoNotDependOnThreads) {
         << preset_name(preset);
   }
 }
+
+#if defined(__x86_64__)
+// Decision 5: a host that turned on flush-to-zero, denormals-are-zero and
+// round-toward-zero gets the same frames and values, and its state back. The
+// data has denormals and values whose NOA range depends on them.
+TEST(Lossy, CallerFloatingPointStateChangesNothing) {
+  std::vector<float> v(20000);
+  // The minimum is a negative denormal: read as 0 under DAZ it would shrink the
+  // range, and with NOA 0.5 the bound (above the smallest normal) with it.
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = i % 3 ? 2e-38f + 5e-39f * static_cast<float>(std::sin(i * 0.01)) : -5e-39f;
+  for (Preset preset : {Preset::Pfpl, Preset::Fzgpu, Preset::Cusz}) {
+    for (ErrorMode mode : {ErrorMode::Abs, ErrorMode::Noa}) {
+      Options o;
+      o.preset = preset;
+      o.mode = mode;
+      o.bound = mode == ErrorMode::Noa ? 0.5 : 2e-38;
+      o.threads = 1;
+      const Bytes reference = compress(v.data(), v.size() * 4, DataType::of<float>(), {v.size()}, o);
+      const Decoded expected = decompress(reference.data(), reference.size());
+      const unsigned saved = _mm_getcsr();
+      const unsigned hostile = saved | 0x8000u | 0x0040u | 0x6000u;  // FTZ, DAZ, round toward zero
+      _mm_setcsr(hostile);
+      const Bytes frame = compress(v.data(), v.size() * 4, DataType::of<float>(), {v.size()}, o);
+      const Decoded got = decompress(frame.data(), frame.size());
+      const unsigned after = _mm_getcsr();
+      _mm_setcsr(saved);
+      EXPECT_EQ(after & ~0x3Fu, hostile & ~0x3Fu) << "control bits not restored";
+      EXPECT_TRUE(frame == reference) << preset_name(preset) << " " << mode_name(mode);
+      EXPECT_TRUE(got.data == expected.data) << preset_name(preset) << " " << mode_name(mode);
+    }
+  }
+}
+#endif
 
 TEST(Lossy, ZeroPaddingOfEdgeChunksDoesNotWidenTheNoaRange) {
   // HDF5 pads a ragged edge chunk with zeros when no fill value is defined; the
