@@ -1,5 +1,6 @@
 #include "value_range.hpp"
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -73,12 +74,52 @@ FiniteRange block_range_f32(const uint8_t* p, size_t n, std::optional<uint64_t> 
   }
   return r;
 }
+
+// float64, little-endian: two at a time. SSE2 has no 64-bit integer compare:
+// +0.0 and the fill value are found with 32-bit compares of both halves, and
+// finiteness with |x| <= DBL_MAX (false for NaN and inf).
+FiniteRange block_range_f64(const uint8_t* p, size_t n, std::optional<uint64_t> fill) {
+  const __m128i fill2 = _mm_set1_epi64x(static_cast<long long>(fill.value_or(0)));
+  const __m128d abs_mask = _mm_castsi128_pd(_mm_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const __m128d largest = _mm_set1_pd(DBL_MAX);
+  const __m128d none_low = _mm_set1_pd(INFINITY), none_high = _mm_set1_pd(-INFINITY);
+  auto equal64 = [](__m128i a, __m128i b) {
+    const __m128i halves = _mm_cmpeq_epi32(a, b);
+    return _mm_and_si128(halves, _mm_shuffle_epi32(halves, 0xB1));
+  };
+  __m128d low = none_low, high = none_high;
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * i));
+    const __m128d x = _mm_castsi128_pd(bits);
+    __m128d skip = _mm_or_pd(_mm_castsi128_pd(equal64(bits, _mm_setzero_si128())),
+                             _mm_cmpnle_pd(_mm_and_pd(x, abs_mask), largest));
+    if (fill) skip = _mm_or_pd(skip, _mm_castsi128_pd(equal64(bits, fill2)));
+    low = _mm_min_pd(low, _mm_or_pd(_mm_and_pd(skip, none_low), _mm_andnot_pd(skip, x)));
+    high = _mm_max_pd(high, _mm_or_pd(_mm_and_pd(skip, none_high), _mm_andnot_pd(skip, x)));
+  }
+  alignas(16) double lows[2], highs[2];
+  _mm_store_pd(lows, low);
+  _mm_store_pd(highs, high);
+  FiniteRange r = block_range<double, uint64_t>(p + 8 * i, n - i, false, fill);
+  for (int k = 0; k < 2; ++k) {
+    if (lows[k] > highs[k]) continue;  // this lane saw no value
+    if (!r.any) {
+      r = {true, lows[k], highs[k]};
+    } else {
+      r.min = std::min(r.min, lows[k]);
+      r.max = std::max(r.max, highs[k]);
+    }
+  }
+  return r;
+}
 #endif
 
 FiniteRange any_block_range(const uint8_t* p, size_t n, unsigned width, bool big_endian,
                             std::optional<uint64_t> fill) {
 #if defined(__SSE2__)
   if (width == 4 && !big_endian) return block_range_f32(p, n, fill);
+  if (width == 8 && !big_endian) return block_range_f64(p, n, fill);
 #endif
   return width == 4 ? block_range<float, uint32_t>(p, n, big_endian, fill)
                     : block_range<double, uint64_t>(p, n, big_endian, fill);
