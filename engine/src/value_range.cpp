@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/blocks.hpp"
+#include "fz/fz.hpp"
 #include "common/float_state.hpp"
 
 #if defined(__SSE2__)
@@ -24,13 +25,18 @@ FiniteRange block_range(const uint8_t* p, size_t n, bool big_endian, std::option
     U bits;
     std::memcpy(&bits, p + i * sizeof(U), sizeof(U));
     if (big_endian) bits = sizeof(U) == 4 ? U(__builtin_bswap32(uint32_t(bits))) : U(__builtin_bswap64(uint64_t(bits)));
-    if (bits == 0 || (fill && bits == static_cast<U>(*fill))) continue;  // +0.0: possibly padding
+    if (fill && bits == static_cast<U>(*fill)) {
+      r.has_fill = true;
+      continue;
+    }
+    if (bits == 0) continue;  // +0.0: possibly padding
     T x;
     std::memcpy(&x, &bits, sizeof(T));
     if (!std::isfinite(x)) continue;
     const double v = static_cast<double>(x);
     if (!r.any) {
-      r = {true, v, v};
+      r.any = true;
+      r.min = r.max = v;
     } else {
       r.min = std::min(r.min, v);
       r.max = std::max(r.max, v);
@@ -48,12 +54,17 @@ FiniteRange block_range_f32(const uint8_t* p, size_t n, std::optional<uint64_t> 
   const __m128i fill4 = _mm_set1_epi32(static_cast<int>(fill.value_or(0)));
   const __m128 none_low = _mm_set1_ps(INFINITY), none_high = _mm_set1_ps(-INFINITY);
   __m128 low = none_low, high = none_high;
+  __m128i fills = _mm_setzero_si128();
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
     const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * i));
     __m128i skip = _mm_or_si128(_mm_cmpeq_epi32(_mm_and_si128(bits, exponent), exponent),
                                 _mm_cmpeq_epi32(bits, _mm_setzero_si128()));
-    if (fill) skip = _mm_or_si128(skip, _mm_cmpeq_epi32(bits, fill4));
+    if (fill) {
+      const __m128i is_fill = _mm_cmpeq_epi32(bits, fill4);
+      fills = _mm_or_si128(fills, is_fill);
+      skip = _mm_or_si128(skip, is_fill);
+    }
     const __m128 x = _mm_castsi128_ps(bits);
     const __m128 keep = _mm_castsi128_ps(skip);
     low = _mm_min_ps(low, _mm_or_ps(_mm_and_ps(keep, none_low), _mm_andnot_ps(keep, x)));
@@ -63,10 +74,13 @@ FiniteRange block_range_f32(const uint8_t* p, size_t n, std::optional<uint64_t> 
   _mm_store_ps(lows, low);
   _mm_store_ps(highs, high);
   FiniteRange r = block_range<float, uint32_t>(p + 4 * i, n - i, false, fill);
+  r.has_fill |= _mm_movemask_epi8(fills) != 0;
   for (int k = 0; k < 4; ++k) {
     if (lows[k] > highs[k]) continue;  // this lane saw no value
     if (!r.any) {
-      r = {true, lows[k], highs[k]};
+      r.any = true;
+      r.min = lows[k];
+      r.max = highs[k];
     } else {
       r.min = std::min<double>(r.min, lows[k]);
       r.max = std::max<double>(r.max, highs[k]);
@@ -88,13 +102,18 @@ FiniteRange block_range_f64(const uint8_t* p, size_t n, std::optional<uint64_t> 
     return _mm_and_si128(halves, _mm_shuffle_epi32(halves, 0xB1));
   };
   __m128d low = none_low, high = none_high;
+  __m128i fills = _mm_setzero_si128();
   size_t i = 0;
   for (; i + 2 <= n; i += 2) {
     const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * i));
     const __m128d x = _mm_castsi128_pd(bits);
     __m128d skip = _mm_or_pd(_mm_castsi128_pd(equal64(bits, _mm_setzero_si128())),
                              _mm_cmpnle_pd(_mm_and_pd(x, abs_mask), largest));
-    if (fill) skip = _mm_or_pd(skip, _mm_castsi128_pd(equal64(bits, fill2)));
+    if (fill) {
+      const __m128i is_fill = equal64(bits, fill2);
+      fills = _mm_or_si128(fills, is_fill);
+      skip = _mm_or_pd(skip, _mm_castsi128_pd(is_fill));
+    }
     low = _mm_min_pd(low, _mm_or_pd(_mm_and_pd(skip, none_low), _mm_andnot_pd(skip, x)));
     high = _mm_max_pd(high, _mm_or_pd(_mm_and_pd(skip, none_high), _mm_andnot_pd(skip, x)));
   }
@@ -102,10 +121,13 @@ FiniteRange block_range_f64(const uint8_t* p, size_t n, std::optional<uint64_t> 
   _mm_store_pd(lows, low);
   _mm_store_pd(highs, high);
   FiniteRange r = block_range<double, uint64_t>(p + 8 * i, n - i, false, fill);
+  r.has_fill |= _mm_movemask_epi8(fills) != 0;
   for (int k = 0; k < 2; ++k) {
     if (lows[k] > highs[k]) continue;  // this lane saw no value
     if (!r.any) {
-      r = {true, lows[k], highs[k]};
+      r.any = true;
+      r.min = lows[k];
+      r.max = highs[k];
     } else {
       r.min = std::min(r.min, lows[k]);
       r.max = std::max(r.max, highs[k]);
@@ -140,15 +162,42 @@ FiniteRange finite_range(ByteSpan data, unsigned width, bool big_endian, std::op
   });
   FiniteRange total;
   for (const FiniteRange& r : partial) {
+    total.has_fill |= r.has_fill;
     if (!r.any) continue;
     if (!total.any) {
+      const bool has_fill = total.has_fill;
       total = r;
+      total.has_fill = has_fill;
     } else {
       total.min = std::min(total.min, r.min);
       total.max = std::max(total.max, r.max);
     }
   }
   return total;
+}
+
+bool contains_element(ByteSpan data, unsigned width, bool big_endian, uint64_t bits) {
+  if (width != 4 && width != 8) throw Error("contains_element: width must be 4 or 8");
+  const size_t n = data.size / width;
+  if (big_endian) bits = width == 4 ? __builtin_bswap32(static_cast<uint32_t>(bits)) : __builtin_bswap64(bits);
+  size_t i = 0;
+#if defined(__SSE2__)
+  // Whole 16-byte steps; a step whose 32-bit halves match is checked exactly.
+  const __m128i pattern = width == 4 ? _mm_set1_epi32(static_cast<int>(bits))
+                                     : _mm_set1_epi64x(static_cast<long long>(bits));
+  const size_t per_step = 16 / width;
+  for (; i + per_step <= n; i += per_step) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data.data + i * width));
+    const unsigned equal = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi32(x, pattern)));
+    if (width == 4 ? equal != 0 : ((equal & 0xFF) == 0xFF || (equal >> 8) == 0xFF)) return true;
+  }
+#endif
+  for (; i < n; ++i) {
+    uint64_t v = 0;
+    std::memcpy(&v, data.data + i * width, width);  // little-endian host
+    if (v == bits) return true;
+  }
+  return false;
 }
 
 double noa_absolute_bound(double bound, const FiniteRange& range) {

@@ -15,6 +15,7 @@ namespace fz::engine {
 struct FiniteRange {
   bool any = false;  // false: no finite non-fill element
   double min = 0, max = 0;
+  bool has_fill = false;  // some element is the fill value
 };
 
 // width 4 (float32) or 8 (float64); big_endian: elements are stored big-endian;
@@ -26,6 +27,9 @@ struct FiniteRange {
 // derived from it only gets tighter.
 FiniteRange finite_range(ByteSpan data, unsigned width, bool big_endian, std::optional<uint64_t> fill,
                          const Executor& exec);
+
+// True iff some element's bits equal `bits` (native order; width 4 or 8).
+bool contains_element(ByteSpan data, unsigned width, bool big_endian, uint64_t bits);
 
 // The largest double <= bound * (max - min), computed with error-free steps so
 // that rounding can never loosen the user's bound.

@@ -195,6 +195,60 @@ TEST(Lossy, CallerFloatingPointStateChangesNothing) {
 }
 #endif
 
+// The fill mask is in the frame exactly when the chunk holds a fill element,
+// whatever the mode, dtype and byte order; fill elements come back exact.
+TEST(Lossy, FillMaskOnlyWhereTheChunkHoldsFillValues) {
+  auto count_fill_masks = [](const Bytes& frame) {
+    const FrameInfo info = inspect(frame.data(), frame.size());
+    return std::count_if(info.stages.begin(), info.stages.end(),
+                         [](const StageInfo& s) { return s.name.find("fillmask") != std::string::npos; });
+  };
+  for (unsigned width : {4u, 8u}) {
+    for (ByteOrder order : {ByteOrder::Little, ByteOrder::Big}) {
+      const DataType dtype{ElementClass::Float, width, order};
+      const size_t n = 5000;
+      std::vector<double> values(n);
+      for (size_t i = 0; i < n; ++i) values[i] = 10 + std::sin(i * 0.01);
+      auto encode = [&](const std::vector<double>& v) {  // to dtype's bytes
+        Bytes b(n * width);
+        for (size_t i = 0; i < n; ++i) {
+          uint64_t bits = 0;
+          if (width == 4) {
+            const float f = static_cast<float>(v[i]);
+            std::memcpy(&bits, &f, 4);
+          } else {
+            std::memcpy(&bits, &v[i], 8);
+          }
+          for (unsigned k = 0; k < width; ++k)
+            b[i * width + (order == ByteOrder::Big ? width - 1 - k : k)] = static_cast<uint8_t>(bits >> (8 * k));
+        }
+        return b;
+      };
+      Options o;
+      o.fill_value = Bytes(width, 0);  // HDF5's default fill value, +0.0
+      o.bound = 1e-3;
+      std::vector<double> with_fill = values;
+      for (size_t i = n - 7; i < n; ++i) with_fill[i] = 0.0;  // one fill run at the very end
+      for (Preset preset : {Preset::Pfpl, Preset::Fzgpu, Preset::Cusz}) {
+        for (ErrorMode mode : {ErrorMode::Abs, ErrorMode::Noa}) {
+          o.preset = preset;
+          o.mode = mode;
+          const std::string what = std::string(preset_name(preset)) + " " + mode_name(mode) + " width " +
+                                   std::to_string(width) + (order == ByteOrder::Big ? " BE" : " LE");
+          const Bytes clean = encode(values), filled = encode(with_fill);
+          const Bytes a = compress(clean.data(), clean.size(), dtype, {n}, o);
+          const Bytes b = compress(filled.data(), filled.size(), dtype, {n}, o);
+          EXPECT_EQ(count_fill_masks(a), 0) << what;
+          EXPECT_EQ(count_fill_masks(b), 1) << what;
+          const Decoded back = decompress(b.data(), b.size());
+          EXPECT_TRUE(std::all_of(back.data.end() - 7 * width, back.data.end(), [](uint8_t c) { return c == 0; }))
+              << what << ": fill elements not exact";
+        }
+      }
+    }
+  }
+}
+
 TEST(Lossy, ZeroPaddingOfEdgeChunksDoesNotWidenTheNoaRange) {
   // HDF5 pads a ragged edge chunk with zeros when no fill value is defined; the
   // bound must stay relative to the data's range, not to [0, 100].
