@@ -5,6 +5,7 @@
 #include <string>
 
 #include "buffer_pool.hpp"
+#include "common/blocks.hpp"
 #include "common/error.hpp"
 
 namespace fz::engine {
@@ -89,13 +90,61 @@ size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& c
     }
   };
 
-  for (auto node = nodes_.rbegin(); node != nodes_.rend(); ++node) {
+  for (size_t r = 0; r < nodes_.size();) {
+    const StageNode* node = &nodes_[nodes_.size() - 1 - r];
     std::vector<ByteSpan> outs;
     for (size_t i = 0; i < node->output_count; ++i) {
       const auto& v = view[node->first_output + i];
       require_format(v.has_value(), "pipeline: a stage output is missing");
       outs.push_back(*v);
     }
+
+    // A chain of block-local inverses (e.g. RZE -> bit-shuffle -> diffnb) runs
+    // block by block, each 16 KiB block passing through every stage while it
+    // is in L1, instead of one full-size stream per stage (each megabytes,
+    // evicted from cache between stages). The bytes are the same either way.
+    std::vector<BlockCoder> coders;
+    uint8_t target = 0;  // the buffer the chain rebuilds
+    if (node->inputs.size() == 1 && node->output_count == 1) {
+      target = node->inputs[0];
+      for (size_t q = r + 1; q < nodes_.size(); ++q) {
+        const StageNode& next = nodes_[nodes_.size() - 1 - q];
+        if (next.inputs.size() != 1 || next.output_count != 1 || next.first_output != target) break;
+        const BlockCoder coder = next.stage->inverse_block_coder();
+        if (!coder) break;
+        coders.push_back(coder);
+        target = next.inputs[0];
+      }
+    }
+    std::unique_ptr<BlockSource> source;
+    if (!coders.empty()) source = node->stage->inverse_source(outs[0], ctx);
+    if (source) {
+      const size_t n = source->size();
+      const bool direct = dst && target == kChunk && n <= capacity;
+      Bytes rebuilt;
+      uint8_t* out = dst;
+      if (!direct) {
+        rebuilt = acquire_buffer();
+        rebuilt.resize(n);  // every byte is written below
+        out = rebuilt.data();
+      }
+      ctx.exec.parallel_for(block_count(n), [&](size_t b) {
+        alignas(16) uint8_t scratch[2][kBlockBytes];
+        const size_t length = block_length(n, b);
+        source->decode_block(b, scratch[0]);
+        for (size_t c = 0; c < coders.size(); ++c) {
+          uint8_t* to = c + 1 == coders.size() ? out + b * kBlockBytes : scratch[(c + 1) % 2];
+          coders[c](scratch[c % 2], length, to);
+        }
+      });
+      release_outputs(*node);
+      if (direct) return n;  // the chunk's producer was the last stage of the chain
+      owned[target] = std::move(rebuilt);
+      view[target] = ByteSpan(*owned[target]);
+      r += 1 + coders.size();
+      continue;
+    }
+
     const bool makes_chunk = node->inputs.size() == 1 && node->inputs[0] == kChunk;
     if (dst && makes_chunk) {
       if (const std::optional<size_t> length = node->stage->inverse_into(outs, dst, capacity, ctx)) {
@@ -113,6 +162,7 @@ size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& c
       owned[id] = std::move(ins[i]);
       view[id] = ByteSpan(*owned[id]);
     }
+    ++r;
   }
   require_format(view[kChunk].has_value(), "pipeline does not rebuild the chunk");
   const ByteSpan result = *view[kChunk];

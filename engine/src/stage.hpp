@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/blocks.hpp"
 #include "common/bytes.hpp"
 #include "common/executor.hpp"
 #include "huffman/huffman.hpp"
@@ -41,6 +42,15 @@ struct StageContext {
   size_t max_stream_bytes;
 };
 
+// A stream that a stage's inverse can produce one kBlockBytes block at a time
+// (validated when made; decode_block throws FormatError on a bad block).
+class BlockSource {
+ public:
+  virtual ~BlockSource() = default;
+  virtual size_t size() const = 0;  // bytes of the whole stream
+  virtual void decode_block(size_t block, uint8_t* dst) const = 0;  // block_length(size(), block) bytes
+};
+
 class Stage {
  public:
   virtual ~Stage() = default;
@@ -58,6 +68,17 @@ class Stage {
   // Throws FormatError when the streams are malformed.
   virtual void inverse(const std::vector<ByteSpan>& outputs, std::vector<Bytes>& inputs,
                        const StageContext& ctx) const = 0;
+  // Fused decoding of block-local chains (Pipeline::run_inverse): a one-in,
+  // one-out stage whose inverse turns block i of its output into block i of
+  // its input (kBlockBytes each, same total length) returns the block coder...
+  virtual BlockCoder inverse_block_coder() const { return nullptr; }
+  // ...and one whose inverse can start such a chain returns its output as a
+  // block source (nullptr if it cannot). Throws FormatError as inverse() does.
+  virtual std::unique_ptr<BlockSource> inverse_source(ByteSpan output, const StageContext& ctx) const {
+    (void)output, (void)ctx;
+    return nullptr;
+  }
+
   // For a stage whose one input is the chunk: the inverse written straight into
   // `dst` (capacity bytes), saving the last copy of a decoded chunk. Returns
   // the bytes written, or nothing when the stage cannot (or the result would

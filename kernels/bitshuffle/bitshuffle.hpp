@@ -12,6 +12,7 @@
 // and it is what a CUDA warp ballot produces, so both backends agree naturally.
 #pragma once
 
+#include "common/blocks.hpp"
 #include "common/bytes.hpp"
 #include "common/executor.hpp"
 
@@ -20,5 +21,9 @@ namespace fz::bitshuffle {
 // width: element width in bytes, one of 1, 2, 4, 8 (anything else: UsageError).
 void encode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec = serial_executor());
 void decode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec = serial_executor());
+
+// The decoder of one kBlockBytes block (blocks are independent), for fused
+// decoding of a chain of block-local stages.
+BlockCoder block_decoder(unsigned width);
 
 }  // namespace fz::bitshuffle

@@ -266,11 +266,15 @@ void encode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
   run_blocks(in, out, exec, coders[width - 1]);
 }
 
-void decode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
+BlockCoder block_decoder(unsigned width) {
   check_width(width);
   static constexpr BlockCoder coders[] = {decode_block<1>, decode_block<2>, nullptr, decode_block<4>,
                                           nullptr,         nullptr,         nullptr, decode_block<8>};
-  run_blocks(in, out, exec, coders[width - 1]);
+  return coders[width - 1];
+}
+
+void decode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
+  run_blocks(in, out, exec, block_decoder(width));
 }
 
 }  // namespace fz::bitshuffle

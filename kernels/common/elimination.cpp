@@ -416,8 +416,8 @@ void encode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, const
   out.resize(pos);
 }
 
-void decode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, size_t max_out,
-                   const Executor& exec) {
+StreamBlocks::StreamBlocks(ByteSpan in, unsigned word_size, Rule rule, size_t max_out)
+    : in_(in), word_size_(word_size), rule_(rule) {
   check_word_size(word_size);
   require_format(in.size >= 8, "RZE/RRE: stream shorter than its header");
   const uint64_t n = load_le<uint64_t>(in.data);
@@ -425,31 +425,35 @@ void decode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, size_
   const size_t chunks = n / kBlockBytes + (n % kBlockBytes != 0 ? 1 : 0);
   require_format(chunks <= (in.size - 8) / 2, "RZE/RRE: size table truncated");
   const size_t header = 8 + 2 * chunks;
-
-  std::vector<size_t> offsets(chunks);
+  offsets_.resize(chunks);
   size_t payload = 0;
   for (size_t i = 0; i < chunks; ++i) {
     const size_t size = load_le<uint16_t>(in.data + 8 + 2 * i);
     require_format(size <= block_length(n, i), "RZE/RRE: sub-chunk size larger than the sub-chunk");
-    offsets[i] = header + payload;
+    offsets_[i] = header + payload;
     payload += size;  // at most chunks * kBlockBytes: cannot overflow
   }
   require_format(payload == in.size - header, "RZE/RRE: payload length disagrees with the size table");
+  n_ = static_cast<size_t>(n);
+}
 
-  // Only now, with the table consistent with the input length, allocate. Every
-  // byte is written below (raw copy or decoded sub-chunk).
-  out.resize(n);
+void StreamBlocks::decode_block(size_t i, uint8_t* dst) const {
+  const size_t osize = block_length(n_, i);
+  const size_t size = (i + 1 < offsets_.size() ? offsets_[i + 1] : in_.size) - offsets_[i];
+  if (size == osize) {
+    std::memcpy(dst, in_.data + offsets_[i], osize);
+  } else {
+    decode_subchunk(in_.subspan(offsets_[i], size), osize, word_size_, rule_, dst);
+  }
+}
+
+void decode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, size_t max_out,
+                   const Executor& exec) {
+  // Only once the table agrees with the input length is anything allocated.
+  const StreamBlocks stream(in, word_size, rule, max_out);
+  out.resize(stream.size());  // every byte is written below (raw copy or decoded sub-chunk)
   try {
-    exec.parallel_for(chunks, [&](size_t i) {
-      const size_t osize = block_length(n, i);
-      const size_t size = (i + 1 < chunks ? offsets[i + 1] : in.size) - offsets[i];
-      uint8_t* dst = out.data() + i * kBlockBytes;
-      if (size == osize) {
-        std::memcpy(dst, in.data + offsets[i], osize);
-      } else {
-        decode_subchunk(in.subspan(offsets[i], size), osize, word_size, rule, dst);
-      }
-    });
+    exec.parallel_for(stream.blocks(), [&](size_t i) { stream.decode_block(i, out.data() + i * kBlockBytes); });
   } catch (...) {
     out.clear();  // never hand back a half-decoded buffer
     throw;

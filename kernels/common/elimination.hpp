@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "common/bytes.hpp"
 #include "common/executor.hpp"
@@ -43,6 +44,26 @@ size_t encode_subchunk(ByteSpan in, unsigned word_size, Rule rule, uint8_t* out)
 // Decodes a coded (not raw) sub-chunk of `coded` bytes into osize bytes at out.
 // Throws FormatError if the coded bytes are inconsistent.
 void decode_subchunk(ByteSpan coded, size_t osize, unsigned word_size, Rule rule, uint8_t* out);
+
+// A validated stream (sizes and payload length checked against the input, n
+// against max_out; FormatError otherwise), decodable one sub-chunk at a time:
+// a fused decoder hands each decoded block to the next stage while it is hot.
+class StreamBlocks {
+ public:
+  StreamBlocks(ByteSpan in, unsigned word_size, Rule rule, size_t max_out);
+  size_t size() const { return n_; }           // decoded bytes
+  size_t blocks() const { return offsets_.size(); }
+  // Decodes sub-chunk i (block_length(size(), i) bytes) to dst; FormatError
+  // if its coded bytes are inconsistent.
+  void decode_block(size_t i, uint8_t* dst) const;
+
+ private:
+  ByteSpan in_;
+  unsigned word_size_;
+  Rule rule_;
+  size_t n_ = 0;
+  std::vector<size_t> offsets_;  // where each sub-chunk's payload starts in `in`
+};
 
 // The whole-stream format above.
 void encode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, const Executor& exec);

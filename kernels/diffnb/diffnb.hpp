@@ -11,6 +11,7 @@
 // Bytes of a trailing partial word are copied unchanged.
 #pragma once
 
+#include "common/blocks.hpp"
 #include "common/bytes.hpp"
 #include "common/executor.hpp"
 
@@ -22,5 +23,9 @@ void decode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec = seri
 // The same into caller memory of in.size bytes (not overlapping `in`): the
 // engine decodes a chunk's last stage straight into the caller's buffer.
 void decode_into(ByteSpan in, unsigned width, uint8_t* out, const Executor& exec = serial_executor());
+
+// The decoder of one kBlockBytes block (blocks are independent), for fused
+// decoding of a chain of block-local stages.
+BlockCoder block_decoder(unsigned width);
 
 }  // namespace fz::diffnb

@@ -113,12 +113,16 @@ void encode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
   run_blocks(in, out, exec, coders[width - 1]);
 }
 
-void decode_into(ByteSpan in, unsigned width, uint8_t* out, const Executor& exec) {
+BlockCoder block_decoder(unsigned width) {
   check_width(width);
   static constexpr BlockCoder coders[] = {decode_block<uint8_t>, decode_block<uint16_t>, nullptr,
                                           decode_block<uint32_t>, nullptr, nullptr, nullptr,
                                           decode_block<uint64_t>};
-  run_blocks_into(in, out, exec, coders[width - 1]);
+  return coders[width - 1];
+}
+
+void decode_into(ByteSpan in, unsigned width, uint8_t* out, const Executor& exec) {
+  run_blocks_into(in, out, exec, block_decoder(width));
 }
 
 void decode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {

@@ -2,9 +2,11 @@
 // one-byte config holding the width: bit-shuffle, zigzag, difference/negabinary,
 // byte swap, and the two elimination coders.
 #include <functional>
+#include <optional>
 
 #include "bitshuffle/bitshuffle.hpp"
 #include "byteswap/byteswap.hpp"
+#include "common/elimination.hpp"
 #include "common/error.hpp"
 #include "diffnb/diffnb.hpp"
 #include "rre/rre.hpp"
@@ -20,15 +22,33 @@ bool is_word_width(unsigned w) { return w == 1 || w == 2 || w == 4 || w == 8; }
 using Transform = void (*)(ByteSpan, unsigned, Bytes&, const Executor&);
 using Decoder = void (*)(ByteSpan, unsigned, Bytes&, size_t, const Executor&);
 using DecoderInto = void (*)(ByteSpan, unsigned, uint8_t*, const Executor&);
+using BlockDecoderFor = BlockCoder (*)(unsigned);
+
+// The elimination coders' output, decoded one sub-chunk at a time.
+class EliminationSource final : public BlockSource {
+ public:
+  EliminationSource(ByteSpan stream, unsigned width, elimination::Rule rule, size_t max_out)
+      : blocks_(stream, width, rule, max_out) {}
+  size_t size() const override { return blocks_.size(); }
+  void decode_block(size_t block, uint8_t* dst) const override { blocks_.decode_block(block, dst); }
+
+ private:
+  elimination::StreamBlocks blocks_;
+};
+
+struct BlockwiseInverse {
+  BlockDecoderFor coder = nullptr;              // block-local inverse, or
+  std::optional<elimination::Rule> source;      // an elimination stream
+};
 
 // A one-in, one-out stage described by its kernels. Length-preserving kernels
 // take no output bound; the elimination decoders do (`decode_bounded`).
 class WordStage final : public Stage {
  public:
   WordStage(StageType type, const char* name, unsigned width, Transform encode, Transform decode,
-            Decoder decode_bounded, DecoderInto decode_into = nullptr)
+            Decoder decode_bounded, DecoderInto decode_into = nullptr, BlockwiseInverse blockwise = {})
       : type_(type), name_(name), width_(width), encode_(encode), decode_(decode),
-        decode_bounded_(decode_bounded), decode_into_(decode_into) {
+        decode_bounded_(decode_bounded), decode_into_(decode_into), blockwise_(blockwise) {
     if (!is_word_width(width)) throw UsageError(std::string(name) + ": width must be 1, 2, 4 or 8");
   }
   StageType type() const override { return type_; }
@@ -54,6 +74,13 @@ class WordStage final : public Stage {
     decode_into_(out.at(0), width_, dst, ctx.exec);
     return out.at(0).size;
   }
+  BlockCoder inverse_block_coder() const override {
+    return blockwise_.coder ? blockwise_.coder(width_) : nullptr;
+  }
+  std::unique_ptr<BlockSource> inverse_source(ByteSpan output, const StageContext& ctx) const override {
+    if (!blockwise_.source) return nullptr;
+    return std::make_unique<EliminationSource>(output, width_, *blockwise_.source, ctx.max_stream_bytes);
+  }
 
  private:
   StageType type_;
@@ -62,6 +89,7 @@ class WordStage final : public Stage {
   Transform encode_, decode_;
   Decoder decode_bounded_;
   DecoderInto decode_into_;
+  BlockwiseInverse blockwise_;
 };
 
 void byteswap_apply(ByteSpan in, unsigned w, Bytes& out, const Executor& e) { byteswap::apply(in, w, out, e); }
@@ -69,23 +97,26 @@ void byteswap_apply(ByteSpan in, unsigned w, Bytes& out, const Executor& e) { by
 }  // namespace
 
 std::unique_ptr<Stage> make_bitshuffle(unsigned w) {
-  return std::make_unique<WordStage>(StageType::BitShuffle, "bitshuffle", w, bitshuffle::encode, bitshuffle::decode, nullptr);
+  return std::make_unique<WordStage>(StageType::BitShuffle, "bitshuffle", w, bitshuffle::encode, bitshuffle::decode,
+                                     nullptr, nullptr, BlockwiseInverse{bitshuffle::block_decoder, {}});
 }
 std::unique_ptr<Stage> make_tcms(unsigned w) {
   return std::make_unique<WordStage>(StageType::Tcms, "tcms", w, tcms::encode, tcms::decode, nullptr);
 }
 std::unique_ptr<Stage> make_diffnb(unsigned w) {
   return std::make_unique<WordStage>(StageType::DiffNb, "diffnb", w, diffnb::encode, diffnb::decode, nullptr,
-                                     diffnb::decode_into);
+                                     diffnb::decode_into, BlockwiseInverse{diffnb::block_decoder, {}});
 }
 std::unique_ptr<Stage> make_byteswap(unsigned w) {
   return std::make_unique<WordStage>(StageType::ByteSwap, "byteswap", w, byteswap_apply, byteswap_apply, nullptr);
 }
 std::unique_ptr<Stage> make_rze(unsigned w) {
-  return std::make_unique<WordStage>(StageType::Rze, "rze", w, rze::encode, nullptr, rze::decode);
+  return std::make_unique<WordStage>(StageType::Rze, "rze", w, rze::encode, nullptr, rze::decode, nullptr,
+                                     BlockwiseInverse{nullptr, elimination::Rule::kNonZero});
 }
 std::unique_ptr<Stage> make_rre(unsigned w) {
-  return std::make_unique<WordStage>(StageType::Rre, "rre", w, rre::encode, nullptr, rre::decode);
+  return std::make_unique<WordStage>(StageType::Rre, "rre", w, rre::encode, nullptr, rre::decode, nullptr,
+                                     BlockwiseInverse{nullptr, elimination::Rule::kChanged});
 }
 
 }  // namespace fz::engine
