@@ -8,9 +8,11 @@
 //      never uses reconstructed values, so every element is independent), codes,
 //      and per-block outlier records in index order;
 //   3. gather the records: per-block counts, a prefix sum, parallel copies.
-// Pass 1 of float32 takes four elements at a time with SSE2 where all four are on
-// classify's common path (same operations, same p), pass 2 packs four codes at
-// once where none is a record.
+// Pass 1 takes four elements at a time with SSE2 where all four are on classify's
+// common path (same operations, same p; float64 converts its integers exactly
+// with the 1.5 * 2^52 addend, so only |x * inv| < 2^51 qualifies). Pass 2 works
+// on chunks of 2048 elements that stay in L1: the deltas 16 bytes at a time,
+// then four codes at once where none is a record.
 // Decoding inverts the delta operator with inclusive prefix sums along x, y and z
 // (any order gives the same p), fused into one pass per slab of whole units of
 // the slowest axis with extent > 1 (planes, rows, or x segments for 1-D). Per
@@ -47,6 +49,8 @@ namespace {
 
 // Work-item grid of the encoder and of the decoder's carry pass.
 constexpr size_t kBlockElems = size_t{1} << 15;
+// Elements whose deltas the encoder computes and codes at a time (8-16 KiB).
+constexpr size_t kEncodeChunk = 2048;
 constexpr size_t kHeaderBytes = 24;
 
 constexpr uint8_t kValueQuantized = 0;
@@ -239,6 +243,97 @@ inline bool codes4_sse2(const uint32_t* deltas, uint32_t code_limit, uint8_t* co
   _mm_storel_epi64(reinterpret_cast<__m128i*>(codes), _mm_packs_epi32(low, low));
   return true;
 }
+
+// 64-bit lane equality from 32-bit compares: both halves equal.
+inline __m128i cmpeq_epi64_sse2(__m128i a, __m128i b) {
+  const __m128i eq = _mm_cmpeq_epi32(a, b);
+  return _mm_and_si128(eq, _mm_shuffle_epi32(eq, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+// Each 64-bit lane filled with its sign bit (SSE2 has no srai_epi64).
+inline __m128i sign_epi64_sse2(__m128i v) {
+  return _mm_shuffle_epi32(_mm_srai_epi32(v, 31), _MM_SHUFFLE(3, 3, 1, 1));
+}
+
+// Quantizer<double>'s parameters in vector registers (one per work item).
+struct QuantizerSse2 {
+  __m128d inv, eb2, bound;
+  __m128i fill;
+  bool has_fill;
+  explicit QuantizerSse2(const Quantizer<double>& q)
+      : inv(_mm_set1_pd(q.inv)),
+        eb2(_mm_set1_pd(q.eb2)),
+        bound(_mm_set1_pd(q.bound)),
+        fill(_mm_set1_epi64x(static_cast<long long>(q.fill))),
+        has_fill(q.has_fill) {}
+};
+
+// Two double elements: p in q, and an all-ones mask in the lanes on classify's
+// common path. Such a lane is +0 or a normal number that is not the fill value,
+// |s| = |x * inv| < 2^51 (so the integers below convert exactly with the
+// 1.5 * 2^52 addend), and its rounded q passes the first test, |x - q * eb2| <
+// bound. The operations are classify's: s = x * inv (mulpd), a = |s|; q is a
+// rounded half away from zero, the same integer as classify's truncation plus
+// half-up step (r = a + 1.5 * 2^52 - 1.5 * 2^52 is the nearest integer, ties to
+// even, exactly; it differs only when a - r == 0.5 exactly, where the half goes
+// up); (double)q * eb2 (mulpd) and the difference in double. Infinities and NaNs
+// fail |s| < 2^51, denormals and -0 fail the first test.
+inline __m128d quantize2_sse2(const QuantizerSse2& quantizer, __m128i bits, __m128i& q) {
+  const __m128d abs_mask = _mm_castsi128_pd(_mm_set1_epi64x(0x7FFFFFFFFFFFFFFF));
+  const __m128d x = _mm_castsi128_pd(bits);
+  const __m128i is_zero = cmpeq_epi64_sse2(bits, _mm_setzero_si128());  // +0 only
+  __m128d ok = _mm_or_pd(_mm_cmpge_pd(_mm_and_pd(x, abs_mask), _mm_set1_pd(std::numeric_limits<double>::min())),
+                         _mm_castsi128_pd(is_zero));
+  if (quantizer.has_fill) ok = _mm_andnot_pd(_mm_castsi128_pd(cmpeq_epi64_sse2(bits, quantizer.fill)), ok);
+  const __m128d s = _mm_mul_pd(x, quantizer.inv);
+  const __m128d a = _mm_and_pd(s, abs_mask);
+  ok = _mm_and_pd(ok, _mm_cmplt_pd(a, _mm_set1_pd(0x1p51)));
+  const __m128d magic = _mm_set1_pd(0x1.8p52);
+  const __m128d m = _mm_add_pd(a, magic);
+  const __m128d r = _mm_sub_pd(m, magic);
+  const __m128d tie = _mm_cmpeq_pd(_mm_sub_pd(a, r), _mm_set1_pd(0.5));
+  const __m128d t = _mm_add_pd(r, _mm_and_pd(tie, _mm_set1_pd(1.0)));
+  // the integer of t: the low bits of m, plus one at a tie (mask -1)
+  const __m128i ti = _mm_sub_epi64(_mm_sub_epi64(_mm_castpd_si128(m), _mm_castpd_si128(magic)), _mm_castpd_si128(tie));
+  // s < 0 and the sign bit differ only at s = -0, where t = 0: q = 0, and x - (-0 * eb2)
+  // is x - (+0 * eb2).
+  const __m128i negative = sign_epi64_sse2(_mm_castpd_si128(s));
+  q = _mm_sub_epi64(_mm_xor_si128(ti, negative), negative);
+  const __m128d qd = _mm_xor_pd(t, _mm_andnot_pd(abs_mask, s));
+  const __m128d y = _mm_mul_pd(qd, quantizer.eb2);
+  const __m128d diff = _mm_and_pd(_mm_sub_pd(x, y), abs_mask);
+  return _mm_and_pd(ok, _mm_cmplt_pd(diff, quantizer.bound));
+}
+
+// Four double elements on classify's common path; otherwise nothing is stored.
+inline bool quantize4_sse2(const QuantizerSse2& quantizer, const uint8_t* src, uint64_t* p) {
+  __m128i q0, q1;
+  const __m128d ok = _mm_and_pd(quantize2_sse2(quantizer, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src)), q0),
+                                quantize2_sse2(quantizer, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16)), q1));
+  if (_mm_movemask_pd(ok) != 3) return false;
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), q0);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 2), q1);
+  return true;
+}
+
+// Codes of four double deltas when all four fit; otherwise nothing is stored.
+inline bool codes4_sse2(const uint64_t* deltas, uint64_t code_limit, uint8_t* codes) {
+  const __m128i d0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(deltas));
+  const __m128i d1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(deltas + 2));
+  const __m128i z0 = _mm_xor_si128(_mm_slli_epi64(d0, 1), sign_epi64_sse2(d0));
+  const __m128i z1 = _mm_xor_si128(_mm_slli_epi64(d1, 1), sign_epi64_sse2(d1));
+  // z < code_limit <= 65536: the high halves are 0 and the low halves (unsigned) < code_limit
+  const __m128i low = _mm_castps_si128(_mm_shuffle_ps(_mm_castsi128_ps(z0), _mm_castsi128_ps(z1), _MM_SHUFFLE(2, 0, 2, 0)));
+  const __m128i high = _mm_castps_si128(_mm_shuffle_ps(_mm_castsi128_ps(z0), _mm_castsi128_ps(z1), _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m128i flip = _mm_set1_epi32(static_cast<int>(0x80000000u));
+  const __m128i fits = _mm_and_si128(
+      _mm_cmpeq_epi32(high, _mm_setzero_si128()),
+      _mm_cmplt_epi32(_mm_xor_si128(low, flip), _mm_xor_si128(_mm_set1_epi32(static_cast<int>(code_limit)), flip)));
+  if (_mm_movemask_epi8(fits) != 0xFFFF) return false;
+  const __m128i packed = _mm_srai_epi32(_mm_slli_epi32(low, 16), 16);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(codes), _mm_packs_epi32(packed, packed));
+  return true;
+}
 #endif
 
 struct Special {
@@ -268,14 +363,48 @@ inline U column(const U* row, const U* up, const U* back, const U* up_back, size
   return v;
 }
 
+#ifdef __SSE2__
+template <typename U>
+inline __m128i sub_lanes(__m128i a, __m128i b) {
+  return sizeof(U) == 4 ? _mm_sub_epi32(a, b) : _mm_sub_epi64(a, b);
+}
+template <typename U>
+inline __m128i add_lanes(__m128i a, __m128i b) {
+  return sizeof(U) == 4 ? _mm_add_epi32(a, b) : _mm_add_epi64(a, b);
+}
+// The x difference of one of the column's rows at x (x >= 1), 16 bytes of lanes.
+template <typename U>
+inline __m128i x_difference(const U* r, size_t x) {
+  return sub_lanes<U>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + x)),
+                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + x - 1)));
+}
+#endif
+
 // deltas for x in [x0, x1) of one row; then the x difference of the column terms.
+// With SSE2, from x >= 1 the deltas are taken 16 bytes at a time as the same
+// sum regrouped (row, up, back and up_back x differences; exact modulo 2^(8W)).
 template <typename U, bool Up, bool Back>
 void row_deltas(const U* row, size_t x0, size_t x1, size_t sy, size_t sz, U* out) {
   const U* up = Up ? row - sy : row;
   const U* back = Back ? row - sz : row;
   const U* up_back = Up && Back ? row - sy - sz : row;
-  U previous = x0 > 0 ? column<U, Up, Back>(row, up, back, up_back, x0 - 1) : U{0};
-  for (size_t x = x0; x < x1; ++x) {
+  size_t x = x0;
+#ifdef __SSE2__
+  constexpr size_t kLanes = 16 / sizeof(U);
+  if (x == 0 && x < x1) {
+    out[0] = column<U, Up, Back>(row, up, back, up_back, 0);
+    ++x;
+  }
+  for (; x + kLanes <= x1; x += kLanes) {
+    __m128i v = x_difference<U>(row, x);
+    if (Up) v = sub_lanes<U>(v, x_difference<U>(up, x));
+    if (Back) v = sub_lanes<U>(v, x_difference<U>(back, x));
+    if (Up && Back) v = add_lanes<U>(v, x_difference<U>(up_back, x));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (x - x0)), v);
+  }
+#endif
+  U previous = x > 0 ? column<U, Up, Back>(row, up, back, up_back, x - 1) : U{0};
+  for (; x < x1; ++x) {
     const U c = column<U, Up, Back>(row, up, back, up_back, x);
     out[x - x0] = static_cast<U>(c - previous);
     previous = c;
@@ -335,19 +464,20 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
     auto& list = specials[b];
     size_t i = begin;
 #ifdef __SSE2__
-    if constexpr (std::is_same_v<T, float>) {
-      for (; i + 4 <= end; i += 4)
-        if (!quantize4_sse2(quantizer, in.data + 4 * i, p.get() + i)) break;  // classify takes over
-    }
+    // Locals, so that the vector stores cannot alias them: the source, the
+    // destination, and double's parameters in registers.
+    const uint8_t* const src = in.data;
+    U* const dst = p.get();
+    const std::conditional_t<std::is_same_v<T, float>, const Quantizer<float>&, QuantizerSse2> vq(quantizer);
+    for (; i + 4 <= end; i += 4)
+      if (!quantize4_sse2(vq, src + W * i, dst + i)) break;  // classify takes over
 #endif
     for (; i < end; ++i) {
 #ifdef __SSE2__
       // Back to four at a time once past the group that needed classify.
-      if constexpr (std::is_same_v<T, float>) {
-        if (i % 4 == 0 && i + 4 <= end && quantize4_sse2(quantizer, in.data + 4 * i, p.get() + i)) {
-          i += 3;
-          continue;
-        }
+      if (i % 4 == 0 && i + 4 <= end && quantize4_sse2(vq, src + W * i, dst + i)) {
+        i += 3;
+        continue;
       }
 #endif
       const U bits = load_le<U>(in.data + i * W);
@@ -363,19 +493,23 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
   uint8_t* codes = out.codes.data();
   exec.parallel_for(blocks, [&](size_t b) {
     const size_t begin = b * kBlockElems, end = std::min(n, begin + kBlockElems);
-    std::unique_ptr<U[]> deltas(new U[end - begin]);
-    deltas_of_range<U>(p.get(), s, begin, end, deltas.get());
+    // The deltas of one chunk at a time, coded while they are in L1.
+    std::unique_ptr<U[]> deltas(new U[std::min(end - begin, kEncodeChunk)]);
+    const U* const pq = p.get();
+    uint8_t* const dst = codes;
+    const U limit = code_limit;
     const auto& list = specials[b];
     size_t next = 0;
     size_t next_special = list.empty() ? n : list[0].index;
     auto& recs = records[b];
+    size_t chunk = begin;  // the first element of the chunk in deltas
     auto code_one = [&](size_t i) {
-      const U d = deltas[i - begin];
+      const U d = deltas[i - chunk];
       const U z = zigzag(d);
-      const bool fits = z < code_limit;
+      const bool fits = z < limit;
       // An outlier's code is 0: with bit-shuffle + zero elimination after this
       // stage, a zero delta and an outlier then both cost no set bits.
-      store_le<uint16_t>(codes + 2 * i, fits ? static_cast<uint16_t>(z) : uint16_t{0});
+      store_le<uint16_t>(dst + 2 * i, fits ? static_cast<uint16_t>(z) : uint16_t{0});
       if (!fits || i == next_special) {
         Record r{i, static_cast<uint8_t>(fits ? 0 : kHasDelta), d, 0};
         if (i == next_special) {
@@ -387,15 +521,17 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
         recs.push_back(r);
       }
     };
-    size_t i = begin;
+    for (; chunk < end; chunk += kEncodeChunk) {
+      const size_t chunk_end = std::min(end, chunk + kEncodeChunk);
+      deltas_of_range<U>(pq, s, chunk, chunk_end, deltas.get());
+      size_t i = chunk;
 #ifdef __SSE2__
-    if constexpr (std::is_same_v<T, float>) {
-      for (; i + 4 <= end; i += 4)
-        if (next_special < i + 4 || !codes4_sse2(deltas.get() + (i - begin), code_limit, codes + 2 * i))
+      for (; i + 4 <= chunk_end; i += 4)
+        if (next_special < i + 4 || !codes4_sse2(deltas.get() + (i - chunk), limit, dst + 2 * i))
           for (size_t k = i; k < i + 4; ++k) code_one(k);
-    }
 #endif
-    for (; i < end; ++i) code_one(i);
+      for (; i < chunk_end; ++i) code_one(i);
+    }
   });
 
   // Gather: exclusive prefix sums of the per-block counts give every block its

@@ -381,6 +381,185 @@ void expect_slab_grid_invisible(const Dims& dims, uint32_t radius) {
   }
 }
 
+// ---- against a reference encoder ----------------------------------------------
+
+// The encoder as lorenzo.hpp describes it, one element at a time with no fast
+// paths: prequantization (round half away from zero of x * inv, then q, q - 1,
+// q + 1 with an exact check), Lorenzo deltas straight from the definition,
+// codes, records. The library's vector paths must give the same bytes.
+template <typename T>
+lorenzo::Streams reference_encode(const std::vector<T>& x, const Dims& dims, const lorenzo::Config& c,
+                                  double user_bound) {
+  using U = BitsOf<T>;
+  using I = std::make_signed_t<U>;
+  constexpr unsigned kMantissa = sizeof(T) == 4 ? 23 : 52;
+  constexpr U kExponentMask = sizeof(T) == 4 ? 0xFF : 0x7FF;
+  constexpr I kPMax = I{1} << (kMantissa + 1);
+  const T eb2 = static_cast<T>(c.eb) * 2;
+  const T inv = static_cast<T>(1) / eb2;
+  const size_t n = x.size();
+  std::vector<U> p(n, 0);
+  std::vector<uint8_t> value(n, 0);  // 0 quantized, 1 raw, 2 fill, 3 -0
+  for (size_t i = 0; i < n; ++i) {
+    const U bits = bits_of(x[i]);
+    const U exponent = (bits >> kMantissa) & kExponentMask;
+    if (c.has_fill && bits == static_cast<U>(c.fill_bits)) {
+      value[i] = 2;
+    } else if (exponent == kExponentMask || (exponent == 0 && (bits & ((U{1} << kMantissa) - 1)) != 0)) {
+      value[i] = 1;  // NaN, +-Inf, denormal
+    } else if (exponent == 0) {
+      value[i] = bits == 0 ? 0 : 3;
+    } else {
+      const T s = x[i] * inv;
+      const T a = std::fabs(s);
+      value[i] = 1;
+      if (a < static_cast<T>(kPMax)) {
+        const T r = std::round(a);  // half away from zero (exact for these a)
+        const I q = static_cast<I>(s < 0 ? -r : r);
+        for (I cand : {q, q - 1, q + 1}) {
+          if (cand > kPMax || cand < -kPMax) continue;
+          const T y = static_cast<T>(cand) * eb2;
+          if (exactly_within(x[i], y, user_bound)) {
+            p[i] = static_cast<U>(cand);
+            value[i] = 0;
+            break;
+          }
+        }
+      }
+    }
+  }
+  size_t ext[3] = {1, 1, 1};
+  std::copy(dims.begin(), dims.end(), ext + (3 - dims.size()));
+  const size_t nz = ext[0], ny = ext[1], nx = ext[2];
+  auto at = [&](size_t z, size_t y, size_t xx, int dz, int dy, int dx) -> U {
+    if ((dz && z == 0) || (dy && y == 0) || (dx && xx == 0)) return 0;
+    return p[((z - dz) * ny + (y - dy)) * nx + (xx - dx)];
+  };
+  lorenzo::Streams out;
+  out.codes.assign(2 * n, 0);
+  Bytes indices, kinds, deltas, raws;
+  size_t count = 0, with_delta = 0, with_raw = 0;
+  const U code_limit = static_cast<U>(2 * c.radius);
+  for (size_t z = 0; z < nz; ++z)
+    for (size_t y = 0; y < ny; ++y)
+      for (size_t xx = 0; xx < nx; ++xx) {
+        const size_t i = (z * ny + y) * nx + xx;
+        // inclusion-exclusion over the 7 earlier corners of the unit cube
+        U pred = 0;
+        for (int m = 1; m < 8; ++m) {
+          const U v = at(z, y, xx, m >> 2 & 1, m >> 1 & 1, m & 1);
+          pred = static_cast<U>(__builtin_popcount(static_cast<unsigned>(m)) % 2 ? pred + v : pred - v);
+        }
+        const U d = static_cast<U>(p[i] - pred);
+        const U zz = static_cast<U>((d << 1) ^ (U{0} - (d >> (8 * sizeof(U) - 1))));
+        const bool fits = zz < code_limit;
+        store_le<uint16_t>(out.codes.data() + 2 * i, fits ? static_cast<uint16_t>(zz) : uint16_t{0});
+        if (fits && value[i] == 0) continue;
+        ++count;
+        if (n <= (uint64_t{1} << 32)) append_le<uint32_t>(indices, static_cast<uint32_t>(i));
+        else append_le<uint64_t>(indices, i);
+        kinds.push_back(static_cast<uint8_t>(value[i] | (fits ? 0 : 4)));
+        if (!fits) {
+          append_le<U>(deltas, d);
+          ++with_delta;
+        }
+        if (value[i] == 1) {
+          append_le<U>(raws, bits_of(x[i]));
+          ++with_raw;
+        }
+      }
+  append_le<uint64_t>(out.outliers, count);
+  append_le<uint64_t>(out.outliers, with_delta);
+  append_le<uint64_t>(out.outliers, with_raw);
+  for (const Bytes* part : {&indices, &kinds, &deltas, &raws})
+    out.outliers.insert(out.outliers.end(), part->begin(), part->end());
+  return out;
+}
+
+// Values that sit on the decisions of the prequantization: specials, the fill
+// value, +-0, denormals, the first normals, half-way points of eb2 (ties), the
+// 2^51 / 2^52 / PMAX limits of |x * inv|, huge values, and smooth runs (so that
+// the deltas fit the codes) with spikes (so that they do not).
+template <typename T>
+std::vector<T> adversarial(size_t n, T eb2, T fill, std::mt19937_64& rng) {
+  using U = BitsOf<T>;
+  constexpr int kDigits = std::numeric_limits<T>::digits;  // 24 / 53
+  std::uniform_real_distribution<double> unit(-1, 1);
+  std::vector<T> v(n);
+  const double base = unit(rng) * 1e3;
+  const double slope = unit(rng) * 10;
+  const int mode = static_cast<int>(rng() % 4);  // how often an element is odd
+  for (size_t i = 0; i < n; ++i) {
+    const double smooth = (base + slope * std::sin(static_cast<double>(i) * 0.05)) * static_cast<double>(eb2);
+    v[i] = static_cast<T>(smooth);
+    const unsigned odds = mode == 0 ? 2 : mode == 1 ? 8 : mode == 2 ? 64 : 1000;
+    if (rng() % odds != 0) continue;
+    const double k = std::ldexp(1.0, static_cast<int>(rng() % (kDigits + 2)));  // 1 .. 2^(digits+1)
+    const double sign = rng() % 2 ? 1.0 : -1.0;
+    switch (rng() % 16) {
+      case 0: v[i] = std::numeric_limits<T>::quiet_NaN(); break;
+      case 1: v[i] = from_bits<T>(static_cast<U>(rng())); break;  // any bits
+      case 2: v[i] = static_cast<T>(sign * std::numeric_limits<T>::infinity()); break;
+      case 3: v[i] = rng() % 2 ? T(0) : T(-0.0); break;
+      case 4: v[i] = static_cast<T>(sign) * std::numeric_limits<T>::denorm_min() * static_cast<T>(rng() % 1000 + 1); break;
+      case 5: v[i] = static_cast<T>(sign) * std::numeric_limits<T>::min() * static_cast<T>(rng() % 4 + 1); break;
+      case 6: v[i] = fill; break;
+      case 7: v[i] = static_cast<T>(sign * (std::floor(k * (unit(rng) + 1)) + 0.5)) * eb2; break;  // ties
+      case 8: v[i] = static_cast<T>(sign * (k + static_cast<double>(static_cast<int>(rng() % 7) - 3))) * eb2; break;
+      case 9: v[i] = std::nextafter(static_cast<T>(sign * k) * eb2, static_cast<T>(rng() % 2 ? 0 : 1e30)); break;
+      case 10: v[i] = static_cast<T>(sign * unit(rng)) * std::numeric_limits<T>::max(); break;
+      case 11: v[i] = static_cast<T>(smooth + sign * k * static_cast<double>(eb2)); break;  // spike
+      case 12: v[i] = static_cast<T>(sign * std::ldexp(1.0, kDigits - 2 + static_cast<int>(rng() % 4)) *
+                                     (1 + unit(rng) * 1e-3)) * eb2; break;  // around 2^51 .. 2^54 (2^22 .. for float)
+      case 13: v[i] = static_cast<T>((std::round(smooth / static_cast<double>(eb2)) + 0.5) * static_cast<double>(eb2)); break;
+      case 14: v[i] = from_bits<T>(bits_of(v[i]) ^ static_cast<U>(1 + rng() % 3)); break;  // a few ulps
+      default: v[i] = static_cast<T>(unit(rng) * std::pow(10.0, static_cast<double>(rng() % 40) - 20)); break;
+    }
+  }
+  return v;
+}
+
+template <typename T>
+void expect_reference_bytes(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0, 1);
+  const testing::ThreadExecutor three(3);
+  for (int run = 0; run < 120; ++run) {
+    Dims dims;
+    const int rank = static_cast<int>(rng() % 3) + 1;
+    const size_t budget = run % 10 == 0 ? 70001 : 1 + rng() % 3000;
+    for (int r = 0; r < rank; ++r) dims.push_back(1 + rng() % (r + 1 == rank ? budget : 40));
+    if (product(dims) > 200000) dims.back() = std::max<size_t>(1, 200000 / (product(dims) / dims.back()));
+    const size_t n = product(dims);
+    // user bound from tiny to huge; eb the working bound, or a power of two below it (exact inv)
+    const double user_bound = std::pow(10.0, unit(rng) * (sizeof(T) == 4 ? 60 : 400) - (sizeof(T) == 4 ? 35 : 200));
+    lorenzo::Config c = make_config<T>(user_bound, static_cast<uint32_t>(std::ldexp(1.0, 2 + static_cast<int>(rng() % 14))));
+    if (rng() % 3 == 0) c.radius = static_cast<uint32_t>(4 + rng() % 32765);
+    if (rng() % 2) {
+      const double pow2 = std::ldexp(1.0, std::ilogb(c.eb));
+      if (pow2 >= static_cast<double>(std::numeric_limits<T>::min())) c.eb = pow2;
+    }
+    const T eb2 = static_cast<T>(c.eb) * 2;
+    const T fill = rng() % 2 ? static_cast<T>(-9.96921e36) : from_bits<T>(static_cast<BitsOf<T>>(rng()));
+    c.has_fill = rng() % 2;
+    c.fill_bits = c.has_fill ? bits_of(fill) : 0;
+    const std::vector<T> v = adversarial<T>(n, eb2, fill, rng);
+    const lorenzo::Streams expected = reference_encode(v, dims, c, user_bound);
+    lorenzo::Streams got;
+    lorenzo::encode(to_bytes(v), dims, c, user_bound, got, run % 2 ? three : serial_executor());
+    const bool same = got.codes == expected.codes && got.outliers == expected.outliers;
+    EXPECT_TRUE(same) << "run " << run << " n " << n << " rank " << rank << " eb " << c.eb << " R " << c.radius;
+    if (!same) return;
+  }
+}
+
+TEST(Lorenzo, SameBytesAsReferenceEncoderFloat32) {
+  for (uint64_t seed : {1u, 2u, 3u}) expect_reference_bytes<float>(seed);
+}
+TEST(Lorenzo, SameBytesAsReferenceEncoderFloat64) {
+  for (uint64_t seed : {1u, 2u, 3u}) expect_reference_bytes<double>(seed);
+}
+
 TEST(Lorenzo, SlabGridDoesNotChangeTheResult) {
   const std::vector<Dims> shapes = {{3, 1, 70000}, {2, 40000},   {40000, 2},   {200003},    {70001, 1, 1},
                                     {1, 70001, 1}, {9, 90, 91},  {1, 300, 301}, {5, 1, 9},  {1, 1, 1},
