@@ -26,7 +26,13 @@
 //   * the histogram is integer (u64 counts of each symbol over the whole input);
 //   * the m symbols with a non-zero count are sorted by (count, symbol), ascending;
 //   * m == 1: that symbol gets length 1 (code "0"); m == 0: no codes;
-//   * m >= 2: package-merge (Larmore and Hirschberg) with limit D = min(L, m-1),
+//   * m >= 2: first an ordinary Huffman code of the sorted leaves, built with
+//     two queues (leaves, and internal nodes in the order they are made):
+//     each step joins the two lightest nodes, a leaf before an internal node
+//     of equal weight; the tree's leaf depths, longest first, go to the leaves
+//     in (count, symbol) order. If the longest is <= L these are the lengths
+//     (optimal among all prefix codes, hence under the limit too). Otherwise
+//     package-merge (Larmore and Hirschberg) with limit D = min(L, m-1),
 //     which gives an optimal code whose lengths never exceed L:
 //       list[D] = the sorted leaves;
 //       for j = D-1 down to 1: packages = sums of the items (2k, 2k+1) of list[j+1]
@@ -80,6 +86,10 @@ void decode(ByteSpan in, Bytes& out, size_t max_out, const Executor& exec = seri
 // [0, alphabet) -> lengths (0 = unused). Throws UsageError unless 1 <= alphabet
 // <= kMaxAlphabet, 1 <= max_length <= kMaxLengthLimit and 2^max_length >= alphabet.
 std::vector<uint8_t> code_lengths(const uint64_t* histogram, uint32_t alphabet, unsigned max_length);
+// Package-merge alone, for every m >= 2 (what code_lengths did before it tried
+// an ordinary Huffman code first): same contract, same total coded bits as
+// code_lengths, though the lengths may differ where codes tie. Kept for tests.
+std::vector<uint8_t> package_merge_lengths(const uint64_t* histogram, uint32_t alphabet, unsigned max_length);
 // lengths -> code values (right-aligned, `length` bits each; 0 for unused).
 // The lengths must satisfy Kraft (sum of 2^-l <= 1), as code_lengths' do.
 std::vector<uint32_t> canonical_codes(const std::vector<uint8_t>& lengths);

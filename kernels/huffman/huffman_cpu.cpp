@@ -1,7 +1,8 @@
 // Huffman on the CPU, and the host routines (code lengths, canonical codes)
 // that the CUDA backend shares. Format and methods: huffman/huffman.hpp.
 //
-// Encoding makes three passes, each parallel over independent work items with
+// Code lengths: an O(m) Huffman code after a radix sort of the used symbols,
+// package-merge only where that code exceeds the limit. Encoding makes three passes, each parallel over independent work items with
 // integer results, so the bytes cannot depend on the thread count: a histogram
 // (per slab, summed), the bit length of each block (so every block knows where
 // its words go before any is written), then the blocks' codes written in place.
@@ -10,7 +11,9 @@
 // the blocks are decoded side by side in one loop, so that their serial
 // lookup chains overlap; each lookup of the next 12 bits yields every code
 // that lies whole in them (up to 3), and longer codes take a canonical slow
-// path. Each block's last symbols, and any block of a group found malformed,
+// path. The lookup table is filled by walking the code tree (each entry written
+// once), so a stream of a few thousand symbols does not pay more for it than
+// for its decoding. Each block's last symbols, and any block of a group found malformed,
 // go through a careful symbol-by-symbol decoder, which names the error the
 // first bad block of the group has, as a serial decoder would.
 #include "huffman/huffman.hpp"
@@ -76,13 +79,16 @@ struct Canonical {
   unsigned max_used = 0;
 };
 
-Canonical make_canonical(const std::vector<uint8_t>& lengths) {
+// From the lengths of symbols lo..hi (all others unused), each <= kMaxLengthLimit.
+// Branch-free over the symbols: unused ones are tallied under length 0 and
+// parked past the used ones in `sorted`, then cut off.
+Canonical make_canonical(const uint8_t* lengths, uint32_t lo, uint32_t hi) {
   Canonical c;
-  for (uint8_t l : lengths) {
-    if (l != 0) {
-      ++c.count[l];
-      c.max_used = std::max<unsigned>(c.max_used, l);
-    }
+  for (uint32_t s = lo; s <= hi; ++s) ++c.count[lengths[s]];
+  const uint32_t unused = c.count[0];
+  c.count[0] = 0;
+  for (unsigned l = 1; l <= kMaxLengthLimit; ++l) {
+    if (c.count[l] != 0) c.max_used = l;
   }
   uint32_t code = 0;
   uint32_t position = 0;
@@ -92,12 +98,22 @@ Canonical make_canonical(const std::vector<uint8_t>& lengths) {
     c.index[l] = position;
     position += c.count[l];
   }
-  c.sorted.resize(position);
+  c.sorted.resize(size_t{position} + unused);
   std::array<uint32_t, kMaxLengthLimit + 2> next = c.index;
-  for (size_t s = 0; s < lengths.size(); ++s) {
-    if (lengths[s] != 0) c.sorted[next[lengths[s]]++] = static_cast<uint16_t>(s);
-  }
+  next[0] = position;
+  for (uint32_t s = lo; s <= hi; ++s) c.sorted[next[lengths[s]]++] = static_cast<uint16_t>(s);
+  c.sorted.resize(position);
   return c;
+}
+
+// The same over a whole length table.
+Canonical make_canonical(const std::vector<uint8_t>& lengths) {
+  uint32_t lo = 0;
+  while (lo < lengths.size() && lengths[lo] == 0) ++lo;
+  if (lo == lengths.size()) return Canonical{};
+  uint32_t hi = static_cast<uint32_t>(lengths.size() - 1);
+  while (lengths[hi] == 0) --hi;
+  return make_canonical(lengths.data(), lo, hi);
 }
 
 // ---- encoding ----
@@ -148,10 +164,13 @@ std::vector<uint64_t> histogram(const uint8_t* symbols, size_t n, uint32_t alpha
 }
 
 // Per symbol: (code << 5) | length, one load per symbol in the hot loop.
-std::vector<uint32_t> encode_table(const std::vector<uint8_t>& lengths) {
-  const std::vector<uint32_t> codes = canonical_codes(lengths);
-  std::vector<uint32_t> table(lengths.size());
-  for (size_t s = 0; s < lengths.size(); ++s) table[s] = (codes[s] << 5) | lengths[s];
+// Symbols outside lo..hi have no code (and never occur).
+std::vector<uint32_t> encode_table(const std::vector<uint8_t>& lengths, uint32_t lo, uint32_t hi) {
+  const Canonical c = make_canonical(lengths.data(), lo, hi);
+  std::vector<uint32_t> table(lengths.size(), 0);
+  for (unsigned l = 1; l <= c.max_used; ++l) {
+    for (uint32_t k = 0; k < c.count[l]; ++k) table[c.sorted[c.index[l] + k]] = ((c.first[l] + k) << 5) | l;
+  }
   return table;
 }
 
@@ -208,42 +227,42 @@ struct DecodeTable {
 unsigned entry_bits(uint64_t e) { return static_cast<unsigned>(e >> 48) & 0xFFu; }
 unsigned entry_count(uint64_t e) { return static_cast<unsigned>(e >> 56); }
 
-DecodeTable make_decode_table(const std::vector<uint8_t>& lengths) {
+// Fills the 2^bits entries of `dst`, the prefixes that follow `count` codes
+// already read (their symbols packed as in an entry, `used` bits). Canonical
+// codes sorted by (length, symbol) are also sorted by their left-aligned
+// values, so the codes of length <= bits tile dst from its start, code by
+// code, each over 2^(bits - length) entries; the rest of dst are prefixes of
+// longer codes (or of none), where the entry ends. Walking the code tree this
+// way writes each entry once with no per-entry search: the table costs about
+// as much as filling 32 KiB, which matters for streams of a few thousand symbols.
+void fill_fast_entries(uint64_t* dst, unsigned bits, uint64_t symbols, unsigned used, unsigned count,
+                       const Canonical& c) {
+  size_t at = 0;
+  for (unsigned l = 1; l <= std::min(bits, c.max_used); ++l) {
+    const size_t span = size_t{1} << (bits - l);
+    for (uint32_t k = 0; k < c.count[l]; ++k, at += span) {
+      const uint64_t with = symbols | uint64_t{c.sorted[c.index[l] + k]} << (16 * count);
+      if (count + 1 == kSymbolsPerEntry || l == bits) {
+        std::fill(dst + at, dst + at + span, with | uint64_t{used + l} << 48 | uint64_t{count + 1} << 56);
+      } else {
+        fill_fast_entries(dst + at, bits - l, with, used + l, count + 1, c);
+      }
+    }
+  }
+  // With no code read (count 0) the entry is 0: the slow path takes it.
+  std::fill(dst + at, dst + (size_t{1} << bits), symbols | uint64_t{used} << 48 | uint64_t{count} << 56);
+}
+
+DecodeTable make_decode_table(const uint8_t* lengths, uint32_t lo, uint32_t hi) {
   DecodeTable t;
-  t.canonical = make_canonical(lengths);
+  t.canonical = make_canonical(lengths, lo, hi);
   const Canonical& c = t.canonical;
   for (unsigned l = 1; l <= c.max_used; ++l) {
     t.start[l] = uint64_t{c.first[l]} << (32 - l);
     t.limit[l] = uint64_t{c.first[l] + c.count[l]} << (32 - l);
   }
-  // The first code of every kFastBits prefix: (symbol << 8) | length, 0 if longer.
-  const size_t entries = size_t{1} << kFastBits;
-  std::vector<uint32_t> first_code(entries, 0);
-  for (unsigned l = 1; l <= std::min(kFastBits, c.max_used); ++l) {
-    for (uint32_t k = 0; k < c.count[l]; ++k) {
-      const uint32_t symbol = c.sorted[c.index[l] + k];
-      const size_t begin = size_t{c.first[l] + k} << (kFastBits - l);
-      std::fill(first_code.begin() + begin, first_code.begin() + begin + (size_t{1} << (kFastBits - l)),
-                (symbol << 8) | l);
-    }
-  }
-  // Then the codes after it, as long as they end within the prefix: the bits
-  // shifted in below it are zeros, but a code that fits never reads them.
-  t.fast.assign(entries, 0);
-  for (size_t prefix = 0; prefix < entries; ++prefix) {
-    uint64_t e = 0;
-    unsigned bits = 0;
-    unsigned count = 0;
-    while (count < kSymbolsPerEntry) {
-      const uint32_t f = first_code[(prefix << bits) & (entries - 1)];
-      const unsigned len = f & 0xFFu;
-      if (len == 0 || bits + len > kFastBits) break;
-      e |= uint64_t{f >> 8} << (16 * count);
-      bits += len;
-      ++count;
-    }
-    t.fast[prefix] = e | uint64_t{bits} << 48 | uint64_t{count} << 56;
-  }
+  t.fast.resize(size_t{1} << kFastBits);
+  fill_fast_entries(t.fast.data(), kFastBits, 0, 0, 0, c);
   return t;
 }
 
@@ -443,27 +462,103 @@ bool decode_lanes(Lane* lanes, size_t count, const DecodeTable& t) {
   return true;
 }
 
-}  // namespace
+// The used symbols ordered by (count, symbol) ascending: an LSD radix sort on
+// the count, a byte per pass and only as many passes as the largest count has
+// bytes, over symbols taken in ascending order (each pass is stable, so equal
+// counts keep symbol order). Two passes of 256 buckets for any stream under
+// 65536 symbols: far cheaper than a comparison sort for the few hundred used
+// symbols of a small chunk, and it allocates only the two arrays it returns.
+struct SortedLeaves {
+  std::vector<uint32_t> symbols;
+  std::vector<uint64_t> weights;  // histogram[symbols[k]]
+};
 
-std::vector<uint8_t> code_lengths(const uint64_t* histogram, uint32_t alphabet, unsigned max_length) {
-  check_config(alphabet, max_length);
-  std::vector<uint8_t> lengths(alphabet, 0);
-  std::vector<uint32_t> leaves;  // used symbols by (count, symbol)
+SortedLeaves sort_leaves(const uint64_t* histogram, uint32_t alphabet) {
+  SortedLeaves sorted;
+  std::vector<uint32_t>& symbols = sorted.symbols;
+  uint64_t largest = 0;
   for (uint32_t s = 0; s < alphabet; ++s) {
-    if (histogram[s] != 0) leaves.push_back(s);
+    if (histogram[s] != 0) {
+      symbols.push_back(s);
+      largest = std::max(largest, histogram[s]);
+    }
   }
-  const size_t m = leaves.size();
-  if (m == 0) return lengths;
-  if (m == 1) {
-    lengths[leaves[0]] = 1;
-    return lengths;
+  const size_t m = symbols.size();
+  std::vector<uint32_t> scratch(m);
+  for (unsigned shift = 0; shift < 64 && (largest >> shift) != 0; shift += 8) {
+    std::array<uint32_t, 257> bucket_start{};
+    for (uint32_t s : symbols) ++bucket_start[((histogram[s] >> shift) & 0xFFu) + 1];
+    for (size_t d = 1; d <= 256; ++d) bucket_start[d] += bucket_start[d - 1];
+    for (uint32_t s : symbols) scratch[bucket_start[(histogram[s] >> shift) & 0xFFu]++] = s;
+    symbols.swap(scratch);
   }
-  std::stable_sort(leaves.begin(), leaves.end(),
-                   [&](uint32_t a, uint32_t b) { return histogram[a] < histogram[b]; });
-  std::vector<uint64_t> leaf_weight(m);
-  for (size_t k = 0; k < m; ++k) leaf_weight[k] = histogram[leaves[k]];
+  sorted.weights.resize(m);
+  for (size_t k = 0; k < m; ++k) sorted.weights[k] = histogram[symbols[k]];
+  return sorted;
+}
 
-  // Package-merge. is_leaf[j] records list j's merge order (1 = leaf); only
+// Unlimited Huffman code lengths of m >= 2 leaves whose weights are sorted
+// ascending, in O(m) (Moffat and Katajainen's in-place method: pairing the two
+// lightest of the leaves and the internal nodes made so far, which are made in
+// ascending weight, so two queues need no heap). On return weight[k] is leaf
+// k's length, non-increasing in k. Ties go to the leaf (the leaf is taken
+// unless an internal node is strictly lighter), so the result is a pure
+// function of the sorted weights. The sum of all weights must fit in u64.
+void huffman_lengths_in_place(std::vector<uint64_t>& weight) {
+  uint64_t* a = weight.data();
+  const size_t m = weight.size();
+  // First pass, left to right: a[next] becomes internal node `next`'s weight,
+  // and once paired, the index of its parent.
+  a[0] += a[1];
+  size_t root = 0;  // the lightest internal node not yet paired
+  size_t leaf = 2;  // the lightest leaf not yet paired
+  for (size_t next = 1; next < m - 1; ++next) {
+    if (leaf >= m || a[root] < a[leaf]) {
+      a[next] = a[root];
+      a[root++] = next;
+    } else {
+      a[next] = a[leaf++];
+    }
+    if (leaf >= m || (root < next && a[root] < a[leaf])) {
+      a[next] += a[root];
+      a[root++] = next;
+    } else {
+      a[next] += a[leaf++];
+    }
+  }
+  // Second pass, right to left: internal node depths from parent pointers
+  // (node m-2 is the root).
+  a[m - 2] = 0;
+  for (size_t next = m - 2; next-- > 0;) a[next] = a[a[next]] + 1;
+  // Third pass: the leaves hang below the internal nodes of each depth, the
+  // deepest leaves being the lightest (lowest indices).
+  size_t available = 1;  // nodes at depth `depth`
+  size_t used = 0;       // of those, internal
+  uint64_t depth = 0;
+  size_t internal = m - 1;  // internal nodes not yet counted, as an index bound
+  size_t next_leaf = m;
+  while (available > 0) {
+    while (internal > 0 && a[internal - 1] == depth) {
+      ++used;
+      --internal;
+    }
+    while (available > used) {
+      a[--next_leaf] = depth;
+      --available;
+    }
+    available = 2 * used;
+    ++depth;
+    used = 0;
+  }
+}
+
+// Package-merge (see huffman.hpp) on m >= 2 sorted leaves: adds each leaf's
+// length to `lengths` (all zero on entry).
+void package_merge(const SortedLeaves& sorted, unsigned max_length, std::vector<uint8_t>& lengths) {
+  const std::vector<uint32_t>& leaves = sorted.symbols;  // used symbols by (count, symbol)
+  const std::vector<uint64_t>& leaf_weight = sorted.weights;
+  const size_t m = leaves.size();
+  // is_leaf[j] records list j's merge order (1 = leaf); only
   // the order is needed to walk the selection back, not the packages' contents.
   const unsigned depth = static_cast<unsigned>(std::min<size_t>(max_length, m - 1));
   std::vector<std::vector<uint8_t>> is_leaf(depth + 1);
@@ -473,7 +568,9 @@ std::vector<uint8_t> code_lengths(const uint64_t* histogram, uint32_t alphabet, 
   for (unsigned j = depth - 1; j >= 1; --j) {
     const size_t packages = weight.size() / 2;
     merged.clear();
+    merged.reserve(m + packages);
     is_leaf[j].clear();
+    is_leaf[j].reserve(m + packages);
     size_t a = 0;
     size_t p = 0;
     while (a < m || p < packages) {
@@ -505,6 +602,40 @@ std::vector<uint8_t> code_lengths(const uint64_t* histogram, uint32_t alphabet, 
   for (unsigned j = 1; j <= depth; ++j) {
     for (size_t k = 0; k < selected_leaves[j]; ++k) ++lengths[leaves[k]];
   }
+}
+
+}  // namespace
+
+std::vector<uint8_t> code_lengths(const uint64_t* histogram, uint32_t alphabet, unsigned max_length) {
+  check_config(alphabet, max_length);
+  std::vector<uint8_t> lengths(alphabet, 0);
+  SortedLeaves leaves = sort_leaves(histogram, alphabet);
+  const size_t m = leaves.symbols.size();
+  if (m == 0) return lengths;
+  if (m == 1) {
+    lengths[leaves.symbols[0]] = 1;
+    return lengths;
+  }
+  // An ordinary Huffman code is optimal among all prefix codes, so when its
+  // longest code (the lightest leaf's) fits the limit it is also optimal under
+  // the limit: the same total bits as package-merge, at O(m) after the sort.
+  // Only when it does not fit does package-merge (O(m L)) run.
+  std::vector<uint64_t> depth = leaves.weights;
+  huffman_lengths_in_place(depth);
+  if (depth[0] > max_length) {
+    package_merge(leaves, max_length, lengths);
+  } else {
+    for (size_t k = 0; k < m; ++k) lengths[leaves.symbols[k]] = static_cast<uint8_t>(depth[k]);
+  }
+  return lengths;
+}
+
+std::vector<uint8_t> package_merge_lengths(const uint64_t* histogram, uint32_t alphabet, unsigned max_length) {
+  check_config(alphabet, max_length);
+  std::vector<uint8_t> lengths(alphabet, 0);
+  const SortedLeaves leaves = sort_leaves(histogram, alphabet);
+  if (leaves.symbols.size() == 1) lengths[leaves.symbols[0]] = 1;
+  if (leaves.symbols.size() >= 2) package_merge(leaves, max_length, lengths);
   return lengths;
 }
 
@@ -539,7 +670,7 @@ void encode(ByteSpan in, const Config& config, Bytes& out, const Executor& exec)
   while (lengths[lo] == 0) ++lo;
   uint32_t hi = config.alphabet - 1;
   while (lengths[hi] == 0) --hi;
-  const std::vector<uint32_t> table = encode_table(lengths);
+  const std::vector<uint32_t> table = encode_table(lengths, lo, hi);
 
   const size_t blocks = (n + S - 1) / S;
   std::vector<uint64_t> words(blocks);
@@ -595,17 +726,26 @@ void decode(ByteSpan in, Bytes& out, size_t max_out, const Executor& exec) {
   require_format(in.size >= ends_at, "Huffman: code-length table truncated");
   const uint8_t* packed = in.data + table_at;
   std::vector<uint8_t> lengths(alphabet, 0);
-  uint64_t kraft = 0;  // in units of 2^-max_length
+  uint64_t kraft = 0;
   size_t used = 0;
-  for (size_t i = 0; i < span; ++i) {
-    const unsigned l = unpack_length(packed, i);
-    require_format(l <= max_length, "Huffman: code length above the limit");
+  unsigned longest = 0;
+  // Eight 5-bit lengths per 5 bytes, branch-free; the limit is checked once
+  // after the loop (its error is the only one this loop can find).
+  const auto take = [&](size_t i, unsigned l) {
     lengths[lo + i] = static_cast<uint8_t>(l);
-    if (l != 0) {
-      kraft += uint64_t{1} << (max_length - l);
-      ++used;
-    }
+    longest = std::max(longest, l);
+    kraft += l == 0 ? 0 : (uint64_t{1} << 31) >> l;  // in units of 2^-31: exact for l <= 31
+    used += l != 0;
+  };
+  size_t i = 0;
+  for (; i + 8 <= span; i += 8) {
+    uint64_t five_bytes = 0;
+    for (size_t b = 0; b < 5; ++b) five_bytes |= uint64_t{packed[5 * (i / 8) + b]} << (8 * b);
+    for (size_t k = 0; k < 8; ++k) take(i + k, static_cast<unsigned>(five_bytes >> (5 * k)) & 31u);
   }
+  for (; i < span; ++i) take(i, unpack_length(packed, i));
+  require_format(longest <= max_length, "Huffman: code length above the limit");
+  kraft >>= 31 - max_length;  // now in units of 2^-max_length: no length exceeds it
   require_format(lengths[lo] != 0 && lengths[hi] != 0, "Huffman: code-length table range not tight");
   if (used == 1) {
     require_format(lengths[lo] == 1, "Huffman: a single code must have length 1");
@@ -635,7 +775,7 @@ void decode(ByteSpan in, Bytes& out, size_t max_out, const Executor& exec) {
   require_format((in.size - payload_at) % 4 == 0 && (in.size - payload_at) / 4 == start[blocks],
                  "Huffman: payload length disagrees with the block table");
 
-  const DecodeTable table = make_decode_table(lengths);
+  const DecodeTable table = make_decode_table(lengths.data(), lo, hi);
   out.resize(2 * n);
   const auto lane_of = [&](size_t b) {
     Lane lane;

@@ -405,6 +405,71 @@ TEST(Huffman, CodeLengthsMatchHuffmanWhenTheLimitDoesNotBind) {
   }
 }
 
+TEST(Huffman, CodeLengthsCostExactlyWhatPackageMergeCosts) {
+  // code_lengths takes an ordinary Huffman code when it fits the limit and
+  // package-merge otherwise; both are optimal under the limit, so the total
+  // coded bits must equal package-merge's on every histogram (never more),
+  // and where the limit binds the lengths are package-merge's own.
+  const auto check = [](const std::vector<uint64_t>& h, unsigned limit) {
+    const uint32_t alphabet = static_cast<uint32_t>(h.size());
+    const auto lengths = huffman::code_lengths(h.data(), alphabet, limit);
+    const auto reference = huffman::package_merge_lengths(h.data(), alphabet, limit);
+    expect_valid_lengths(h, lengths, limit);
+    ASSERT_EQ(cost_of(h, lengths), cost_of(h, reference)) << "A=" << alphabet << " L=" << limit;
+    if (cost_of(h, reference) > huffman_cost(h)) {
+      ASSERT_EQ(lengths, reference);
+    }
+    ASSERT_EQ(huffman::code_lengths(h.data(), alphabet, limit), lengths);  // a pure function
+  };
+  std::mt19937_64 rng(21);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const uint32_t alphabet = 1 + static_cast<uint32_t>(rng() % (trial % 10 == 0 ? 5000 : 1100));
+    unsigned min_limit = 1;
+    while ((uint64_t{1} << min_limit) < alphabet) ++min_limit;
+    const unsigned limit = min_limit + static_cast<unsigned>(rng() % (huffman::kMaxLengthLimit - min_limit + 1));
+    std::vector<uint64_t> h(alphabet, 0);
+    switch (trial % 5) {
+      case 0:  // uniform-ish, many ties
+        for (auto& c : h) c = rng() % 4 == 0 ? 0 : 1 + rng() % 8;
+        break;
+      case 1:  // geometric around the middle, like Lorenzo codes; the limit binds often
+        for (uint32_t s = 0; s < alphabet; ++s) {
+          const double d = std::abs(static_cast<double>(s) - alphabet / 2.0);
+          h[s] = static_cast<uint64_t>(std::ldexp(1.0, 40) * std::pow(0.5 + 0.45 * (trial % 7) / 7.0, d)) >> (rng() % 3);
+        }
+        break;
+      case 2:  // Fibonacci counts: the deepest Huffman trees
+        for (uint32_t s = 0, a = 1, b = 1; s < alphabet && s < 60; ++s) {
+          h[rng() % alphabet] += a;
+          const uint32_t next = a + b;
+          a = b;
+          b = next;
+        }
+        break;
+      case 3:  // a few symbols only
+        for (int k = 0; k < 1 + static_cast<int>(rng() % 6); ++k) h[rng() % alphabet] += 1 + rng() % 100;
+        break;
+      default:  // wide spread of magnitudes
+        for (auto& c : h) c = rng() % 3 == 0 ? 0 : (rng() >> (rng() % 64)) >> 16;  // sums stay far below 2^64
+        break;
+    }
+    check(h, limit);
+  }
+  // Lorenzo codes of real fields, whole and in the streams of h5py's default chunks.
+  for (const char* field : {"wmag91.float", "999x999.float", "vorticity.128_128_41", "vorticity.512_512"}) {
+    SCOPED_TRACE(field);
+    const std::vector<uint16_t> codes = lorenzo_codes(field);
+    check(histogram_of(codes, 1024), 16);
+    for (size_t chunk : {size_t{6348}, size_t{7875}, size_t{300}}) {
+      for (size_t at = 0; at < codes.size(); at += chunk * 7) {
+        const std::vector<uint16_t> part(codes.begin() + at, codes.begin() + std::min(codes.size(), at + chunk));
+        check(histogram_of(part, 1024), 16);
+        check(histogram_of(part, 1024), 10);
+      }
+    }
+  }
+}
+
 TEST(Huffman, CodeLengthsRespectTheLimitAndStayOptimal) {
   // Brute force over all length vectors for tiny alphabets: package-merge's
   // cost must be the minimum over complete codes within the limit.
