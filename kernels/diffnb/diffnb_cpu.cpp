@@ -52,23 +52,31 @@ void decode_block(const uint8_t* in, size_t length, uint8_t* out) {
 }
 
 #if defined(__SSE2__)
-// The running sum four (u32) or two (u64) words at a time: an in-register
-// prefix sum (shift by one and two lanes, add), plus the carry of the words
-// before, broadcast from the last lane. Same words as the scalar loop.
+// The running sum, eight (u32) or four (u64) words per step in two registers.
+// Each register gets its in-register prefix sum (shift by one and two lanes,
+// add) independently; the carry of all earlier words is then added to both.
+// Only one add per step depends on the previous step (carry += the step's
+// total), which more than doubles the throughput of a one-register loop
+// whose every step waited for the last. Same words as the scalar loop.
 template <>
 void decode_block<uint32_t>(const uint8_t* in, size_t length, uint8_t* out) {
   const size_t n = length / 4;
   const __m128i mask = _mm_set1_epi32(static_cast<int>(kNegabinaryMask<uint32_t>));
-  __m128i carry = _mm_setzero_si128();
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const __m128i coded = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 4 * i));
-    __m128i d = _mm_sub_epi32(_mm_xor_si128(coded, mask), mask);
+  auto prefix = [&](const uint8_t* p) {
+    __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    d = _mm_sub_epi32(_mm_xor_si128(d, mask), mask);
     d = _mm_add_epi32(d, _mm_slli_si128(d, 4));
-    d = _mm_add_epi32(d, _mm_slli_si128(d, 8));
-    d = _mm_add_epi32(d, carry);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4 * i), d);
-    carry = _mm_shuffle_epi32(d, 0xFF);
+    return _mm_add_epi32(d, _mm_slli_si128(d, 8));
+  };
+  __m128i carry = _mm_setzero_si128();  // every lane: the sum of all earlier words
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i low = prefix(in + 4 * i), high = prefix(in + 4 * i + 16);
+    const __m128i low_total = _mm_shuffle_epi32(low, 0xFF);
+    const __m128i high_with_low = _mm_add_epi32(high, low_total);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4 * i), _mm_add_epi32(low, carry));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 4 * i + 16), _mm_add_epi32(high_with_low, carry));
+    carry = _mm_add_epi32(carry, _mm_shuffle_epi32(high_with_low, 0xFF));
   }
   uint32_t word = static_cast<uint32_t>(_mm_cvtsi128_si32(carry));
   for (; i < n; ++i) {
@@ -83,15 +91,19 @@ template <>
 void decode_block<uint64_t>(const uint8_t* in, size_t length, uint8_t* out) {
   const size_t n = length / 8;
   const __m128i mask = _mm_set1_epi64x(static_cast<long long>(kNegabinaryMask<uint64_t>));
+  auto prefix = [&](const uint8_t* p) {
+    __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    d = _mm_sub_epi64(_mm_xor_si128(d, mask), mask);
+    return _mm_add_epi64(d, _mm_slli_si128(d, 8));
+  };
   __m128i carry = _mm_setzero_si128();
   size_t i = 0;
-  for (; i + 2 <= n; i += 2) {
-    const __m128i coded = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 8 * i));
-    __m128i d = _mm_sub_epi64(_mm_xor_si128(coded, mask), mask);
-    d = _mm_add_epi64(d, _mm_slli_si128(d, 8));
-    d = _mm_add_epi64(d, carry);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 8 * i), d);
-    carry = _mm_unpackhi_epi64(d, d);
+  for (; i + 4 <= n; i += 4) {
+    const __m128i low = prefix(in + 8 * i), high = prefix(in + 8 * i + 16);
+    const __m128i high_with_low = _mm_add_epi64(high, _mm_unpackhi_epi64(low, low));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 8 * i), _mm_add_epi64(low, carry));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 8 * i + 16), _mm_add_epi64(high_with_low, carry));
+    carry = _mm_add_epi64(carry, _mm_unpackhi_epi64(high_with_low, high_with_low));
   }
   uint64_t word = static_cast<uint64_t>(_mm_cvtsi128_si64(carry));
   for (; i < n; ++i) {
