@@ -116,16 +116,42 @@ size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& c
         target = next.inputs[0];
       }
     }
+    // The chain may end in a stage that takes the rebuilt stream block by block
+    // (the quantizer's codes): then that stream is never stored whole either.
+    const StageNode* sink_node = nullptr;
+    size_t sink_port = 0;
+    if (node->inputs.size() == 1 && node->output_count == 1 && r + 1 + coders.size() < nodes_.size()) {
+      const StageNode& next = nodes_[nodes_.size() - 2 - r - coders.size()];
+      if (next.inputs.size() == 1 && target >= next.first_output && target < next.first_output + next.output_count) {
+        sink_node = &next;
+        sink_port = target - next.first_output;
+      }
+    }
     std::unique_ptr<BlockSource> source;
-    if (!coders.empty()) source = node->stage->inverse_source(outs[0], ctx);
-    if (source) {
+    if (!coders.empty() || sink_node) source = node->stage->inverse_source(outs[0], ctx);
+    std::unique_ptr<BlockSink> sink;
+    if (source && sink_node) {
+      std::vector<ByteSpan> sink_outs(sink_node->output_count);
+      bool complete = true;
+      for (size_t i = 0; i < sink_node->output_count; ++i) {
+        if (i == sink_port) continue;
+        const auto& v = view[sink_node->first_output + i];
+        complete &= v.has_value();
+        if (v) sink_outs[i] = *v;
+      }
+      if (complete) sink = sink_node->stage->inverse_sink(sink_outs, sink_port, source->size(), ctx);
+    }
+    if (source && (sink || !coders.empty())) {
       const size_t n = source->size();
-      const bool direct = dst && target == kChunk && n <= capacity;
+      const uint8_t rebuilt_id = sink ? sink_node->inputs[0] : target;
+      const size_t rebuilt_bytes = sink ? sink->size() : n;
+      const bool direct = dst && rebuilt_id == kChunk && rebuilt_bytes <= capacity;
       Bytes rebuilt;
       uint8_t* out = dst;
       if (!direct) {
+        require_format(rebuilt_bytes <= ctx.max_stream_bytes, "pipeline: stream larger than the frame allows");
         rebuilt = acquire_buffer();
-        rebuilt.resize(n);  // every byte is written below
+        rebuilt.resize(rebuilt_bytes);  // every byte is written below
         out = rebuilt.data();
       }
       ctx.exec.parallel_for(block_count(n), [&](size_t b) {
@@ -133,15 +159,18 @@ size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& c
         const size_t length = block_length(n, b);
         source->decode_block(b, scratch[0]);
         for (size_t c = 0; c < coders.size(); ++c) {
-          uint8_t* to = c + 1 == coders.size() ? out + b * kBlockBytes : scratch[(c + 1) % 2];
+          uint8_t* to = c + 1 == coders.size() && !sink ? out + b * kBlockBytes : scratch[(c + 1) % 2];
           coders[c](scratch[c % 2], length, to);
         }
+        if (sink) sink->consume(b, scratch[coders.size() % 2], out);
       });
+      if (sink) sink->finish(out);
       release_outputs(*node);
-      if (direct) return n;  // the chunk's producer was the last stage of the chain
-      owned[target] = std::move(rebuilt);
-      view[target] = ByteSpan(*owned[target]);
-      r += 1 + coders.size();
+      if (sink) release_outputs(*sink_node);
+      if (direct) return rebuilt_bytes;  // the chunk's producer was the last stage of the chain
+      owned[rebuilt_id] = std::move(rebuilt);
+      view[rebuilt_id] = ByteSpan(*owned[rebuilt_id]);
+      r += 1 + coders.size() + (sink ? 1 : 0);
       continue;
     }
 

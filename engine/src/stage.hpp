@@ -51,6 +51,17 @@ class BlockSource {
   virtual void decode_block(size_t block, uint8_t* dst) const = 0;  // block_length(size(), block) bytes
 };
 
+// The end of a fused chain: a stage's inverse fed one block of one of its
+// outputs at a time (consume may run concurrently for different blocks), then
+// finish() once all have arrived. It rebuilds the stage's one input.
+class BlockSink {
+ public:
+  virtual ~BlockSink() = default;
+  virtual size_t size() const = 0;  // bytes of the stage's input it rebuilds
+  virtual void consume(size_t block, const uint8_t* data, uint8_t* dst) = 0;
+  virtual void finish(uint8_t* dst) = 0;
+};
+
 class Stage {
  public:
   virtual ~Stage() = default;
@@ -76,6 +87,15 @@ class Stage {
   // block source (nullptr if it cannot). Throws FormatError as inverse() does.
   virtual std::unique_ptr<BlockSource> inverse_source(ByteSpan output, const StageContext& ctx) const {
     (void)output, (void)ctx;
+    return nullptr;
+  }
+
+  // ...and one whose inverse can take output `port` block by block (its
+  // other outputs given whole; outputs[port] is empty, port_bytes long)
+  // returns a sink (nullptr if it cannot). Throws FormatError as inverse() does.
+  virtual std::unique_ptr<BlockSink> inverse_sink(const std::vector<ByteSpan>& outputs, size_t port,
+                                                  size_t port_bytes, const StageContext& ctx) const {
+    (void)outputs, (void)port, (void)port_bytes, (void)ctx;
     return nullptr;
   }
 

@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "common/bytes.hpp"
 #include "common/executor.hpp"
@@ -90,6 +91,30 @@ uint64_t decoded_bytes(ByteSpan params);
 // checked that size against its limits. Throws FormatError as decode() does.
 void decode_into(ByteSpan codes, ByteSpan outliers, ByteSpan params, uint8_t* dst,
                  const Executor& exec = serial_executor());
+// Decoding with the codes arriving block by block (kBlockBytes of codes each,
+// the block grid of every CPU stage), as a fused chain of decoders produces
+// them: for ABS/NOA quantized params only (is_blockwise). consume() may run
+// for different blocks on different threads, in any order; finish() after the
+// last checks what only the whole stream can show and places the outliers.
+class BlockwiseDecoder {
+ public:
+  static bool is_blockwise(ByteSpan params);  // validated params say ABS/NOA QUANTIZED
+  // codes_bytes: the length of the codes stream to come; FormatError unless
+  // consistent with params and outliers.
+  BlockwiseDecoder(ByteSpan outliers, ByteSpan params, size_t codes_bytes);
+  size_t decoded_bytes() const { return bytes_; }
+  void consume(size_t block, const uint8_t* codes, uint8_t* dst);  // block_length(bytes, block) bytes of codes
+  void finish(uint8_t* dst);                                       // dst: decoded_bytes() bytes
+
+ private:
+  ByteSpan outliers_;
+  Params params_;
+  size_t bytes_ = 0;
+  std::vector<size_t> zeros_;                  // zero codes per block
+  std::vector<uint8_t> in_range_;              // per block: every code in range
+  std::vector<std::vector<uint8_t>> kept_;     // the codes of blocks with outliers
+};
+
 // Parses and validates params alone (for tools); throws FormatError.
 Params read_params(ByteSpan params);
 

@@ -871,6 +871,67 @@ Params read_params(ByteSpan params) {
   return out;
 }
 
+bool BlockwiseDecoder::is_blockwise(ByteSpan params) {
+  const Params p = read_params(params);
+  return p.method == Method::kQuantized && p.mode != Mode::kRel;
+}
+
+BlockwiseDecoder::BlockwiseDecoder(ByteSpan outliers, ByteSpan params, size_t codes_bytes)
+    : outliers_(outliers), params_(read_params(params)) {
+  require_format(params_.method == Method::kQuantized && params_.mode != Mode::kRel,
+                 "quantize: blockwise decoding of REL, CONSTANT or LOSSLESS params");
+  if (params_.width == 4)
+    check_params_typed<float>(params_);
+  else
+    check_params_typed<double>(params_);
+  require_format(params_.count <= SIZE_MAX / params_.width && codes_bytes == params_.count * params_.width,
+                 "quantize: codes do not match the element count");
+  require_format(outliers.size % params_.width == 0, "quantize: outlier stream is not whole elements");
+  bytes_ = codes_bytes;
+  const size_t blocks = block_count(bytes_);
+  zeros_.assign(blocks, 0);
+  in_range_.assign(blocks, 1);
+  kept_.resize(blocks);
+}
+
+void BlockwiseDecoder::consume(size_t block, const uint8_t* codes, uint8_t* dst) {
+  FloatStateGuard env;
+  const size_t length = block_length(bytes_, block);
+  bool ok = true;
+  size_t zeros;
+  if (params_.width == 4) {
+    zeros = decode_abs_values<float>(codes, length / 4, dst + block * kBlockBytes,
+                                     from_bits<float>(static_cast<uint32_t>(params_.step_bits)), ok);
+  } else {
+    zeros = decode_abs_values<double>(codes, length / 8, dst + block * kBlockBytes,
+                                      from_bits<double>(params_.step_bits), ok);
+  }
+  zeros_[block] = zeros;
+  in_range_[block] = ok;
+  if (zeros != 0) kept_[block].assign(codes, codes + length);  // where its outliers go
+}
+
+void BlockwiseDecoder::finish(uint8_t* dst) {
+  const unsigned width = params_.width;
+  size_t total = 0;
+  for (size_t b = 0; b < zeros_.size(); ++b) {
+    require_format(in_range_[b] != 0, "quantize: code out of range");
+    total += zeros_[b];
+  }
+  require_format(total == outliers_.size / width, "quantize: outlier stream does not match the zero codes");
+  size_t first = 0;
+  for (size_t b = 0; b < zeros_.size(); ++b) {
+    if (zeros_[b] != 0) {
+      const size_t n = block_length(bytes_, b) / width;
+      if (width == 4)
+        place_outliers<float>(kept_[b].data(), n, outliers_.data + first * 4, dst + b * kBlockBytes);
+      else
+        place_outliers<double>(kept_[b].data(), n, outliers_.data + first * 8, dst + b * kBlockBytes);
+    }
+    first += zeros_[b];
+  }
+}
+
 uint64_t decoded_bytes(ByteSpan params) {
   const Params p = read_params(params);
   require_format(p.count <= UINT64_MAX / p.width, "quantize: element count overflows");

@@ -514,6 +514,58 @@ TEST(QuantizeHostile, CodeOutOfRangeAnywhere) {
   for (size_t n : {size_t{7}, size_t{2049}, size_t{4099}}) check(double{}, 8, n, (uint64_t{1} << 62) | 1);
 }
 
+// Blockwise decoding (a fused chain hands over one block of codes at a time,
+// in any order) gives decode()'s bytes, and refuses what decode() refuses.
+TEST(Quantize, BlockwiseDecoderMatchesDecode) {
+  auto check = [](const Bytes& in, unsigned width, Mode mode, double bound, const std::string& what) {
+    Config c;
+    c.width = width;
+    c.mode = mode;
+    c.bound = bound;
+    Streams s;
+    quantize::encode(in, c, s);
+    if (!quantize::BlockwiseDecoder::is_blockwise(s.params)) return false;
+    Bytes whole;
+    quantize::decode(s.codes, s.outliers, s.params, whole, in.size());
+    quantize::BlockwiseDecoder decoder(s.outliers, s.params, s.codes.size());
+    EXPECT_EQ(decoder.decoded_bytes(), whole.size()) << what;
+    Bytes out(decoder.decoded_bytes(), 0xA5);
+    const size_t blocks = (s.codes.size() + 16383) / 16384;
+    for (size_t k = blocks; k-- > 0;) decoder.consume(k, s.codes.data() + k * 16384, out.data());  // backwards
+    decoder.finish(out.data());
+    EXPECT_TRUE(out == whole) << what;
+    return true;
+  };
+  size_t checked = 0;
+  for (size_t n : {size_t{1}, size_t{7}, size_t{4096}, size_t{4097}, size_t{100000}}) {
+    checked += check(as_bytes(adversarial<float>(n, 3)), 4, Mode::kAbs, 1e-2, "f32 adversarial " + std::to_string(n));
+    checked += check(as_bytes(adversarial<double>(n, 4)), 8, Mode::kAbs, 1e-3, "f64 adversarial " + std::to_string(n));
+  }
+  EXPECT_EQ(checked, 10u);
+  // Hostile: a code out of range, one outlier too few.
+  Config c;
+  c.bound = 1e-2;
+  Streams s;
+  const Bytes in = as_bytes(adversarial<float>(10000, 9));
+  quantize::encode(in, c, s);
+  ASSERT_GT(s.outliers.size(), 4u);
+  auto run = [&](const Bytes& codes, const Bytes& outliers) {
+    quantize::BlockwiseDecoder decoder(outliers, s.params, codes.size());
+    Bytes out(decoder.decoded_bytes());
+    for (size_t k = 0; k * 16384 < codes.size(); ++k) decoder.consume(k, codes.data() + k * 16384, out.data());
+    decoder.finish(out.data());
+  };
+  Bytes bad_codes = s.codes;
+  for (size_t i = 0; i < bad_codes.size() / 4; ++i)
+    if (load_le<uint32_t>(bad_codes.data() + 4 * i) != 0) {
+      store_le<uint32_t>(bad_codes.data() + 4 * i, 0x80000000u);
+      break;
+    }
+  EXPECT_THROW(run(bad_codes, s.outliers), FormatError);
+  EXPECT_THROW(run(s.codes, Bytes(s.outliers.begin(), s.outliers.end() - 4)), FormatError);
+  EXPECT_THROW(quantize::BlockwiseDecoder(s.outliers, s.params, s.codes.size() - 4), FormatError);
+}
+
 TEST(QuantizeHostile, BadConfigIsUsageError) {
   Streams s;
   const Bytes in(8, 0);

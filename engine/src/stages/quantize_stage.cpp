@@ -9,6 +9,18 @@
 namespace fz::engine {
 namespace {
 
+// ABS/NOA codes decoded as a fused chain delivers them (quantize.hpp).
+class QuantizeSink final : public BlockSink {
+ public:
+  QuantizeSink(ByteSpan outliers, ByteSpan params, size_t codes_bytes) : decoder_(outliers, params, codes_bytes) {}
+  size_t size() const override { return decoder_.decoded_bytes(); }
+  void consume(size_t block, const uint8_t* data, uint8_t* dst) override { decoder_.consume(block, data, dst); }
+  void finish(uint8_t* dst) override { decoder_.finish(dst); }
+
+ private:
+  quantize::BlockwiseDecoder decoder_;
+};
+
 class QuantizeStage final : public Stage {
  public:
   explicit QuantizeStage(const quantize::Config& config) : config_(config) {}
@@ -38,6 +50,12 @@ class QuantizeStage final : public Stage {
   void inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const override {
     in.resize(1);
     quantize::decode(out.at(0), out.at(1), out.at(2), in[0], ctx.max_stream_bytes, ctx.exec);
+  }
+  std::unique_ptr<BlockSink> inverse_sink(const std::vector<ByteSpan>& out, size_t port, size_t port_bytes,
+                                          const StageContext& ctx) const override {
+    if (port != 0 || !quantize::BlockwiseDecoder::is_blockwise(out.at(2))) return nullptr;
+    require_format(port_bytes <= ctx.max_stream_bytes, "quantize: codes larger than the frame allows");
+    return std::make_unique<QuantizeSink>(out.at(1), out.at(2), port_bytes);
   }
   std::optional<size_t> inverse_into(const std::vector<ByteSpan>& out, uint8_t* dst, size_t capacity,
                                      const StageContext& ctx) const override {
