@@ -25,8 +25,12 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "common/blocks.hpp"
+#include "common/cpu_features.hpp"
 #include "common/error.hpp"
 #include "common/float_state.hpp"
 
@@ -712,10 +716,81 @@ size_t decode_abs_values_sse2(const uint8_t* codes, size_t n, uint8_t* out, doub
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// AVX2: the SSE2 loops above, four doubles or eight floats per step; the same
+// operations, so the same values (common/cpu_features.hpp).
+__attribute__((target("avx2"))) size_t decode_abs_values_avx2(const uint8_t* codes, size_t n, uint8_t* out,
+                                                              float step, uint32_t& out_of_range, size_t& done) {
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256 step8 = _mm256_set1_ps(step);
+  __m256i zero_count = _mm256_setzero_si256(), high = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i code = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 4 * i));
+    const __m256i is_zero = _mm256_cmpeq_epi32(code, _mm256_setzero_si256());
+    const __m256i z = _mm256_sub_epi32(code, one);
+    high = _mm256_or_si256(high, _mm256_andnot_si256(is_zero, z));
+    zero_count = _mm256_sub_epi32(zero_count, is_zero);
+    const __m256i b =
+        _mm256_xor_si256(_mm256_srli_epi32(z, 1), _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_and_si256(z, one)));
+    _mm256_storeu_ps(reinterpret_cast<float*>(out + 4 * i), _mm256_mul_ps(_mm256_cvtepi32_ps(b), step8));
+  }
+  alignas(32) uint32_t lanes[8], bits[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), zero_count);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(bits), high);
+  uint32_t any = 0;
+  size_t zeros = 0;
+  for (int k = 0; k < 8; ++k) any |= bits[k], zeros += lanes[k];
+  out_of_range |= any > kAbsMaxZigzag<float> ? 1u : 0u;
+  done = i;
+  return zeros;
+}
+
+__attribute__((target("avx2"))) size_t decode_abs_values_avx2(const uint8_t* codes, size_t n, uint8_t* out,
+                                                              double step, uint64_t& out_of_range, size_t& done) {
+  constexpr uint64_t kMagicBits = 0x4338000000000000ull;  // 1.5 * 2^52
+  const __m256i one = _mm256_set1_epi64x(1), magic_bits = _mm256_set1_epi64x(static_cast<long long>(kMagicBits));
+  const __m256d magic = _mm256_castsi256_pd(magic_bits), step4 = _mm256_set1_pd(step);
+  __m256i zero_count = _mm256_setzero_si256(), high = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256i code = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 8 * i));
+    const __m256i is_zero = _mm256_cmpeq_epi64(code, _mm256_setzero_si256());
+    const __m256i z = _mm256_sub_epi64(code, one);
+    high = _mm256_or_si256(high, _mm256_andnot_si256(is_zero, z));
+    zero_count = _mm256_sub_epi64(zero_count, is_zero);
+    const __m256i b =
+        _mm256_xor_si256(_mm256_srli_epi64(z, 1), _mm256_sub_epi64(_mm256_setzero_si256(), _mm256_and_si256(z, one)));
+    const __m256d value = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(b, magic_bits)), magic);
+    _mm256_storeu_pd(reinterpret_cast<double*>(out + 8 * i), _mm256_mul_pd(value, step4));
+  }
+  alignas(32) uint64_t lanes[4], bits[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), zero_count);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(bits), high);
+  const uint64_t coded = bits[0] | bits[1] | bits[2] | bits[3];
+  out_of_range |= coded > kAbsMaxZigzag<double> ? 1u : 0u;
+  if (coded >> 52) {  // some |b| >= 2^51: the general conversion for the whole block
+    done = 0;
+    return 0;
+  }
+  done = i;
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+#endif
+
 template <typename T>
 size_t decode_abs_values(const uint8_t* codes, size_t n, uint8_t* out, T step, bool& ok) {
   UintOf<T> out_of_range = 0;
   size_t zeros = 0, done = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (cpu_has_avx2()) {
+    zeros = decode_abs_values_avx2(codes, n, out, step, out_of_range, done);
+    zeros += decode_abs_values_scalar<T>(codes + done * sizeof(T), n - done, out + done * sizeof(T), step,
+                                         out_of_range);
+    ok = out_of_range == 0;
+    return zeros;
+  }
+#endif
 #if defined(__SSE2__)
   zeros = decode_abs_values_sse2(codes, n, out, step, out_of_range, done);
 #endif

@@ -15,6 +15,7 @@
 #endif
 
 #include "bitshuffle/bitshuffle.hpp"
+#include "common/cpu_features.hpp"
 #include "common/error.hpp"
 #include "common/testing/test_data.hpp"
 #include "common/testing/thread_executor.hpp"
@@ -489,6 +490,8 @@ TEST(Quantize, DoubleCodesBeyondTwoToTheFiftyOne) {
 // A code out of range is refused wherever it sits: inside the vector loop or in
 // the scalar tail of a block (n % 4 != 0 for float, odd n for double).
 TEST(QuantizeHostile, CodeOutOfRangeAnywhere) {
+  for (bool optional_isa : {true, false}) {
+  set_optional_isa_for_testing(optional_isa);
   auto check = [](auto zero, unsigned width, size_t n, uint64_t bad_code) {
     using T = decltype(zero);
     std::vector<T> v(n);
@@ -512,6 +515,8 @@ TEST(QuantizeHostile, CodeOutOfRangeAnywhere) {
   };
   for (size_t n : {size_t{7}, size_t{4097}, size_t{4099}}) check(float{}, 4, n, uint64_t{1} << 30 | 1);
   for (size_t n : {size_t{7}, size_t{2049}, size_t{4099}}) check(double{}, 8, n, (uint64_t{1} << 62) | 1);
+  }
+  set_optional_isa_for_testing(true);
 }
 
 // Blockwise decoding (a fused chain hands over one block of codes at a time,
@@ -564,6 +569,37 @@ TEST(Quantize, BlockwiseDecoderMatchesDecode) {
   EXPECT_THROW(run(bad_codes, s.outliers), FormatError);
   EXPECT_THROW(run(s.codes, Bytes(s.outliers.begin(), s.outliers.end() - 4)), FormatError);
   EXPECT_THROW(quantize::BlockwiseDecoder(s.outliers, s.params, s.codes.size() - 4), FormatError);
+}
+
+// The AVX2 decoding loops (chosen at run time) and the SSE2 ones give the same
+// bytes, out-of-range codes are refused by both, and wide double codes take
+// the general path in both.
+TEST(Quantize, OptionalInstructionSetsGiveTheSameValues) {
+  std::vector<std::pair<Bytes, unsigned>> inputs = {
+      {as_bytes(adversarial<float>(100003, 11)), 4}, {as_bytes(adversarial<double>(50001, 12)), 8},
+      {testing::read_field("wmag91.float"), 4}, {float_field_as_double(testing::read_field("999x999.float")), 8}};
+  {  // wide double codes in one block, small ones elsewhere
+    std::vector<double> v(3 * 2048 + 3);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = i < 2048 ? 1e-11 * std::sin(i * 0.37) : 5000.0 + std::sin(i * 0.1);
+    inputs.push_back({as_bytes(v), 8});
+  }
+  for (const auto& [in, width] : inputs) {
+    for (double bound : {1e-2, 1e-4, 1e-12}) {
+      Config c;
+      c.width = width;
+      c.mode = Mode::kAbs;
+      c.bound = bound;
+      Streams s;
+      quantize::encode(in, c, s);
+      Bytes fast, baseline;
+      set_optional_isa_for_testing(true);
+      quantize::decode(s.codes, s.outliers, s.params, fast, in.size());
+      set_optional_isa_for_testing(false);
+      quantize::decode(s.codes, s.outliers, s.params, baseline, in.size());
+      set_optional_isa_for_testing(true);
+      EXPECT_TRUE(fast == baseline) << "width " << width << " bound " << bound;
+    }
+  }
 }
 
 TEST(QuantizeHostile, BadConfigIsUsageError) {
