@@ -46,6 +46,23 @@ FiniteRange block_range(const uint8_t* p, size_t n, bool big_endian, std::option
 }
 
 #if defined(__SSE2__)
+// Adds the per-lane minima and maxima of a vector loop to r; a lane that saw
+// no value holds low = +inf > high = -inf.
+template <typename T>
+void add_lanes(FiniteRange& r, const T* lows, const T* highs, int lanes) {
+  for (int k = 0; k < lanes; ++k) {
+    if (lows[k] > highs[k]) continue;
+    if (!r.any) {
+      r.any = true;
+      r.min = lows[k];
+      r.max = highs[k];
+    } else {
+      r.min = std::min<double>(r.min, lows[k]);
+      r.max = std::max<double>(r.max, highs[k]);
+    }
+  }
+}
+
 // float32, little-endian: the same set of values in SSE2, four at a time (GCC
 // does not vectorise the loop above). min/max of a set do not depend on the
 // order; -0.0 and +0.0 compare equal, and either gives the same range.
@@ -75,17 +92,7 @@ FiniteRange block_range_f32(const uint8_t* p, size_t n, std::optional<uint64_t> 
   _mm_store_ps(highs, high);
   FiniteRange r = block_range<float, uint32_t>(p + 4 * i, n - i, false, fill);
   r.has_fill |= _mm_movemask_epi8(fills) != 0;
-  for (int k = 0; k < 4; ++k) {
-    if (lows[k] > highs[k]) continue;  // this lane saw no value
-    if (!r.any) {
-      r.any = true;
-      r.min = lows[k];
-      r.max = highs[k];
-    } else {
-      r.min = std::min<double>(r.min, lows[k]);
-      r.max = std::max<double>(r.max, highs[k]);
-    }
-  }
+  add_lanes(r, lows, highs, 4);
   return r;
 }
 
@@ -122,17 +129,7 @@ FiniteRange block_range_f64(const uint8_t* p, size_t n, std::optional<uint64_t> 
   _mm_store_pd(highs, high);
   FiniteRange r = block_range<double, uint64_t>(p + 8 * i, n - i, false, fill);
   r.has_fill |= _mm_movemask_epi8(fills) != 0;
-  for (int k = 0; k < 2; ++k) {
-    if (lows[k] > highs[k]) continue;  // this lane saw no value
-    if (!r.any) {
-      r.any = true;
-      r.min = lows[k];
-      r.max = highs[k];
-    } else {
-      r.min = std::min(r.min, lows[k]);
-      r.max = std::max(r.max, highs[k]);
-    }
-  }
+  add_lanes(r, lows, highs, 2);
   return r;
 }
 #endif
