@@ -183,8 +183,7 @@ __global__ void read_size_table(const uint8_t* in, size_t in_size, size_t max_ou
 }
 
 __global__ void check_header(const uint8_t* in, size_t in_size, size_t max_out, const uint64_t* sizes,
-                             const uint64_t* offsets, uint32_t* header_status, uint32_t* status,
-                             uint64_t* decoded_size) {
+                             const uint64_t* offsets, uint32_t* header_status, uint32_t* status) {
   const Header h = read_header(in, in_size, max_out);
   uint32_t flags = h.status;
   if (flags == 0) {
@@ -194,7 +193,12 @@ __global__ void check_header(const uint8_t* in, size_t in_size, size_t max_out, 
   flags |= *header_status;
   *header_status = flags;
   *status |= flags;
-  *decoded_size = flags == 0 ? h.n : 0;
+}
+
+// After every check: n for a valid stream, 0 otherwise (status != 0 implies
+// nothing about how far decoding got).
+__global__ void finish_decode(const uint8_t* in, const uint32_t* status, uint64_t* decoded_size) {
+  *decoded_size = *status == 0 ? load_word<uint64_t>(in) : 0;
 }
 
 template <typename Word, bool kRepeat>
@@ -344,12 +348,12 @@ cudaError_t decode_typed(const uint8_t* in, size_t in_size, uint8_t* out, size_t
     err = cub::DeviceScan::ExclusiveSum(s.scan, scan_bytes, s.sizes, s.offsets, static_cast<int>(capacity), stream);
     if (err != cudaSuccess) return err;
   }
-  check_header<<<1, 1, 0, stream>>>(in, in_size, max_out, s.sizes, s.offsets, s.header_status, status,
-                                    decoded_size);
+  check_header<<<1, 1, 0, stream>>>(in, in_size, max_out, s.sizes, s.offsets, s.header_status, status);
   if (capacity > 0) {
     decode_subchunks<Word, kRepeat><<<static_cast<unsigned>(capacity), kThreads, 0, stream>>>(
         in, out, s.sizes, s.offsets, s.header_status, status);
   }
+  finish_decode<<<1, 1, 0, stream>>>(in, status, decoded_size);
   return cudaGetLastError();
 }
 
