@@ -9,8 +9,12 @@ namespace fz::engine::fault_injection {
 
 // The next N pipeline runs in compress() throw as if a stage had failed.
 extern std::atomic<int> pipeline_failures;
+// The next N device allocations fail as if the GPU were out of memory.
+extern std::atomic<int> device_allocation_failures;
 
-// Throws std::runtime_error("injected fault") and decrements `counter` if positive.
+// True (and one fewer pending) when `counter` is positive.
+bool take(std::atomic<int>& counter);
+// Throws std::runtime_error("injected fault") when take(counter).
 void maybe_fail(std::atomic<int>& counter);
 
 }  // namespace fz::engine::fault_injection
