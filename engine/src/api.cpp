@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend.hpp"
+#include "device_forward.hpp"
 #include "buffer_pool.hpp"
 #include "common/error.hpp"
 #include "fault_injection.hpp"
@@ -189,7 +190,10 @@ Bytes compress(const void* data, size_t bytes, const DataType& dtype, const std:
       const ByteSpan chunk(static_cast<const uint8_t*>(data), bytes);
       engine::Pipeline pipeline = engine::build_pipeline(dtype, dims, effective, chunk, *exec);
       engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
-      std::vector<Bytes> stored = pipeline.forward(chunk, ctx);
+      std::optional<std::vector<Bytes>> on_device;
+      const engine::BackendChoice& backend = engine::chosen_backend();
+      if (backend.backend == engine::Backend::Cuda) on_device = engine::forward_on_device(pipeline, chunk, backend.device);
+      std::vector<Bytes> stored = on_device ? std::move(*on_device) : pipeline.forward(chunk, ctx);
       for (const auto& node : pipeline.nodes()) {
         StageInfo s;
         s.type_id = static_cast<uint16_t>(node.stage->type());

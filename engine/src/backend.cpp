@@ -4,12 +4,15 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "device_forward.hpp"
 #include "fz/fz.hpp"
 
 namespace fz::engine {
 
 #ifndef FZ_HAVE_CUDA
 int cuda_device_count() { return 0; }
+std::optional<std::vector<Bytes>> forward_on_device(const Pipeline&, ByteSpan, int) { return std::nullopt; }
+bool runs_on_device(const Pipeline&) { return false; }
 #endif
 
 namespace {
@@ -17,15 +20,33 @@ namespace {
 BackendChoice decide() {
   const char* env = std::getenv("H5Z_FZ_DEVICE");
   const std::string wanted = env && *env ? env : "auto";
-  if (wanted != "auto" && wanted != "cpu" && wanted != "cuda" && wanted.rfind("cuda:", 0) != 0)
+  int asked = -1;  // cuda:N
+  if (wanted.rfind("cuda:", 0) == 0) {
+    char* end = nullptr;
+    const long n = std::strtol(wanted.c_str() + 5, &end, 10);
+    if (end == wanted.c_str() + 5 || *end != '\0' || n < 0 || n > 1024)
+      throw Error("H5Z_FZ_DEVICE='" + wanted + "': N in cuda:N must be a device number");
+    asked = static_cast<int>(n);
+  } else if (wanted != "auto" && wanted != "cpu" && wanted != "cuda") {
     throw Error("H5Z_FZ_DEVICE='" + wanted + "' is not one of auto, cpu, cuda, cuda:N");
+  }
   BackendChoice c;
   if (wanted == "cpu") {
-    c.reason = "H5Z_FZ_DEVICE=cpu";
-  } else {
-    const int devices = cuda_device_count();
-    c.reason = "CPU backend (" + std::to_string(devices) +
-               " CUDA device(s) seen; this build has no CUDA stages yet)";
+    c.reason = "CPU backend (H5Z_FZ_DEVICE=cpu)";
+    return c;
+  }
+  const int devices = cuda_device_count();
+  const int device = asked >= 0 ? asked : 0;
+  if (device < devices) {
+    c.backend = Backend::Cuda;
+    c.device = device;
+    c.reason = "CUDA device " + std::to_string(device) + " of " + std::to_string(devices) +
+               " (stages without a GPU version, and chunks the GPU fails on, run on the CPU)";
+  } else if (wanted == "auto") {
+    c.reason = "CPU backend (" + std::to_string(devices) + " CUDA device(s) usable)";
+  } else {  // asked for explicitly: said even without H5Z_FZ_VERBOSE
+    throw Error("H5Z_FZ_DEVICE=" + wanted + " cannot be honoured: " + std::to_string(devices) +
+                " CUDA device(s) usable");
   }
   return c;
 }

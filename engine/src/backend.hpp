@@ -1,6 +1,8 @@
-// Which backend runs a chunk: H5Z_FZ_DEVICE=auto|cpu|cuda|cuda:N (default auto).
-// This build runs every stage on the CPU; the CUDA backend arrives with its own
-// issue. The choice and the reason are said once on stderr when H5Z_FZ_VERBOSE is set.
+// Which backend runs a chunk: H5Z_FZ_DEVICE=auto|cpu|cuda|cuda:N (default auto:
+// the first CUDA device when one is usable). A pipeline runs on the GPU only
+// when every stage has a GPU version (device_forward.hpp); otherwise, and when
+// the GPU fails, on the CPU. The choice and the reason are said once on stderr
+// when H5Z_FZ_VERBOSE is set, and always when an explicit request cannot be met.
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,28 @@ class BlockSink {
   virtual void finish(uint8_t* dst) = 0;
 };
 
+// GPU execution of a pipeline's forward (cuda/device_forward.cpp). A stream
+// in device memory, its size known on the host, or only on the device (the
+// producer wrote it to device_size) until the caller reads it back.
+struct DeviceBuffer {
+  uint8_t* data = nullptr;
+  size_t size = 0;
+  uint64_t* device_size = nullptr;
+};
+
+// What a stage's GPU forward may use. No CUDA type appears here so that CPU
+// builds compile this header unchanged.
+class DeviceWork {
+ public:
+  virtual ~DeviceWork() = default;
+  // Device memory that lives until the chunk is done.
+  virtual uint8_t* allocate(size_t bytes) = 0;
+  // The cudaStream_t every kernel of this chunk goes on.
+  virtual void* stream() const = 0;
+  // Throws (a CUDA error naming `what`) unless `cuda_error` is cudaSuccess.
+  virtual void check(int cuda_error, const char* what) = 0;
+};
+
 class Stage {
  public:
   virtual ~Stage() = default;
@@ -97,6 +120,18 @@ class Stage {
                                                   size_t port_bytes, const StageContext& ctx) const {
     (void)outputs, (void)port, (void)port_bytes, (void)ctx;
     return nullptr;
+  }
+
+  // The forward on the GPU, for stages that have one (this build has CUDA).
+  // It writes the same bytes as forward(). Inputs have host-known sizes.
+  virtual bool has_device_forward() const { return false; }
+  // False when forward_device leaves its outputs' sizes on the device only
+  // (data-dependent sizes: the elimination coders).
+  virtual bool device_output_sizes_on_host() const { return true; }
+  virtual void forward_device(const std::vector<DeviceBuffer>& inputs, std::vector<DeviceBuffer>& outputs,
+                              DeviceWork& work) const {
+    (void)inputs, (void)outputs, (void)work;
+    throw std::logic_error("stage " + name() + " has no GPU forward");
   }
 
   // For a stage whose one input is the chunk: the inverse written straight into

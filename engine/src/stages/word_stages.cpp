@@ -14,6 +14,14 @@
 #include "stage.hpp"
 #include "tcms/tcms.hpp"
 
+#ifdef FZ_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "bitshuffle/bitshuffle_cuda.hpp"
+#include "common/elimination_cuda.hpp"
+#include "diffnb/diffnb_cuda.hpp"
+#endif
+
 namespace fz::engine {
 namespace {
 
@@ -23,6 +31,33 @@ using Transform = void (*)(ByteSpan, unsigned, Bytes&, const Executor&);
 using Decoder = void (*)(ByteSpan, unsigned, Bytes&, size_t, const Executor&);
 using DecoderInto = void (*)(ByteSpan, unsigned, uint8_t*, const Executor&);
 using BlockDecoderFor = BlockCoder (*)(unsigned);
+// A stage's forward on the GPU (nullptr: none): fills `out` from `in`.
+using DeviceForward = void (*)(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work);
+
+#ifdef FZ_HAVE_CUDA
+cudaStream_t stream_of(DeviceWork& work) { return static_cast<cudaStream_t>(work.stream()); }
+
+void bitshuffle_device(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
+  out = {work.allocate(in.size), in.size, nullptr};
+  work.check(bitshuffle::cuda::encode(in.data, in.size, width, out.data, stream_of(work)), "bit-shuffle (GPU)");
+}
+
+void diffnb_device(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
+  out = {work.allocate(in.size), in.size, nullptr};
+  work.check(diffnb::cuda::encode(in.data, in.size, width, out.data, stream_of(work)), "diffnb (GPU)");
+}
+
+template <elimination::Rule rule>
+void elimination_device(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
+  out.data = work.allocate(elimination::cuda::max_encoded_bytes(in.size));
+  out.size = 0;
+  out.device_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
+  void* scratch = work.allocate(elimination::cuda::encode_scratch_bytes(in.size));
+  work.check(elimination::cuda::encode(in.data, in.size, width, rule, out.data, out.device_size, scratch,
+                                       stream_of(work)),
+             rule == elimination::Rule::kNonZero ? "RZE (GPU)" : "RRE (GPU)");
+}
+#endif
 
 // The elimination coders' output, decoded one sub-chunk at a time.
 class EliminationSource final : public BlockSource {
@@ -41,14 +76,20 @@ struct BlockwiseInverse {
   std::optional<elimination::Rule> source;      // an elimination stream
 };
 
+struct OnDevice {
+  DeviceForward forward = nullptr;
+  bool sizes_on_host = true;
+};
+
 // A one-in, one-out stage described by its kernels. Length-preserving kernels
 // take no output bound; the elimination decoders do (`decode_bounded`).
 class WordStage final : public Stage {
  public:
   WordStage(StageType type, const char* name, unsigned width, Transform encode, Transform decode,
-            Decoder decode_bounded, DecoderInto decode_into = nullptr, BlockwiseInverse blockwise = {})
+            Decoder decode_bounded, DecoderInto decode_into = nullptr, BlockwiseInverse blockwise = {},
+            OnDevice on_device = {})
       : type_(type), name_(name), width_(width), encode_(encode), decode_(decode),
-        decode_bounded_(decode_bounded), decode_into_(decode_into), blockwise_(blockwise) {
+        decode_bounded_(decode_bounded), decode_into_(decode_into), blockwise_(blockwise), on_device_(on_device) {
     if (!is_word_width(width)) throw UsageError(std::string(name) + ": width must be 1, 2, 4 or 8");
   }
   StageType type() const override { return type_; }
@@ -74,6 +115,14 @@ class WordStage final : public Stage {
     decode_into_(out.at(0), width_, dst, ctx.exec);
     return out.at(0).size;
   }
+  bool has_device_forward() const override { return on_device_.forward != nullptr; }
+  bool device_output_sizes_on_host() const override { return on_device_.sizes_on_host; }
+  void forward_device(const std::vector<DeviceBuffer>& in, std::vector<DeviceBuffer>& out,
+                      DeviceWork& work) const override {
+    if (!on_device_.forward) Stage::forward_device(in, out, work);
+    out.resize(1);
+    on_device_.forward(in.at(0), out[0], width_, work);
+  }
   BlockCoder inverse_block_coder() const override {
     return blockwise_.coder ? blockwise_.coder(width_) : nullptr;
   }
@@ -90,7 +139,17 @@ class WordStage final : public Stage {
   Decoder decode_bounded_;
   DecoderInto decode_into_;
   BlockwiseInverse blockwise_;
+  OnDevice on_device_;
 };
+
+#ifdef FZ_HAVE_CUDA
+constexpr OnDevice kBitshuffleOnDevice{bitshuffle_device, true};
+constexpr OnDevice kDiffnbOnDevice{diffnb_device, true};
+constexpr OnDevice kRzeOnDevice{elimination_device<elimination::Rule::kNonZero>, false};
+constexpr OnDevice kRreOnDevice{elimination_device<elimination::Rule::kChanged>, false};
+#else
+constexpr OnDevice kBitshuffleOnDevice{}, kDiffnbOnDevice{}, kRzeOnDevice{}, kRreOnDevice{};
+#endif
 
 void byteswap_apply(ByteSpan in, unsigned w, Bytes& out, const Executor& e) { byteswap::apply(in, w, out, e); }
 
@@ -98,25 +157,26 @@ void byteswap_apply(ByteSpan in, unsigned w, Bytes& out, const Executor& e) { by
 
 std::unique_ptr<Stage> make_bitshuffle(unsigned w) {
   return std::make_unique<WordStage>(StageType::BitShuffle, "bitshuffle", w, bitshuffle::encode, bitshuffle::decode,
-                                     nullptr, nullptr, BlockwiseInverse{bitshuffle::block_decoder, {}});
+                                     nullptr, nullptr, BlockwiseInverse{bitshuffle::block_decoder, {}},
+                                     kBitshuffleOnDevice);
 }
 std::unique_ptr<Stage> make_tcms(unsigned w) {
   return std::make_unique<WordStage>(StageType::Tcms, "tcms", w, tcms::encode, tcms::decode, nullptr);
 }
 std::unique_ptr<Stage> make_diffnb(unsigned w) {
   return std::make_unique<WordStage>(StageType::DiffNb, "diffnb", w, diffnb::encode, diffnb::decode, nullptr,
-                                     diffnb::decode_into, BlockwiseInverse{diffnb::block_decoder, {}});
+                                     diffnb::decode_into, BlockwiseInverse{diffnb::block_decoder, {}}, kDiffnbOnDevice);
 }
 std::unique_ptr<Stage> make_byteswap(unsigned w) {
   return std::make_unique<WordStage>(StageType::ByteSwap, "byteswap", w, byteswap_apply, byteswap_apply, nullptr);
 }
 std::unique_ptr<Stage> make_rze(unsigned w) {
   return std::make_unique<WordStage>(StageType::Rze, "rze", w, rze::encode, nullptr, rze::decode, nullptr,
-                                     BlockwiseInverse{nullptr, elimination::Rule::kNonZero});
+                                     BlockwiseInverse{nullptr, elimination::Rule::kNonZero}, kRzeOnDevice);
 }
 std::unique_ptr<Stage> make_rre(unsigned w) {
   return std::make_unique<WordStage>(StageType::Rre, "rre", w, rre::encode, nullptr, rre::decode, nullptr,
-                                     BlockwiseInverse{nullptr, elimination::Rule::kChanged});
+                                     BlockwiseInverse{nullptr, elimination::Rule::kChanged}, kRreOnDevice);
 }
 
 }  // namespace fz::engine

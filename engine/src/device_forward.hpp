@@ -1,0 +1,25 @@
+// A pipeline's forward on a CUDA device: the same stored buffers as
+// Pipeline::forward, computed on the GPU (design.md, "Backends and devices").
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "common/bytes.hpp"
+#include "pipeline.hpp"
+
+namespace fz::engine {
+
+// Runs `pipeline` on `device` when every stage has a GPU forward (and no stage
+// needs the size of a stream that only the device knows), returning the stored
+// buffers in stored_buffers() order. Returns nothing when it cannot or when
+// CUDA fails (out of memory, a sticky error that also retires the device for
+// the process): the caller then runs the CPU, so nothing is lost. Failures are
+// said on stderr when H5Z_FZ_VERBOSE is set. A build without CUDA always
+// returns nothing.
+std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, ByteSpan chunk, int device);
+
+// Whether forward_on_device can run this pipeline (every stage on the GPU).
+bool runs_on_device(const Pipeline& pipeline);
+
+}  // namespace fz::engine

@@ -1,0 +1,149 @@
+// Pipelines on the GPU (engine/src/device_forward.hpp): the stored buffers, and
+// so the frames, equal the CPU's byte for byte. GPU tests: labelled "gpu",
+// skipped where no CUDA device is usable (CI).
+#include "device_forward.hpp"
+
+#include <gtest/gtest.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "common/testing/test_data.hpp"
+#include "cuda/device_context.hpp"
+#include "fault_injection.hpp"
+#include "fz/fz.hpp"
+#include "presets.hpp"
+#include "thread_pool.hpp"
+
+namespace fz::engine {
+namespace {
+
+bool have_device() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return count > 0;
+}
+
+#define REQUIRE_DEVICE() \
+  if (!have_device()) GTEST_SKIP() << "no CUDA device"
+
+struct Case {
+  std::string what;
+  DataType dtype;
+  Bytes data;
+};
+
+Bytes noise(size_t n, uint32_t seed, unsigned smooth) {
+  std::mt19937 rng(seed);
+  Bytes b(n);
+  uint8_t v = 0;
+  for (size_t i = 0; i < n; ++i) b[i] = smooth ? static_cast<uint8_t>(v += (rng() % 3) - 1) : static_cast<uint8_t>(rng());
+  return b;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  const DataType types[] = {DataType::of<uint8_t>(), DataType::of<int16_t>(), DataType::of<uint32_t>(),
+                            DataType::of<float>(), DataType::of<double>(), DataType::of<uint64_t>()};
+  for (const DataType& t : types)
+    for (size_t elements : {size_t{0}, size_t{1}, size_t{7}, size_t{16383}, size_t{16384}, size_t{16385}, size_t{786433}})
+      for (unsigned smooth : {0u, 1u})
+        out.push_back({"size " + std::to_string(t.size) + " x " + std::to_string(elements) + (smooth ? " smooth" : " noise"),
+                       t, noise(elements * t.size, static_cast<uint32_t>(elements + t.size), smooth)});
+  out.push_back({"zeros", DataType::of<float>(), Bytes(1 << 20, 0)});
+  for (const char* name : {"wmag91.float", "999x999.float", "const32x32x59.float"})
+    out.push_back({name, DataType::of<float>(), testing::read_field(name)});
+  out.push_back({"pressure", DataType::of<double>(), testing::read_field("pressure.384_384.f64")});
+  return out;
+}
+
+std::vector<Bytes> cpu_forward(const Pipeline& p, const Bytes& data) {
+  auto exec = make_pool_executor(2);
+  StageContext ctx{*exec, data.size() + 4096};
+  return p.forward(ByteSpan(data), ctx);
+}
+
+TEST(DeviceForward, LosslessStoredBuffersEqualTheCpus) {
+  REQUIRE_DEVICE();
+  auto exec = make_pool_executor(1);
+  Options options;
+  size_t checked = 0;
+  for (const Case& c : cases()) {
+    const std::vector<uint64_t> dims{c.data.size() / c.dtype.size};
+    const Pipeline p = build_pipeline(c.dtype, dims, options, ByteSpan(c.data), *exec);
+    ASSERT_TRUE(runs_on_device(p)) << c.what << ": the lossless chain of a little-endian word type runs on the GPU";
+    const auto gpu = forward_on_device(p, ByteSpan(c.data), 0);
+    ASSERT_TRUE(gpu.has_value()) << c.what;
+    EXPECT_TRUE(*gpu == cpu_forward(p, c.data)) << c.what;
+    ++checked;
+  }
+  EXPECT_GT(checked, 80u);
+}
+
+TEST(DeviceForward, PipelinesWithoutGpuStagesStayOnTheCpu) {
+  REQUIRE_DEVICE();
+  auto exec = make_pool_executor(1);
+  const Bytes field = testing::read_field("wmag91.float");
+  Options lossy;
+  lossy.preset = Preset::Fzgpu;
+  lossy.mode = ErrorMode::Noa;
+  lossy.bound = 1e-3;
+  const Pipeline p = build_pipeline(DataType::of<float>(), {91, 91, 91}, lossy, ByteSpan(field), *exec);
+  EXPECT_FALSE(runs_on_device(p)) << "no GPU Lorenzo yet";
+  EXPECT_FALSE(forward_on_device(p, ByteSpan(field), 0).has_value());
+  DataType big = DataType::of<float>();
+  big.order = ByteOrder::Big;
+  const Pipeline swapped = build_pipeline(big, {91, 91, 91}, Options{}, ByteSpan(field), *exec);
+  EXPECT_FALSE(runs_on_device(swapped)) << "no GPU byte swap yet";
+}
+
+TEST(DeviceForward, AllocationFailureFallsBackAndTheDeviceStaysUsable) {
+  REQUIRE_DEVICE();
+  auto exec = make_pool_executor(1);
+  const Bytes field = testing::read_field("999x999.float");
+  const Pipeline p = build_pipeline(DataType::of<float>(), {999, 999}, Options{}, ByteSpan(field), *exec);
+  fault_injection::device_allocation_failures = 1;
+  EXPECT_FALSE(forward_on_device(p, ByteSpan(field), 0).has_value());
+  EXPECT_FALSE(cuda::DeviceContext::of(0).broken());
+  const auto again = forward_on_device(p, ByteSpan(field), 0);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_TRUE(*again == cpu_forward(p, field));
+}
+
+TEST(DeviceForward, ConcurrentChunksFromSeveralThreads) {
+  REQUIRE_DEVICE();
+  const std::vector<Case> all = cases();
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      auto exec = make_pool_executor(1);
+      for (size_t k = t; k < all.size(); k += 4) {
+        const Case& c = all[k];
+        const Pipeline p = build_pipeline(c.dtype, {c.data.size() / c.dtype.size}, Options{}, ByteSpan(c.data), *exec);
+        const auto gpu = forward_on_device(p, ByteSpan(c.data), 0);
+        if (!gpu || *gpu != cpu_forward(p, c.data)) ++mismatches[t];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+// Through the public API with H5Z_FZ_DEVICE=cuda: frames decode to the input.
+TEST(DeviceForward, PublicApiRoundTripOnTheGpu) {
+  REQUIRE_DEVICE();
+  setenv("H5Z_FZ_DEVICE", "cuda", 1);  // read once, at the engine's first call in this process
+  for (const Case& c : cases()) {
+    const Bytes frame = compress(c.data.data(), c.data.size(), c.dtype, {c.data.size() / c.dtype.size}, Options{});
+    const Decoded d = decompress(frame.data(), frame.size());
+    EXPECT_TRUE(d.data == c.data) << c.what;
+  }
+}
+
+}  // namespace
+}  // namespace fz::engine
