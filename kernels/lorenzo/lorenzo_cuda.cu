@@ -1,0 +1,812 @@
+// CUDA implementation of the LORENZO stream format (lorenzo/lorenzo.hpp), host
+// interface in lorenzo/lorenzo_cuda.hpp. The rules are the CPU's
+// (lorenzo_cpu.cpp); only the schedule differs.
+//
+// Encode, over tiles of kTile elements (one thread block each):
+//   prequantize   one thread per element: classify -> p (U) and value kind (u8);
+//   count_tiles   per element the Lorenzo delta from the prequantized neighbours
+//                 (inclusion-exclusion, neighbours outside the data are 0, modulo
+//                 2^bits), the code, and whether it is a record; per tile the
+//                 number of records, stored deltas and raw values;
+//   exclusive device scans of the three per-tile counts;
+//   write_records recomputes each element's delta and places its record at
+//                 tile offset + block-scan rank (index order, any schedule);
+//   finish_encode the header and the stream's length.
+// Decode:
+//   check_header  one thread: counts and the stream's size (as the CPU);
+//   check_records one thread per record: index order, kinds, delta/raw flags;
+//   exclusive scans of the flags give each record its stored delta / raw slot;
+//   check_counts  one thread: the flags add up to the header's counts;
+//   unpack_codes  codes -> deltas (range-checked);
+//   place_deltas  stored deltas written over the outlier positions;
+//   inclusive prefix sums along x (scan by key over rows), then y, then z (a
+//   thread per column when there are many columns, otherwise a scan by key
+//   over the permuted axis); the sums are modulo 2^bits, the CPU's arithmetic;
+//   convert       range check and x' = (T)p * eb2;
+//   patch_specials the specials' bits (p must be 0 there).
+#include "lorenzo/lorenzo_cuda.hpp"
+
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/permutation_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cmath>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
+#include <limits>
+
+#include "common/float_state.hpp"
+#include "common/words_cuda.cuh"
+
+namespace fz::lorenzo::cuda {
+namespace {
+
+using fz::cuda_detail::load_word;
+using fz::cuda_detail::store_word;
+
+constexpr unsigned kThreads = 256;
+constexpr unsigned kRounds = 8;
+constexpr size_t kTile = size_t{kThreads} * kRounds;
+constexpr size_t kHeaderBytes = 24;
+constexpr size_t kAlign = 256;
+// A column kernel (one thread walks one column) is used for the y and z sums
+// when at least this many columns exist; fewer take a scan by key.
+constexpr size_t kMinColumns = 8192;
+
+constexpr uint8_t kValueQuantized = 0;
+constexpr uint8_t kValueRaw = 1;
+constexpr uint8_t kValueFill = 2;
+constexpr uint8_t kValueNegZero = 3;
+constexpr uint8_t kValueMask = 3;
+constexpr uint8_t kHasDelta = 4;
+
+template <typename T>
+struct Traits;
+template <>
+struct Traits<float> {
+  using I = int32_t;
+  using U = uint32_t;
+  static constexpr unsigned kMantissaBits = 23;
+  static constexpr U kExponentMask = 0xFF;
+  static constexpr I kPMax = I{1} << 24;
+};
+template <>
+struct Traits<double> {
+  using I = int64_t;
+  using U = uint64_t;
+  static constexpr unsigned kMantissaBits = 52;
+  static constexpr U kExponentMask = 0x7FF;
+  static constexpr I kPMax = I{1} << 53;
+};
+
+struct Shape {
+  size_t nz = 1, ny = 1, nx = 1, n = 0;
+};
+
+bool make_shape(const std::vector<size_t>& dims, Shape& s) {
+  if (dims.empty() || dims.size() > 3) return false;
+  size_t ext[3] = {1, 1, 1};
+  for (size_t k = 0; k < dims.size(); ++k) ext[3 - dims.size() + k] = dims[k];
+  s.nz = ext[0];
+  s.ny = ext[1];
+  s.nx = ext[2];
+  constexpr size_t kMaxElements = std::numeric_limits<size_t>::max() / 32;
+  size_t n = 1;
+  for (size_t e : ext) {
+    if (e == 0) {
+      s.n = 0;
+      return true;
+    }
+    if (n > kMaxElements / e) return false;
+    n *= e;
+  }
+  s.n = n;
+  return true;
+}
+
+template <typename T>
+bool config_ok(const Config& c) {
+  const T eb = static_cast<T>(c.eb);
+  if (!(static_cast<double>(eb) == c.eb)) return false;
+  if (!(eb >= std::numeric_limits<T>::min()) || !std::isfinite(eb + eb)) return false;
+  if (c.radius < 1 || c.radius > 32768) return false;
+  if (sizeof(T) == 4 && (c.fill_bits >> 32) != 0) return false;
+  return true;
+}
+
+size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+size_t tiles_of(size_t n) { return (n + kTile - 1) / kTile; }
+__host__ __device__ inline size_t index_width_of(size_t n) { return n <= (uint64_t{1} << 32) ? 4 : 8; }
+
+template <typename U>
+__host__ __device__ inline U zigzag(U d) {
+  return static_cast<U>((d << 1) ^ (U{0} - (d >> (8 * sizeof(U) - 1))));
+}
+template <typename U>
+__host__ __device__ inline U unzigzag(U z) {
+  return static_cast<U>((z >> 1) ^ (U{0} - (z & 1)));
+}
+
+// ---- encode ----------------------------------------------------------------
+
+// The CPU's within_bound, operation for operation (-fmad=false: no contraction).
+__device__ inline bool within_bound(double a, double b, double bound) {
+  const double s = a - b;
+  const double m = fabs(s);
+  if (m < bound) return true;
+  if (!(m == bound)) return false;
+  double hi = a, lo = -b;
+  if (fabs(hi) < fabs(lo)) {
+    const double t = hi;
+    hi = lo;
+    lo = t;
+  }
+  const double e = lo - (s - hi);
+  return s > 0 ? e <= 0 : e >= 0;
+}
+
+template <typename T>
+struct Quantizer {
+  using I = typename Traits<T>::I;
+  using U = typename Traits<T>::U;
+  T eb2, inv;
+  double bound;
+  bool has_fill;
+  U fill;
+
+  __device__ bool accept(T x, I c) const {
+    if (c > Traits<T>::kPMax || c < -Traits<T>::kPMax) return false;
+    const T y = static_cast<T>(c) * eb2;
+    return within_bound(static_cast<double>(x), static_cast<double>(y), bound);
+  }
+
+  __device__ uint8_t classify(U bits, I& p) const {
+    p = 0;
+    if (has_fill && bits == fill) return kValueFill;
+    const U exponent = (bits >> Traits<T>::kMantissaBits) & Traits<T>::kExponentMask;
+    if (exponent == Traits<T>::kExponentMask) return kValueRaw;
+    if (exponent == 0) {
+      if ((bits & ((U{1} << Traits<T>::kMantissaBits) - 1)) != 0) return kValueRaw;
+      return bits == 0 ? kValueQuantized : kValueNegZero;
+    }
+    T x;
+    memcpy(&x, &bits, sizeof(T));
+    const T s = x * inv;
+    const T a = fabs(s);
+    if (!(a < static_cast<T>(Traits<T>::kPMax))) return kValueRaw;
+    I t = static_cast<I>(a);
+    t += static_cast<I>(a - static_cast<T>(t) >= static_cast<T>(0.5));
+    const I q = s < 0 ? -t : t;
+    if (accept(x, q)) {
+      p = q;
+    } else if (accept(x, q - 1)) {
+      p = q - 1;
+    } else if (accept(x, q + 1)) {
+      p = q + 1;
+    } else {
+      return kValueRaw;
+    }
+    return kValueQuantized;
+  }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    prequantize(const uint8_t* in, size_t n, Quantizer<T> quantizer, typename Traits<T>::U* p, uint8_t* kind) {
+  using U = typename Traits<T>::U;
+  using I = typename Traits<T>::I;
+  const size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= n) return;
+  const U bits = load_word<U>(in + sizeof(T) * i);
+  I q;
+  kind[i] = quantizer.classify(bits, q);
+  p[i] = static_cast<U>(q);
+}
+
+// The Lorenzo delta of element i = (z, y, x), modulo 2^bits.
+template <typename U>
+__device__ inline U lorenzo_delta(const U* p, const Shape& s, size_t i) {
+  const size_t x = i % s.nx;
+  const size_t row = i / s.nx;
+  const size_t y = row % s.ny;
+  const size_t z = row / s.ny;
+  const size_t sy = s.nx, sz = s.nx * s.ny;
+  const bool left = x > 0, up = y > 0, back = z > 0;
+  U d = p[i];
+  if (left) d -= p[i - 1];
+  if (up) d -= p[i - sy];
+  if (left && up) d += p[i - sy - 1];
+  if (back) {
+    d -= p[i - sz];
+    if (left) d += p[i - sz - 1];
+    if (up) d += p[i - sz - sy];
+    if (left && up) d -= p[i - sz - sy - 1];
+  }
+  return d;
+}
+
+// Packed per-element counts: records (bits 0-20), stored deltas (21-41), raws
+// (42-62); a tile holds at most 2048 of each.
+__device__ inline uint64_t packed_counts(bool record, uint8_t kind) {
+  if (!record) return 0;
+  return 1ull | (static_cast<uint64_t>((kind & kHasDelta) != 0) << 21) |
+         (static_cast<uint64_t>((kind & kValueMask) == kValueRaw) << 42);
+}
+
+template <typename U>
+struct ElementInfo {
+  U delta;
+  uint16_t code;
+  uint8_t kind;  // record kind
+  bool record;
+};
+
+template <typename U>
+__device__ inline ElementInfo<U> element_info(const U* p, const uint8_t* value_kind, const Shape& s, size_t i,
+                                              U code_limit) {
+  ElementInfo<U> e;
+  e.delta = lorenzo_delta(p, s, i);
+  const U z = zigzag(e.delta);
+  const bool fits = z < code_limit;
+  e.code = fits ? static_cast<uint16_t>(z) : uint16_t{0};
+  e.kind = static_cast<uint8_t>((fits ? 0 : kHasDelta) | value_kind[i]);
+  e.record = e.kind != 0;
+  return e;
+}
+
+template <typename U>
+__global__ void __launch_bounds__(kThreads)
+    count_tiles(const U* p, const uint8_t* value_kind, Shape s, U code_limit, uint8_t* codes, uint64_t* records,
+                uint64_t* deltas, uint64_t* raws) {
+  using Reduce = cub::BlockReduce<uint64_t, kThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+  const size_t base = static_cast<size_t>(blockIdx.x) * kTile;
+  uint64_t mine = 0;
+  for (unsigned r = 0; r < kRounds; ++r) {
+    const size_t i = base + r * kThreads + threadIdx.x;
+    if (i >= s.n) break;
+    const ElementInfo<U> e = element_info(p, value_kind, s, i, code_limit);
+    store_word<uint16_t>(codes + 2 * i, e.code);
+    mine += packed_counts(e.record, e.kind);
+  }
+  const uint64_t total = Reduce(storage).Sum(mine);
+  if (threadIdx.x == 0) {
+    constexpr uint64_t kField = (1ull << 21) - 1;
+    records[blockIdx.x] = total & kField;
+    deltas[blockIdx.x] = (total >> 21) & kField;
+    raws[blockIdx.x] = (total >> 42) & kField;
+  }
+}
+
+struct Totals {
+  uint64_t count, deltas, raws;
+};
+
+__device__ inline Totals totals_of(size_t tiles, const uint64_t* const counts[3], const uint64_t* const offsets[3]) {
+  if (tiles == 0) return {0, 0, 0};
+  const size_t l = tiles - 1;
+  return {offsets[0][l] + counts[0][l], offsets[1][l] + counts[1][l], offsets[2][l] + counts[2][l]};
+}
+
+struct CountArrays {
+  const uint64_t* counts[3];
+  const uint64_t* offsets[3];
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    write_records(const uint8_t* in, const typename Traits<T>::U* p, const uint8_t* value_kind, Shape s,
+                  typename Traits<T>::U code_limit, CountArrays c, size_t tiles, uint8_t* out) {
+  using U = typename Traits<T>::U;
+  using Scan = cub::BlockScan<uint64_t, kThreads>;
+  __shared__ typename Scan::TempStorage storage;
+  constexpr size_t W = sizeof(T);
+  if (c.counts[0][blockIdx.x] == 0) return;  // uniform across the block
+  const Totals t = totals_of(tiles, c.counts, c.offsets);
+  const size_t index_width = index_width_of(s.n);
+  const size_t kind_at = kHeaderBytes + t.count * index_width;
+  const size_t delta_at = kind_at + t.count;
+  const size_t raw_at = delta_at + t.deltas * W;
+  uint64_t r = c.offsets[0][blockIdx.x], a = c.offsets[1][blockIdx.x], w = c.offsets[2][blockIdx.x];
+  const size_t base = static_cast<size_t>(blockIdx.x) * kTile;
+  constexpr uint64_t kField = (1ull << 21) - 1;
+  for (unsigned round = 0; round < kRounds; ++round) {
+    const size_t first = base + round * kThreads;
+    if (first >= s.n) break;  // uniform
+    const size_t i = first + threadIdx.x;
+    ElementInfo<U> e{};
+    if (i < s.n) e = element_info(p, value_kind, s, i, code_limit);
+    uint64_t rank, total;
+    Scan(storage).ExclusiveSum(packed_counts(e.record, e.kind), rank, total);
+    __syncthreads();  // storage is reused next round
+    if (e.record) {
+      const uint64_t my_r = r + (rank & kField);
+      if (index_width == 4) store_word<uint32_t>(out + kHeaderBytes + 4 * my_r, static_cast<uint32_t>(i));
+      else store_word<uint64_t>(out + kHeaderBytes + 8 * my_r, static_cast<uint64_t>(i));
+      out[kind_at + my_r] = e.kind;
+      if (e.kind & kHasDelta) store_word<U>(out + delta_at + W * (a + ((rank >> 21) & kField)), e.delta);
+      if ((e.kind & kValueMask) == kValueRaw)
+        store_word<U>(out + raw_at + W * (w + ((rank >> 42) & kField)), load_word<U>(in + W * i));
+    }
+    r += total & kField;
+    a += (total >> 21) & kField;
+    w += (total >> 42) & kField;
+  }
+}
+
+__global__ void finish_encode(size_t n, unsigned width, CountArrays c, size_t tiles, uint8_t* out,
+                              uint64_t* outliers_size) {
+  const Totals t = totals_of(tiles, c.counts, c.offsets);
+  store_word<uint64_t>(out, t.count);
+  store_word<uint64_t>(out + 8, t.deltas);
+  store_word<uint64_t>(out + 16, t.raws);
+  *outliers_size = kHeaderBytes + t.count * (index_width_of(n) + 1) + (t.deltas + t.raws) * width;
+}
+
+size_t exclusive_scan_bytes(size_t items) {
+  size_t bytes = 0;
+  cub::DeviceScan::ExclusiveSum(nullptr, bytes, static_cast<const uint64_t*>(nullptr),
+                                static_cast<uint64_t*>(nullptr), static_cast<uint64_t>(items));
+  return bytes;
+}
+
+struct EncodeLayout {
+  void* p;
+  uint8_t* kind;
+  uint64_t* counts[3];
+  uint64_t* offsets[3];
+  void* scan;
+  size_t scan_bytes;
+  size_t total;
+};
+
+EncodeLayout encode_layout(void* scratch, size_t n, unsigned width) {
+  auto* base = static_cast<uint8_t*>(scratch);
+  const size_t tiles = tiles_of(n);
+  EncodeLayout l;
+  size_t at = 0;
+  l.p = base + at;
+  at += aligned(n * width);
+  l.kind = base + at;
+  at += aligned(n);
+  for (int k = 0; k < 3; ++k) {
+    l.counts[k] = reinterpret_cast<uint64_t*>(base + at);
+    at += aligned(tiles * 8);
+    l.offsets[k] = reinterpret_cast<uint64_t*>(base + at);
+    at += aligned(tiles * 8);
+  }
+  l.scan = base + at;
+  l.scan_bytes = exclusive_scan_bytes(tiles);
+  at += aligned(l.scan_bytes);
+  l.total = at;
+  return l;
+}
+
+template <typename T>
+cudaError_t encode_typed(const uint8_t* in, const Shape& s, const Config& config, double user_bound, uint8_t* codes,
+                         uint8_t* outliers, uint64_t* outliers_size, void* scratch, cudaStream_t stream) {
+  using U = typename Traits<T>::U;
+  const size_t n = s.n;
+  const size_t tiles = tiles_of(n);
+  if (tiles > 0x7FFFFFFFu) return cudaErrorInvalidValue;
+  const EncodeLayout l = encode_layout(scratch, n, sizeof(T));
+  Quantizer<T> quantizer;
+  quantizer.eb2 = static_cast<T>(config.eb) * 2;
+  {
+    FloatStateGuard guard;
+    quantizer.inv = static_cast<T>(1) / quantizer.eb2;
+  }
+  quantizer.bound = user_bound;
+  quantizer.has_fill = config.has_fill;
+  quantizer.fill = static_cast<U>(config.fill_bits);
+  const U code_limit = static_cast<U>(2 * config.radius);
+  U* p = static_cast<U*>(l.p);
+  CountArrays c;
+  for (int k = 0; k < 3; ++k) {
+    c.counts[k] = l.counts[k];
+    c.offsets[k] = l.offsets[k];
+  }
+  if (n > 0) {
+    const size_t blocks = (n + kThreads - 1) / kThreads;
+    if (blocks > 0x7FFFFFFFu) return cudaErrorInvalidValue;
+    prequantize<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(in, n, quantizer, p, l.kind);
+    count_tiles<U><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(p, l.kind, s, code_limit, codes,
+                                                                           l.counts[0], l.counts[1], l.counts[2]);
+    for (int k = 0; k < 3; ++k) {
+      size_t scan_bytes = l.scan_bytes;
+      const cudaError_t err = cub::DeviceScan::ExclusiveSum(l.scan, scan_bytes, l.counts[k], l.offsets[k],
+                                                            static_cast<uint64_t>(tiles), stream);
+      if (err != cudaSuccess) return err;
+    }
+    write_records<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, p, l.kind, s, code_limit, c, tiles,
+                                                                             outliers);
+  }
+  finish_encode<<<1, 1, 0, stream>>>(n, sizeof(T), c, tiles, outliers, outliers_size);
+  return cudaGetLastError();
+}
+
+// ---- decode ----------------------------------------------------------------
+
+struct OutlierLayout {
+  uint32_t ok;
+  uint64_t count, deltas, raws;
+  size_t kind_at, delta_at, raw_at;
+};
+
+__global__ void check_header(const uint8_t* o, size_t size, size_t n, unsigned width, OutlierLayout* layout,
+                             uint32_t* status) {
+  OutlierLayout l{};
+  uint32_t bad = 0;
+  if (size < kHeaderBytes) {
+    bad = kOutliersTruncated;
+  } else {
+    l.count = load_word<uint64_t>(o);
+    l.deltas = load_word<uint64_t>(o + 8);
+    l.raws = load_word<uint64_t>(o + 16);
+    if (!(l.count <= n && l.deltas <= l.count && l.raws <= l.count)) {
+      bad = kCountsOutOfRange;
+    } else {
+      l.kind_at = kHeaderBytes + l.count * index_width_of(n);
+      l.delta_at = l.kind_at + l.count;
+      l.raw_at = l.delta_at + l.deltas * width;
+      if (size != l.raw_at + l.raws * width) bad = kOutlierSizeMismatch;
+    }
+  }
+  l.ok = bad == 0;
+  if (bad) {
+    l.count = l.deltas = l.raws = 0;
+    atomicOr(status, bad);
+  }
+  *layout = l;
+}
+
+__device__ inline uint64_t index_at(const uint8_t* o, size_t index_width, uint64_t r) {
+  return index_width == 4 ? load_word<uint32_t>(o + kHeaderBytes + 4 * r)
+                          : load_word<uint64_t>(o + kHeaderBytes + 8 * r);
+}
+
+// Flags for records [0, capacity): 0 beyond the header's count.
+__global__ void __launch_bounds__(kThreads)
+    check_records(const uint8_t* o, size_t n, size_t capacity, bool has_fill, const OutlierLayout* layout,
+                  uint64_t* delta_flag, uint64_t* raw_flag, uint32_t* status) {
+  const size_t r = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (r >= capacity) return;
+  const OutlierLayout l = *layout;
+  uint64_t has_delta = 0, is_raw = 0;
+  if (r < l.count) {
+    const size_t iw = index_width_of(n);
+    const uint64_t index = index_at(o, iw, r);
+    uint32_t bad = 0;
+    if (!(index < n && (r == 0 || index > index_at(o, iw, r - 1)))) bad |= kIndicesNotIncreasing;
+    const uint8_t kind = o[l.kind_at + r];
+    if (!(kind != 0 && kind <= 7)) bad |= kBadKind;
+    if ((kind & kValueMask) == kValueFill && !has_fill) bad |= kFillWithoutFillValue;
+    has_delta = (kind & kHasDelta) != 0;
+    is_raw = (kind & kValueMask) == kValueRaw;
+    if (bad) atomicOr(status, bad);
+  }
+  delta_flag[r] = has_delta;
+  raw_flag[r] = is_raw;
+}
+
+__global__ void check_counts(size_t capacity, const uint64_t* delta_flag, const uint64_t* raw_flag,
+                             const uint64_t* delta_rank, const uint64_t* raw_rank, OutlierLayout* layout,
+                             uint32_t* status) {
+  OutlierLayout l = *layout;
+  if (!l.ok) return;
+  uint64_t a = 0, w = 0;
+  if (capacity > 0) {
+    a = delta_rank[capacity - 1] + delta_flag[capacity - 1];
+    w = raw_rank[capacity - 1] + raw_flag[capacity - 1];
+  }
+  if (a != l.deltas || w != l.raws) {
+    atomicOr(status, kKindCountMismatch);
+    layout->ok = 0;
+  }
+}
+
+template <typename U>
+__global__ void __launch_bounds__(kThreads)
+    unpack_codes(const uint8_t* codes, size_t n, U code_limit, U* d, uint32_t* status) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= n) return;
+  const U code = load_word<uint16_t>(codes + 2 * i);
+  if (!(code < code_limit)) atomicOr(status, kCodeOutOfRadius);
+  d[i] = unzigzag(code);
+}
+
+template <typename U>
+__global__ void __launch_bounds__(kThreads)
+    place_deltas(const uint8_t* o, const uint8_t* codes, size_t n, size_t capacity, U code_limit,
+                 const OutlierLayout* layout, const uint64_t* delta_rank, U* d, uint32_t* status) {
+  const size_t r = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (r >= capacity) return;
+  const OutlierLayout l = *layout;
+  if (!l.ok || r >= l.count) return;
+  const uint8_t kind = o[l.kind_at + r];
+  if (!(kind & kHasDelta)) return;
+  const uint64_t index = index_at(o, index_width_of(n), r);
+  const uint64_t slot = delta_rank[r];
+  if (index >= n || slot >= l.deltas) return;  // reported by check_records / check_counts
+  uint32_t bad = 0;
+  if (load_word<uint16_t>(codes + 2 * index) != 0) bad |= kNonzeroCodeAtOutlier;
+  const U stored = load_word<U>(o + l.delta_at + sizeof(U) * slot);
+  if (zigzag(stored) < code_limit) bad |= kStoredDeltaFits;
+  if (bad) atomicOr(status, bad);
+  d[index] = stored;
+}
+
+// Inclusive sums along y (Axis 1) or z (Axis 2), one thread per column.
+template <typename U, int Axis>
+__global__ void __launch_bounds__(kThreads) column_sums(U* d, Shape s) {
+  const size_t columns = Axis == 1 ? s.nz * s.nx : s.ny * s.nx;
+  const size_t c = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (c >= columns) return;
+  size_t at, stride, len;
+  if (Axis == 1) {
+    at = (c / s.nx) * s.ny * s.nx + c % s.nx;
+    stride = s.nx;
+    len = s.ny;
+  } else {
+    at = c;
+    stride = s.nx * s.ny;
+    len = s.nz;
+  }
+  U acc = 0;
+  for (size_t k = 0; k < len; ++k, at += stride) {
+    acc += d[at];
+    d[at] = acc;
+  }
+}
+
+// Position j of the axis-major order (the axis fastest) -> element index, and
+// j -> its line (the key of the scan).
+struct AxisOrder {
+  Shape s;
+  int axis;  // 0 x, 1 y, 2 z
+  __host__ __device__ size_t operator()(size_t j) const {
+    if (axis == 0) return j;
+    if (axis == 1) {  // j = (z * nx + x) * ny + y
+      const size_t y = j % s.ny, zx = j / s.ny;
+      return ((zx / s.nx) * s.ny + y) * s.nx + zx % s.nx;
+    }
+    const size_t z = j % s.nz, yx = j / s.nz;  // j = (y * nx + x) * nz + z
+    return z * s.ny * s.nx + yx;
+  }
+};
+struct LineOf {
+  size_t length;
+  __host__ __device__ size_t operator()(size_t j) const { return j / length; }
+};
+
+using Counting = thrust::counting_iterator<size_t>;
+using KeyIterator = thrust::transform_iterator<LineOf, Counting>;
+using PositionIterator = thrust::transform_iterator<AxisOrder, Counting>;
+
+template <typename U>
+using PermutedIterator = thrust::permutation_iterator<U*, PositionIterator>;
+
+template <typename U>
+cudaError_t scan_axis(void* temp, size_t& temp_bytes, const U* src, U* dst, const Shape& s, int axis,
+                      cudaStream_t stream) {
+  const size_t length = axis == 0 ? s.nx : axis == 1 ? s.ny : s.nz;
+  const KeyIterator keys(Counting(0), LineOf{length});
+  const PositionIterator positions(Counting(0), AxisOrder{s, axis});
+  PermutedIterator<U> in(const_cast<U*>(src), positions);
+  PermutedIterator<U> out(dst, positions);
+  return cub::DeviceScan::InclusiveSumByKey(temp, temp_bytes, keys, in, out, static_cast<uint64_t>(s.n),
+                                            ::cuda::std::equal_to<>(), stream);
+}
+
+template <typename U>
+size_t scan_axis_bytes(const Shape& s) {
+  size_t most = 0;
+  for (int axis = 0; axis < 3; ++axis) {
+    size_t bytes = 0;
+    scan_axis<U>(nullptr, bytes, nullptr, nullptr, s, axis, nullptr);
+    if (bytes > most) most = bytes;
+  }
+  return most;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    convert(const typename Traits<T>::U* p, size_t n, T eb2, uint8_t* out, uint32_t* status) {
+  using U = typename Traits<T>::U;
+  using I = typename Traits<T>::I;
+  constexpr U kPMax = static_cast<U>(Traits<T>::kPMax);
+  const size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= n) return;
+  const U v = p[i];
+  if (static_cast<U>(v + kPMax) > static_cast<U>(2 * kPMax)) atomicOr(status, kValueOutOfRange);
+  const T x = static_cast<T>(static_cast<I>(v)) * eb2;
+  U bits;
+  memcpy(&bits, &x, sizeof(T));
+  store_word<U>(out + sizeof(T) * i, bits);
+}
+
+template <typename U>
+__global__ void __launch_bounds__(kThreads)
+    patch_specials(const uint8_t* o, size_t n, size_t capacity, U fill_bits, const OutlierLayout* layout,
+                   const uint64_t* raw_rank, uint8_t* out, uint32_t* status) {
+  const size_t r = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (r >= capacity) return;
+  const OutlierLayout l = *layout;
+  if (!l.ok || r >= l.count) return;
+  const uint8_t value = o[l.kind_at + r] & kValueMask;
+  if (value == kValueQuantized) return;
+  const uint64_t index = index_at(o, index_width_of(n), r);
+  if (index >= n) return;  // reported by check_records
+  if (load_word<U>(out + sizeof(U) * index) != 0) atomicOr(status, kSpecialNotZero);
+  U bits;
+  if (value == kValueRaw) {
+    const uint64_t slot = raw_rank[r];
+    if (slot >= l.raws) return;  // reported by check_counts
+    bits = load_word<U>(o + l.raw_at + sizeof(U) * slot);
+  } else {
+    bits = value == kValueFill ? fill_bits : static_cast<U>(U{1} << (8 * sizeof(U) - 1));
+  }
+  store_word<U>(out + sizeof(U) * index, bits);
+}
+
+size_t record_capacity(size_t n, size_t outliers_size) {
+  if (outliers_size < kHeaderBytes) return 0;
+  const size_t by_stream = (outliers_size - kHeaderBytes) / (index_width_of(n) + 1);
+  return by_stream < n ? by_stream : n;
+}
+
+struct DecodeLayout {
+  OutlierLayout* layout;
+  uint64_t* delta_flag;
+  uint64_t* raw_flag;
+  uint64_t* delta_rank;
+  uint64_t* raw_rank;
+  void* scan;
+  size_t scan_bytes;
+  void* d;
+  void* e;
+  size_t total;
+};
+
+template <typename U>
+DecodeLayout decode_layout(void* scratch, const Shape& s, size_t outliers_size) {
+  auto* base = static_cast<uint8_t*>(scratch);
+  const size_t capacity = record_capacity(s.n, outliers_size);
+  DecodeLayout l;
+  size_t at = 0;
+  l.layout = reinterpret_cast<OutlierLayout*>(base + at);
+  at += aligned(sizeof(OutlierLayout));
+  uint64_t** arrays[4] = {&l.delta_flag, &l.raw_flag, &l.delta_rank, &l.raw_rank};
+  for (uint64_t** a : arrays) {
+    *a = reinterpret_cast<uint64_t*>(base + at);
+    at += aligned(capacity * 8);
+  }
+  const size_t record_scan = exclusive_scan_bytes(capacity);
+  const size_t axis_scan = s.n > 0 ? scan_axis_bytes<U>(s) : 0;
+  l.scan = base + at;
+  l.scan_bytes = record_scan > axis_scan ? record_scan : axis_scan;
+  at += aligned(l.scan_bytes);
+  l.d = base + at;
+  at += aligned(s.n * sizeof(U));
+  l.e = base + at;
+  at += aligned(s.n * sizeof(U));
+  l.total = at;
+  return l;
+}
+
+unsigned blocks_for(size_t items) { return static_cast<unsigned>((items + kThreads - 1) / kThreads); }
+
+template <typename T>
+cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t outliers_size, const Shape& s,
+                         const Config& config, uint8_t* out, uint32_t* status, void* scratch, cudaStream_t stream) {
+  using U = typename Traits<T>::U;
+  const size_t n = s.n;
+  if ((n + kThreads - 1) / kThreads > 0x7FFFFFFFu) return cudaErrorInvalidValue;
+  const size_t capacity = record_capacity(n, outliers_size);
+  const DecodeLayout l = decode_layout<U>(scratch, s, outliers_size);
+  cudaError_t err = cudaMemsetAsync(status, 0, sizeof(uint32_t), stream);
+  if (err != cudaSuccess) return err;
+  check_header<<<1, 1, 0, stream>>>(outliers, outliers_size, n, sizeof(T), l.layout, status);
+  if (capacity > 0) {
+    check_records<<<blocks_for(capacity), kThreads, 0, stream>>>(outliers, n, capacity, config.has_fill, l.layout,
+                                                                l.delta_flag, l.raw_flag, status);
+    size_t bytes = l.scan_bytes;
+    err = cub::DeviceScan::ExclusiveSum(l.scan, bytes, l.delta_flag, l.delta_rank, static_cast<uint64_t>(capacity),
+                                        stream);
+    if (err != cudaSuccess) return err;
+    bytes = l.scan_bytes;
+    err = cub::DeviceScan::ExclusiveSum(l.scan, bytes, l.raw_flag, l.raw_rank, static_cast<uint64_t>(capacity),
+                                        stream);
+    if (err != cudaSuccess) return err;
+  }
+  check_counts<<<1, 1, 0, stream>>>(capacity, l.delta_flag, l.raw_flag, l.delta_rank, l.raw_rank, l.layout, status);
+  if (n == 0) return cudaGetLastError();
+
+  const U code_limit = static_cast<U>(2 * config.radius);
+  U* d = static_cast<U*>(l.d);
+  U* e = static_cast<U*>(l.e);
+  unpack_codes<U><<<blocks_for(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status);
+  if (capacity > 0)
+    place_deltas<U><<<blocks_for(capacity), kThreads, 0, stream>>>(outliers, codes, n, capacity, code_limit, l.layout,
+                                                                  l.delta_rank, d, status);
+  // x sums: d -> e; y and z sums in place (column kernel) or ping-pong.
+  U* cur = e;
+  U* other = d;
+  {
+    size_t bytes = l.scan_bytes;
+    err = scan_axis<U>(l.scan, bytes, d, e, s, 0, stream);
+    if (err != cudaSuccess) return err;
+  }
+  for (int axis = 1; axis <= 2; ++axis) {
+    const size_t length = axis == 1 ? s.ny : s.nz;
+    if (length <= 1) continue;
+    const size_t columns = n / length;
+    if (columns >= kMinColumns) {
+      if (axis == 1) column_sums<U, 1><<<blocks_for(columns), kThreads, 0, stream>>>(cur, s);
+      else column_sums<U, 2><<<blocks_for(columns), kThreads, 0, stream>>>(cur, s);
+    } else {
+      size_t bytes = l.scan_bytes;
+      err = scan_axis<U>(l.scan, bytes, cur, other, s, axis, stream);
+      if (err != cudaSuccess) return err;
+      U* t = cur;
+      cur = other;
+      other = t;
+    }
+  }
+  const T eb2 = static_cast<T>(config.eb) * 2;
+  convert<T><<<blocks_for(n), kThreads, 0, stream>>>(cur, n, eb2, out, status);
+  if (capacity > 0)
+    patch_specials<U><<<blocks_for(capacity), kThreads, 0, stream>>>(
+        outliers, n, capacity, static_cast<U>(config.fill_bits), l.layout, l.raw_rank, out, status);
+  return cudaGetLastError();
+}
+
+bool arguments_ok(const std::vector<size_t>& dims, const Config& config, Shape& s) {
+  if (config.width != 4 && config.width != 8) return false;
+  if (!make_shape(dims, s)) return false;
+  return config.width == 4 ? config_ok<float>(config) : config_ok<double>(config);
+}
+
+}  // namespace
+
+size_t max_outliers_bytes(const std::vector<size_t>& dims, unsigned width) {
+  Shape s;
+  if (!make_shape(dims, s)) return kHeaderBytes;
+  return kHeaderBytes + s.n * (index_width_of(s.n) + 1 + 2 * static_cast<size_t>(width));
+}
+
+size_t encode_scratch_bytes(const std::vector<size_t>& dims, unsigned width) {
+  Shape s;
+  if (!make_shape(dims, s)) return 0;
+  return encode_layout(nullptr, s.n, width).total;
+}
+
+cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
+                   uint8_t* codes, uint8_t* outliers, uint64_t* outliers_size, void* scratch, cudaStream_t stream) {
+  Shape s;
+  if (!arguments_ok(dims, config, s)) return cudaErrorInvalidValue;
+  if (!(user_bound > 0) || !std::isfinite(user_bound)) return cudaErrorInvalidValue;
+  return config.width == 4
+             ? encode_typed<float>(in, s, config, user_bound, codes, outliers, outliers_size, scratch, stream)
+             : encode_typed<double>(in, s, config, user_bound, codes, outliers, outliers_size, scratch, stream);
+}
+
+size_t decode_scratch_bytes(const std::vector<size_t>& dims, unsigned width, size_t outliers_size) {
+  Shape s;
+  if (!make_shape(dims, s)) return 0;
+  return width == 4 ? decode_layout<uint32_t>(nullptr, s, outliers_size).total
+                    : decode_layout<uint64_t>(nullptr, s, outliers_size).total;
+}
+
+cudaError_t decode(const uint8_t* codes, const uint8_t* outliers, size_t outliers_size,
+                   const std::vector<size_t>& dims, const Config& config, uint8_t* out, uint32_t* status,
+                   void* scratch, cudaStream_t stream) {
+  Shape s;
+  if (!arguments_ok(dims, config, s)) return cudaErrorInvalidValue;
+  return config.width == 4
+             ? decode_typed<float>(codes, outliers, outliers_size, s, config, out, status, scratch, stream)
+             : decode_typed<double>(codes, outliers, outliers_size, s, config, out, status, scratch, stream);
+}
+
+}  // namespace fz::lorenzo::cuda

@@ -1,0 +1,445 @@
+// Lorenzo on the GPU: the CPU's streams, byte for byte, for real fields and odd
+// shapes with specials; the CPU's decoded bytes from CPU streams; hostile
+// streams give a nonzero status exactly where the CPU throws FormatError
+// (skipped without a CUDA device).
+#include "lorenzo/lorenzo_cuda.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+
+#include "common/error.hpp"
+#include "common/testing/device_cuda.hpp"
+#include "common/testing/test_data.hpp"
+#include "lorenzo/lorenzo.hpp"
+
+namespace fz {
+namespace {
+
+using Dims = std::vector<size_t>;
+using testing::DeviceBuffer;
+using testing::guard_intact;
+using testing::kGuardBytes;
+
+template <typename T>
+using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
+template <typename T>
+BitsOf<T> bits_of(T x) {
+  BitsOf<T> b;
+  std::memcpy(&b, &x, sizeof(T));
+  return b;
+}
+template <typename T>
+T from_bits(BitsOf<T> b) {
+  T x;
+  std::memcpy(&x, &b, sizeof(T));
+  return x;
+}
+template <typename T>
+Bytes to_bytes(const std::vector<T>& v) {
+  Bytes b(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+size_t product(const Dims& d) {
+  size_t n = 1;
+  for (size_t e : d) n *= e;
+  return n;
+}
+
+template <typename T>
+double working_bound(double user) {
+  T eb = static_cast<T>(user);
+  if (static_cast<double>(eb) > user) eb = std::nextafter(eb, T(0));
+  return static_cast<double>(eb);
+}
+
+template <typename T>
+lorenzo::Config make_config(double user_bound, uint32_t radius, bool has_fill = false, BitsOf<T> fill = 0) {
+  lorenzo::Config c;
+  c.width = sizeof(T);
+  c.eb = working_bound<T>(user_bound);
+  c.radius = radius;
+  c.has_fill = has_fill;
+  c.fill_bits = fill;
+  return c;
+}
+
+// GPU encode; false (with a failure recorded) when a call fails or a guard is hit.
+bool gpu_encode(const Bytes& in, const Dims& dims, const lorenzo::Config& c, double bound, lorenzo::Streams& out) {
+  const size_t n = product(dims);
+  const DeviceBuffer d_in = testing::to_device(in);
+  const DeviceBuffer codes(2 * n + kGuardBytes);
+  const size_t max_out = lorenzo::cuda::max_outliers_bytes(dims, c.width);
+  const DeviceBuffer outliers(max_out + kGuardBytes);
+  const DeviceBuffer size(8);
+  const DeviceBuffer scratch(lorenzo::cuda::encode_scratch_bytes(dims, c.width));
+  EXPECT_TRUE(d_in.ok() && codes.ok() && outliers.ok() && size.ok() && scratch.ok());
+  const cudaError_t err = lorenzo::cuda::encode(d_in.data(), dims, c, bound, codes.data(), outliers.data(),
+                                                size.as<uint64_t>(), scratch.data(), nullptr);
+  EXPECT_EQ(err, cudaSuccess) << cudaGetErrorString(err);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  if (err != cudaSuccess) return false;
+  const uint64_t used = size.read<uint64_t>();
+  EXPECT_LE(used, max_out);
+  if (used > max_out) return false;
+  out.codes = codes.download(2 * n);
+  out.outliers = outliers.download(used);
+  const bool guards = guard_intact(codes, 2 * n) && guard_intact(outliers, max_out);
+  EXPECT_TRUE(guards) << "write past the end";
+  return guards;
+}
+
+// GPU decode; returns the status word (~0 when a call failed).
+uint32_t gpu_decode(const Bytes& codes, const Bytes& outliers, const Dims& dims, const lorenzo::Config& c,
+                    Bytes& out) {
+  const size_t n = product(dims);
+  const DeviceBuffer d_codes = testing::to_device(codes);
+  const DeviceBuffer d_outliers = testing::to_device(outliers);
+  const DeviceBuffer d_out(n * c.width + kGuardBytes);
+  const DeviceBuffer status(4);
+  const DeviceBuffer scratch(lorenzo::cuda::decode_scratch_bytes(dims, c.width, outliers.size()));
+  EXPECT_TRUE(d_codes.ok() && d_outliers.ok() && d_out.ok() && status.ok() && scratch.ok());
+  const cudaError_t err = lorenzo::cuda::decode(d_codes.data(), d_outliers.data(), outliers.size(), dims, c,
+                                                d_out.data(), status.as<uint32_t>(), scratch.data(), nullptr);
+  EXPECT_EQ(err, cudaSuccess) << cudaGetErrorString(err);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  if (err != cudaSuccess) return ~0u;
+  EXPECT_TRUE(guard_intact(d_out, n * c.width)) << "write past the end";
+  out = d_out.download(n * c.width);
+  return status.read<uint32_t>();
+}
+
+// GPU streams == CPU streams; GPU decode of them == CPU decode. Returns false on a mismatch.
+bool check_case(const Bytes& in, const Dims& dims, const lorenzo::Config& c, double bound, const std::string& what) {
+  lorenzo::Streams cpu, gpu;
+  lorenzo::encode(in, dims, c, bound, cpu);
+  if (!gpu_encode(in, dims, c, bound, gpu)) return false;
+  const bool same_codes = gpu.codes == cpu.codes;
+  const bool same_outliers = gpu.outliers == cpu.outliers;
+  EXPECT_TRUE(same_codes) << what << ": codes differ";
+  EXPECT_TRUE(same_outliers) << what << ": outliers differ (" << gpu.outliers.size() << " vs "
+                             << cpu.outliers.size() << " bytes)";
+  Bytes expected, got;
+  lorenzo::decode(cpu.codes, cpu.outliers, dims, c, expected);
+  const uint32_t status = gpu_decode(cpu.codes, cpu.outliers, dims, c, got);
+  EXPECT_EQ(status, 0u) << what;
+  EXPECT_TRUE(got == expected) << what << ": decoded bytes differ";
+  return same_codes && same_outliers && status == 0 && got == expected;
+}
+
+// ---- real fields -------------------------------------------------------------
+
+struct Field {
+  std::string name;
+  Dims dims;
+  bool f64;
+};
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> list = {
+      {"wmag91.float", {91, 91, 91}, false},
+      {"vorticity.128_128_41", {41, 128, 128}, false},
+      {"vorticity.512_512", {512, 512}, false},
+      {"999x999.float", {999, 999}, false},
+      {"const32x32x59.float", {59, 32, 32}, false},
+      {"pressure.384_384.f64", {384, 384}, true},
+  };
+  return list;
+}
+
+template <typename T>
+std::vector<T> field_as(const Field& f) {
+  const Bytes raw = testing::read_field(f.name);
+  std::vector<T> v;
+  if (f.f64) {
+    for (size_t i = 0; i + 8 <= raw.size(); i += 8) v.push_back(static_cast<T>(load_le<double>(raw.data() + i)));
+  } else {
+    for (size_t i = 0; i + 4 <= raw.size(); i += 4) v.push_back(static_cast<T>(load_le<float>(raw.data() + i)));
+  }
+  return v;
+}
+
+template <typename T>
+void sweep_fields() {
+  for (const Field& f : fields()) {
+    if (f.f64 && sizeof(T) == 4) continue;
+    const std::vector<T> v = field_as<T>(f);
+    ASSERT_EQ(v.size(), product(f.dims)) << f.name;
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (T x : v)
+      if (std::isfinite(x)) {
+        lo = std::min(lo, static_cast<double>(x));
+        hi = std::max(hi, static_cast<double>(x));
+      }
+    const double range = hi > lo ? hi - lo : 1;
+    const Bytes in = to_bytes(v);
+    for (double noa : {1e-2, 1e-4, 1e-6}) {
+      for (uint32_t radius : {32768u, 512u, 8u, 1u}) {
+        const double bound = noa * range;
+        const std::string what = f.name + " noa " + std::to_string(noa) + " R " + std::to_string(radius);
+        if (!check_case(in, f.dims, make_config<T>(bound, radius), bound, what)) return;
+      }
+    }
+    const double bound = 1e-3 * range;
+    if (!check_case(in, {v.size()}, make_config<T>(bound, 512), bound, f.name + " as 1-D")) return;
+    if (f.dims.size() == 3 &&
+        !check_case(in, {f.dims[0] * f.dims[1], f.dims[2]}, make_config<T>(bound, 512), bound, f.name + " as 2-D"))
+      return;
+  }
+}
+
+TEST(LorenzoCuda, RealFieldsFloat32SameStreamsAndDecode) {
+  FZ_SKIP_WITHOUT_CUDA();
+  sweep_fields<float>();
+}
+TEST(LorenzoCuda, RealFieldsFloat64SameStreamsAndDecode) {
+  FZ_SKIP_WITHOUT_CUDA();
+  sweep_fields<double>();
+}
+
+// ---- odd shapes and specials -------------------------------------------------
+
+// Smooth runs with NaN, +-Inf, +-0, denormals, the first normals, the fill value,
+// ties, huge values and spikes.
+template <typename T>
+std::vector<T> adversarial(size_t n, T eb2, T fill, std::mt19937_64& rng, unsigned odds) {
+  using U = BitsOf<T>;
+  constexpr int kDigits = std::numeric_limits<T>::digits;
+  std::uniform_real_distribution<double> unit(-1, 1);
+  std::vector<T> v(n);
+  const double base = unit(rng) * 1e3, slope = unit(rng) * 10;
+  for (size_t i = 0; i < n; ++i) {
+    const double smooth = (base + slope * std::sin(static_cast<double>(i) * 0.05)) * static_cast<double>(eb2);
+    v[i] = static_cast<T>(smooth);
+    if (rng() % odds != 0) continue;
+    const double k = std::ldexp(1.0, static_cast<int>(rng() % (kDigits + 2)));
+    const double sign = rng() % 2 ? 1.0 : -1.0;
+    switch (rng() % 13) {
+      case 0: v[i] = std::numeric_limits<T>::quiet_NaN(); break;
+      case 1: v[i] = from_bits<T>(static_cast<U>(rng())); break;
+      case 2: v[i] = static_cast<T>(sign * std::numeric_limits<T>::infinity()); break;
+      case 3: v[i] = rng() % 2 ? T(0) : T(-0.0); break;
+      case 4: v[i] = static_cast<T>(sign) * std::numeric_limits<T>::denorm_min() * static_cast<T>(rng() % 1000 + 1); break;
+      case 5: v[i] = static_cast<T>(sign) * std::numeric_limits<T>::min() * static_cast<T>(rng() % 4 + 1); break;
+      case 6: v[i] = fill; break;
+      case 7: v[i] = static_cast<T>(sign * (std::floor(k * (unit(rng) + 1)) + 0.5)) * eb2; break;
+      case 8: v[i] = std::nextafter(static_cast<T>(sign * k) * eb2, static_cast<T>(rng() % 2 ? 0 : 1e30)); break;
+      case 9: v[i] = static_cast<T>(sign * unit(rng)) * std::numeric_limits<T>::max(); break;
+      case 10: v[i] = static_cast<T>(smooth + sign * k * static_cast<double>(eb2)); break;
+      case 11: v[i] = from_bits<T>(bits_of(v[i]) ^ static_cast<U>(1 + rng() % 3)); break;
+      default: v[i] = static_cast<T>(unit(rng) * std::pow(10.0, static_cast<double>(rng() % 40) - 20)); break;
+    }
+  }
+  return v;
+}
+
+template <typename T>
+void sweep_shapes(uint64_t seed) {
+  const std::vector<Dims> shapes = {{1},         {1, 1, 1},     {3, 1, 70000}, {2, 40000}, {40000, 2},
+                                    {9, 90, 91}, {70001},       {5, 7, 11},    {2, 3},     {1, 300, 1},
+                                    {0},         {3, 0, 5},     {64, 1, 200},  {2, 2, 2},  {200, 3, 17}};
+  std::mt19937_64 rng(seed);
+  for (const Dims& dims : shapes) {
+    for (int run = 0; run < 4; ++run) {
+      const double user_bound = std::pow(10.0, -static_cast<double>(rng() % (sizeof(T) == 4 ? 8 : 16)));
+      const uint32_t radii[] = {1, 2, 4, 512, 32768};
+      lorenzo::Config c = make_config<T>(user_bound, radii[rng() % 5]);
+      const T eb2 = static_cast<T>(c.eb) * 2;
+      const T fill = rng() % 2 ? static_cast<T>(-1e34) : from_bits<T>(static_cast<BitsOf<T>>(rng()));
+      c.has_fill = run % 2 == 1;
+      c.fill_bits = c.has_fill ? bits_of(fill) : 0;
+      const unsigned odds = run == 0 ? 2 : run == 1 ? 16 : 300;
+      const Bytes in = to_bytes(adversarial<T>(product(dims), eb2, fill, rng, odds));
+      std::string what = "dims";
+      for (size_t e : dims) what += " " + std::to_string(e);
+      what += " eb " + std::to_string(c.eb) + " R " + std::to_string(c.radius) + " fill " +
+              std::to_string(c.has_fill) + " run " + std::to_string(run);
+      if (!check_case(in, dims, c, user_bound, what)) return;
+    }
+  }
+}
+
+TEST(LorenzoCuda, OddShapesAndSpecialsFloat32) {
+  FZ_SKIP_WITHOUT_CUDA();
+  for (uint64_t seed : {1u, 2u}) sweep_shapes<float>(seed);
+}
+TEST(LorenzoCuda, OddShapesAndSpecialsFloat64) {
+  FZ_SKIP_WITHOUT_CUDA();
+  for (uint64_t seed : {1u, 2u}) sweep_shapes<double>(seed);
+}
+
+TEST(LorenzoCuda, DeltasWrapAndPrefixSumsAreExact) {
+  FZ_SKIP_WITHOUT_CUDA();
+  // Values near +-PMAX side by side: deltas up to 8 * PMAX, all outliers.
+  for (const Dims& dims : std::vector<Dims>{{4000}, {60, 70}, {9, 20, 30}}) {
+    const size_t n = product(dims);
+    std::vector<float> f(n);
+    std::vector<double> d(n);
+    for (size_t i = 0; i < n; ++i) {
+      const double s = (i * 2654435761u) % 3 == 0 ? 1 : -1;
+      f[i] = static_cast<float>(s * 16777000.0);
+      d[i] = s * 9.007199254740000e15;
+    }
+    EXPECT_TRUE(check_case(to_bytes(f), dims, make_config<float>(0.5, 1), 0.5, "float wrap"));
+    EXPECT_TRUE(check_case(to_bytes(d), dims, make_config<double>(0.5, 32768), 0.5, "double wrap"));
+  }
+}
+
+// ---- hostile streams -----------------------------------------------------------
+
+bool cpu_rejects(const Bytes& codes, const Bytes& outliers, const Dims& dims, const lorenzo::Config& c,
+                 Bytes& out) {
+  try {
+    lorenzo::decode(codes, outliers, dims, c, out);
+    return false;
+  } catch (const FormatError&) {
+    return true;
+  }
+}
+
+// The GPU's status is nonzero exactly where the CPU throws; accepted streams
+// decode to the CPU's bytes.
+void expect_same_verdict(const Bytes& codes, const Bytes& outliers, const Dims& dims, const lorenzo::Config& c,
+                         const std::string& what) {
+  if (codes.size() != 2 * product(dims)) return;  // the caller (engine) checks the code stream's size
+  Bytes expected, got;
+  const bool rejected = cpu_rejects(codes, outliers, dims, c, expected);
+  const uint32_t status = gpu_decode(codes, outliers, dims, c, got);
+  EXPECT_EQ(status != 0, rejected) << what << " status " << status;
+  if (!rejected && status == 0) {
+    EXPECT_TRUE(got == expected) << what;
+  }
+}
+
+struct Sample {
+  Dims dims;
+  lorenzo::Config config;
+  lorenzo::Streams streams;
+};
+
+Sample small_sample() {
+  Sample s;
+  s.dims = {4, 5};
+  s.config.width = 4;
+  s.config.eb = 0.5;
+  s.config.radius = 4;
+  s.config.has_fill = true;
+  s.config.fill_bits = bits_of(-1e34f);
+  const std::vector<float> x = {0,      1,   2,   3,  1000, -1e34f, 5, 6, 7, 8, std::numeric_limits<float>::infinity(),
+                                -0.0f, 12,  13,  14, 15,    16,     17, 18, 500};
+  lorenzo::encode(to_bytes(x), s.dims, s.config, 0.5, s.streams);
+  return s;
+}
+
+TEST(LorenzoCuda, HostileStreamsGiveANonzeroStatus) {
+  FZ_SKIP_WITHOUT_CUDA();
+  const Sample s = small_sample();
+  const Bytes& codes = s.streams.codes;
+  const Bytes& outl = s.streams.outliers;
+  {
+    Bytes out;
+    EXPECT_EQ(gpu_decode(codes, outl, s.dims, s.config, out), 0u);
+  }
+  const uint64_t n = load_le<uint64_t>(outl.data());
+  ASSERT_GE(n, 4u);
+  const size_t kinds = 24 + 4 * n;
+  for (size_t cut = 0; cut < outl.size(); ++cut)
+    expect_same_verdict(codes, Bytes(outl.begin(), outl.begin() + cut), s.dims, s.config, "truncated");
+  {
+    Bytes longer = outl;
+    longer.push_back(0);
+    expect_same_verdict(codes, longer, s.dims, s.config, "too long");
+  }
+  auto mutated = [&](auto&& change, const char* what, const lorenzo::Config& c) {
+    Bytes cc = codes, o = outl;
+    change(cc, o);
+    Bytes ignored;
+    EXPECT_TRUE(cpu_rejects(cc, o, s.dims, c, ignored)) << what;
+    expect_same_verdict(cc, o, s.dims, c, what);
+  };
+  const lorenzo::Config& c = s.config;
+  mutated([](Bytes&, Bytes& o) { store_le<uint64_t>(o.data(), load_le<uint64_t>(o.data()) + 1); }, "count", c);
+  mutated([](Bytes&, Bytes& o) { store_le<uint64_t>(o.data() + 8, 0); }, "delta count", c);
+  mutated([](Bytes&, Bytes& o) { store_le<uint64_t>(o.data() + 16, 99); }, "raw count", c);
+  mutated([](Bytes&, Bytes& o) { store_le<uint64_t>(o.data(), ~uint64_t{0}); }, "huge count", c);
+  mutated([](Bytes&, Bytes& o) { store_le<uint32_t>(o.data() + 24, 20); }, "index out of range", c);
+  mutated([](Bytes&, Bytes& o) { store_le<uint32_t>(o.data() + 28, load_le<uint32_t>(o.data() + 24)); },
+          "index repeated", c);
+  mutated([&](Bytes&, Bytes& o) { o[kinds] = 0; }, "kind 0", c);
+  mutated([&](Bytes&, Bytes& o) { o[kinds] = 8; }, "kind 8", c);
+  mutated([&](Bytes&, Bytes& o) { o[kinds] ^= 4; }, "delta flag dropped", c);
+  mutated([](Bytes& cc, Bytes&) { store_le<uint16_t>(cc.data(), 8); }, "code above 2R-1", c);
+  {
+    const uint32_t first = load_le<uint32_t>(outl.data() + 24);
+    for (uint16_t code : {1, 7})
+      mutated([&](Bytes& cc, Bytes&) { store_le<uint16_t>(cc.data() + 2 * first, code); }, "nonzero code at outlier",
+              c);
+  }
+  mutated([](Bytes& cc, Bytes&) { store_le<uint16_t>(cc.data(), 7); }, "special moved off 0", c);
+  const size_t delta_at = kinds + n;
+  for (int32_t d : {0, 1, 3, -4})
+    mutated([&](Bytes&, Bytes& o) { store_le<int32_t>(o.data() + delta_at, d); }, "non-canonical delta", c);
+  mutated([&](Bytes&, Bytes& o) { store_le<int32_t>(o.data() + delta_at, 1 << 26); }, "out of range", c);
+  {
+    lorenzo::Config no_fill = c;
+    no_fill.has_fill = false;
+    no_fill.fill_bits = 0;
+    mutated([](Bytes&, Bytes&) {}, "fill record without fill value", no_fill);
+  }
+}
+
+TEST(LorenzoCuda, RandomDamageSameVerdictAsTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  std::mt19937_64 rng(7);
+  // The small sample and a larger 3-D stream with many records (float64).
+  const Sample small = small_sample();
+  Sample large;
+  large.dims = {5, 30, 41};
+  large.config = make_config<double>(1e-3, 8, true, bits_of(-1e34));
+  {
+    const std::vector<double> v = adversarial<double>(product(large.dims), 2e-3, -1e34, rng, 8);
+    lorenzo::encode(to_bytes(v), large.dims, large.config, 1e-3, large.streams);
+  }
+  for (const Sample* s : std::vector<const Sample*>{&small, &large}) {
+    for (int trial = 0; trial < 600; ++trial) {
+      Bytes cc = s->streams.codes, o = s->streams.outliers;
+      Bytes& target = trial % 2 ? cc : o;
+      const int flips = 1 + static_cast<int>(rng() % 3);
+      for (int k = 0; k < flips; ++k) target[rng() % target.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+      if (trial % 7 == 0 && o.size() > 24) o.resize(24 + rng() % (o.size() - 24));
+      expect_same_verdict(cc, o, s->dims, s->config, "trial " + std::to_string(trial));
+      if (HasFailure()) return;
+    }
+  }
+}
+
+TEST(LorenzoCuda, RefusesBadArguments) {
+  FZ_SKIP_WITHOUT_CUDA();
+  lorenzo::Config c = make_config<float>(1e-3, 512);
+  const DeviceBuffer buf(1 << 16);
+  uint8_t* p = buf.data();
+  auto* size = buf.as<uint64_t>();
+  EXPECT_EQ(lorenzo::cuda::encode(p, {}, c, 1e-3, p, p, size, p, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(lorenzo::cuda::encode(p, {1, 2, 3, 4}, c, 1e-3, p, p, size, p, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(lorenzo::cuda::encode(p, {10}, c, 0, p, p, size, p, nullptr), cudaErrorInvalidValue);
+  lorenzo::Config bad = c;
+  bad.width = 2;
+  EXPECT_EQ(lorenzo::cuda::encode(p, {10}, bad, 1e-3, p, p, size, p, nullptr), cudaErrorInvalidValue);
+  bad = c;
+  bad.radius = 0;
+  EXPECT_EQ(lorenzo::cuda::decode(p, p, 24, {10}, bad, p, buf.as<uint32_t>(), p, nullptr), cudaErrorInvalidValue);
+  bad = c;
+  bad.eb = 0.1;  // not a float
+  EXPECT_EQ(lorenzo::cuda::decode(p, p, 24, {10}, bad, p, buf.as<uint32_t>(), p, nullptr), cudaErrorInvalidValue);
+  cudaGetLastError();
+}
+
+}  // namespace
+}  // namespace fz
