@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -439,6 +441,60 @@ TEST(LorenzoCuda, RefusesBadArguments) {
   bad.eb = 0.1;  // not a float
   EXPECT_EQ(lorenzo::cuda::decode(p, p, 24, {10}, bad, p, buf.as<uint32_t>(), p, nullptr), cudaErrorInvalidValue);
   cudaGetLastError();
+}
+
+// Indication only (no threshold): device time of encode and decode on a smooth
+// 3-D float32 field of 256^3 elements, buffers allocated once.
+TEST(LorenzoCuda, ThroughputIndication) {
+  FZ_SKIP_WITHOUT_CUDA();
+  const Dims dims = {256, 256, 256};
+  const size_t n = product(dims);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double x = static_cast<double>(i % 256), y = static_cast<double>((i / 256) % 256),
+                 z = static_cast<double>(i / 65536);
+    v[i] = static_cast<float>(std::sin(x * 0.05) * std::cos(y * 0.03) + 0.01 * z);
+  }
+  const lorenzo::Config c = make_config<float>(1e-4, 512);
+  const DeviceBuffer in = testing::to_device(to_bytes(v));
+  const DeviceBuffer codes(2 * n), outliers(lorenzo::cuda::max_outliers_bytes(dims, 4)), size(8), status(4);
+  const DeviceBuffer out(4 * n);
+  const DeviceBuffer escratch(lorenzo::cuda::encode_scratch_bytes(dims, 4));
+  ASSERT_TRUE(in.ok() && codes.ok() && outliers.ok() && out.ok() && escratch.ok());
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  float encode_ms = 1e30f, decode_ms = 1e30f;
+  for (int rep = 0; rep < 3; ++rep) {
+    cudaEventRecord(start);
+    FZ_CUDA_OK(lorenzo::cuda::encode(in.data(), dims, c, 1e-4, codes.data(), outliers.data(), size.as<uint64_t>(),
+                                     escratch.data(), nullptr));
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    encode_ms = std::min(encode_ms, ms);
+  }
+  const uint64_t used = size.read<uint64_t>();
+  const DeviceBuffer dscratch(lorenzo::cuda::decode_scratch_bytes(dims, 4, used));
+  ASSERT_TRUE(dscratch.ok());
+  for (int rep = 0; rep < 3; ++rep) {
+    cudaEventRecord(start);
+    FZ_CUDA_OK(lorenzo::cuda::decode(codes.data(), outliers.data(), used, dims, c, out.data(),
+                                     status.as<uint32_t>(), dscratch.data(), nullptr));
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    decode_ms = std::min(decode_ms, ms);
+  }
+  EXPECT_EQ(status.read<uint32_t>(), 0u);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  const double gb = 4.0 * static_cast<double>(n) / 1e9;
+  std::printf("lorenzo cuda 256^3 f32: %llu records; encode %.3f ms (%.1f GB/s), decode %.3f ms (%.1f GB/s)\n",
+              static_cast<unsigned long long>(load_le<uint64_t>(outliers.download(8).data())), encode_ms,
+              gb / (encode_ms * 1e-3), decode_ms, gb / (decode_ms * 1e-3));
 }
 
 }  // namespace
