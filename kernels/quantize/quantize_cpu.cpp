@@ -13,6 +13,7 @@
 // real arithmetic, using doubles only (see within_abs / within_rel). An element that fails,
 // or whose code would not fit, is an outlier and is stored bit-exactly.
 #include "quantize/quantize.hpp"
+#include "quantize/quantize_plan.hpp"
 
 #include <cfloat>
 #include <cmath>
@@ -519,16 +520,8 @@ Range finite_range(ByteSpan in, bool has_fill, UintOf<T> fill, const Executor& e
 
 void write_params(Bytes& out, Mode mode, unsigned width, Method method, uint64_t count, uint64_t step_bits,
                   double user_bound, double enforced) {
-  out.clear();
-  out.push_back(kParamsVersion);
-  out.push_back(static_cast<uint8_t>(mode));
-  out.push_back(static_cast<uint8_t>(width));
-  out.push_back(static_cast<uint8_t>(method));
-  append_le<uint32_t>(out, 0);
-  append_le<uint64_t>(out, count);
-  append_le<uint64_t>(out, step_bits);
-  append_le<double>(out, user_bound);
-  append_le<double>(out, enforced);
+  out.resize(kParamsBytes);
+  detail::write_params_bytes(out.data(), mode, width, method, count, step_bits, user_bound, enforced);
 }
 
 template <typename T>
@@ -903,7 +896,43 @@ void decode_typed(ByteSpan codes, ByteSpan outliers, const Params& p, uint8_t* d
   });
 }
 
+template <typename T>
+detail::HostPlan host_plan_typed(Mode mode, double bound) {
+  FloatStateGuard env;
+  const Plan<T> plan = mode == Mode::kRel ? rel_plan<T>(bound) : abs_plan<T>(bound);
+  detail::HostPlan out;
+  out.method = plan.method;
+  if (plan.method == Method::kQuantized) {
+    out.step_bits = to_bits(plan.step);
+    out.inverse_bits = to_bits(plan.inverse);
+    out.check = plan.check;
+    out.enforced = plan.enforced;
+  }
+  return out;
+}
+
 }  // namespace
+
+namespace detail {
+
+HostPlan host_plan(unsigned width, Mode mode, double bound) {
+  return width == 4 ? host_plan_typed<float>(mode, bound) : host_plan_typed<double>(mode, bound);
+}
+
+void write_params_bytes(uint8_t out[kParamsBytes], Mode mode, unsigned width, Method method, uint64_t count,
+                        uint64_t step_bits, double user_bound, double enforced) {
+  out[0] = kParamsVersion;
+  out[1] = static_cast<uint8_t>(mode);
+  out[2] = static_cast<uint8_t>(width);
+  out[3] = static_cast<uint8_t>(method);
+  store_le<uint32_t>(out + 4, 0);
+  store_le<uint64_t>(out + 8, count);
+  store_le<uint64_t>(out + 16, step_bits);
+  store_le<double>(out + 24, user_bound);
+  store_le<double>(out + 32, enforced);
+}
+
+}  // namespace detail
 
 void encode(ByteSpan in, const Config& config, Streams& out, const Executor& exec) {
   if (config.width != 4 && config.width != 8)

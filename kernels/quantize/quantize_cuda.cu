@@ -1,0 +1,535 @@
+// CUDA implementation of the direct quantizer (stream format: quantize.hpp),
+// host interface in quantize/quantize_cuda.hpp.
+//
+// Every element is coded on its own by exactly the CPU reference's rule
+// (encode_abs_element / encode_rel_block of quantize_cpu.cpp), so a code never
+// depends on the thread that made it. Exactness: the build has -fmad=false,
+// and the arithmetic that must be one IEEE rounding is written with the _rn
+// intrinsics anyway (no contraction can change it); std::round is CUDA's
+// round()/roundf(), exact and half away from zero; the only fused operation is
+// the explicit fma() of the REL tie test, as on the CPU.
+//
+// Grid: one thread block per 16 KiB block of the input (4096 float32 or 2048
+// float64 elements), the CPU's block grid. Encoding writes the codes and each
+// block's outlier count; an exclusive scan of the counts gives each block's
+// first outlier; blocks with outliers then rank their zero codes in element
+// order (a block-wide scan) and copy the raw bits. Decoding mirrors it: values
+// and per-block zero counts first, the scan, then the outliers placed over the
+// zero codes (only when their total matches the outlier stream).
+#include "quantize/quantize_cuda.hpp"
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <cmath>
+#include <cstring>
+
+#include "common/blocks.hpp"
+#include "common/words_cuda.cuh"
+#include "quantize/quantize_plan.hpp"
+
+namespace fz::quantize::cuda {
+namespace {
+
+using fz::cuda_detail::load_word;
+using fz::cuda_detail::store_word;
+
+constexpr unsigned kThreads = 256;
+
+template <typename T>
+struct DTraits;
+
+template <>
+struct DTraits<float> {
+  using U = uint32_t;
+  static constexpr int kMantissaBits = 23;
+  static constexpr int kBias = 127;
+  static constexpr int kMaxBiased = 254;
+  __device__ static float from_bits(uint32_t u) { return __uint_as_float(u); }
+  __device__ static uint32_t to_bits(float v) { return __float_as_uint(v); }
+  __device__ static float mul(float a, float b) { return __fmul_rn(a, b); }
+  __device__ static float add(float a, float b) { return __fadd_rn(a, b); }
+  __device__ static float sub(float a, float b) { return __fsub_rn(a, b); }
+  __device__ static float round_half_away(float s) { return roundf(s); }
+};
+
+template <>
+struct DTraits<double> {
+  using U = uint64_t;
+  static constexpr int kMantissaBits = 52;
+  static constexpr int kBias = 1023;
+  static constexpr int kMaxBiased = 2046;
+  __device__ static double from_bits(uint64_t u) { return __longlong_as_double(static_cast<long long>(u)); }
+  __device__ static uint64_t to_bits(double v) { return static_cast<uint64_t>(__double_as_longlong(v)); }
+  __device__ static double mul(double a, double b) { return __dmul_rn(a, b); }
+  __device__ static double add(double a, double b) { return __dadd_rn(a, b); }
+  __device__ static double sub(double a, double b) { return __dsub_rn(a, b); }
+  __device__ static double round_half_away(double s) { return round(s); }
+};
+
+template <typename T>
+using UintOf = typename DTraits<T>::U;
+
+template <typename T>
+constexpr UintOf<T> kSignBit = UintOf<T>{1} << (8 * sizeof(T) - 1);
+template <typename T>
+constexpr UintOf<T> kMantissaMask = (UintOf<T>{1} << DTraits<T>::kMantissaBits) - 1;
+template <typename T>
+constexpr UintOf<T> kExponentMask = static_cast<UintOf<T>>(~kSignBit<T> & ~kMantissaMask<T>);
+
+template <typename T>
+constexpr uint64_t kAbsMaxZigzag = (uint64_t{1} << (8 * sizeof(T) - 2)) - 1;
+template <typename T>
+constexpr uint64_t kRelMaxZigzag = (uint64_t{1} << (8 * sizeof(T) - 3)) - 1;
+template <typename T>
+constexpr T kAbsLimit = static_cast<T>(uint64_t{1} << (8 * sizeof(T) - 3));
+template <typename T>
+constexpr T kRelLimit = static_cast<T>(uint64_t{1} << (8 * sizeof(T) - 4));
+
+template <typename T>
+constexpr unsigned kBlockElements = static_cast<unsigned>(kBlockBytes / sizeof(T));
+template <typename T>
+constexpr unsigned kPerThread = kBlockElements<T> / kThreads;
+
+__device__ __forceinline__ uint64_t zigzag(int64_t b) {
+  return (static_cast<uint64_t>(b) << 1) ^ static_cast<uint64_t>(b >> 63);
+}
+__device__ __forceinline__ int64_t unzigzag(uint64_t z) {
+  return static_cast<int64_t>(z >> 1) ^ -static_cast<int64_t>(z & 1);
+}
+
+template <typename T>
+__device__ __forceinline__ bool is_nan_or_inf(UintOf<T> bits) {
+  return (bits & kExponentMask<T>) == kExponentMask<T>;
+}
+
+// The CPU's within_abs: |x - xr| <= bound exactly (see quantize_cpu.cpp).
+__device__ __forceinline__ bool within_abs(double x, double xr, double bound) {
+  const double d = __dsub_rn(x, xr);
+  const double ad = fabs(d);
+  if (ad < bound) return true;
+  if (!(ad == bound)) return false;
+  const double bb = __dsub_rn(d, x);
+  double dl = __dadd_rn(__dsub_rn(x, __dsub_rn(d, bb)), __dsub_rn(-xr, bb));
+  if (d < 0) dl = -dl;
+  return dl <= 0;
+}
+
+// The CPU's within_rel: |a - r| <= eb * a exactly, for a > 0.
+__device__ __forceinline__ bool within_rel(double a, double r, double eb) {
+  const double d = __dsub_rn(a, r);
+  const double ad = fabs(d);
+  const double ph = __dmul_rn(eb, a);
+  if (ad < ph) return true;
+  if (!(ad == ph)) return false;
+  if (ph < 0x1p-900) return false;
+  const double pl = fma(eb, a, -ph);  // the exact error term, as std::fma on the CPU
+  const double bb = __dsub_rn(d, a);
+  double dl = __dadd_rn(__dsub_rn(a, __dsub_rn(d, bb)), __dsub_rn(-r, bb));
+  if (d < 0) dl = -dl;
+  return dl <= pl;
+}
+
+// Lg / Pw of specs/algorithms.md section 5, the CPU's lg() and pw().
+template <typename T>
+__device__ __forceinline__ T lg(T a) {
+  using D = DTraits<T>;
+  const UintOf<T> bits = D::to_bits(a);
+  const int e = static_cast<int>(bits >> D::kMantissaBits);
+  const T one_m = D::from_bits((UintOf<T>{D::kBias} << D::kMantissaBits) | (bits & kMantissaMask<T>));
+  return D::add(one_m, static_cast<T>(e - (D::kBias + 1)));
+}
+
+template <typename T>
+__device__ __forceinline__ bool pw(T l, T& out) {
+  using D = DTraits<T>;
+  const T t = D::add(l, static_cast<T>(D::kBias));
+  if (!(t >= T(1) && t < static_cast<T>(D::kMaxBiased + 1))) return false;
+  const int64_t e = static_cast<int64_t>(t);
+  const T f = D::sub(t, static_cast<T>(e - 1));
+  out = D::from_bits((static_cast<UintOf<T>>(e) << D::kMantissaBits) | (D::to_bits(f) & kMantissaMask<T>));
+  return true;
+}
+
+template <typename T>
+struct DevicePlan {
+  T step;
+  T inverse;
+  double check;
+  UintOf<T> fill;
+  bool has_fill;
+};
+
+template <typename T>
+__device__ __forceinline__ UintOf<T> abs_code(int64_t b) {
+  const uint64_t z = zigzag(b);
+  return z <= kAbsMaxZigzag<T> ? static_cast<UintOf<T>>(z + 1) : UintOf<T>{0};
+}
+
+// encode_abs_element of the CPU, operation for operation.
+template <typename T>
+__device__ __forceinline__ UintOf<T> encode_abs_element(UintOf<T> bits, const DevicePlan<T>& plan) {
+  using D = DTraits<T>;
+  if (is_nan_or_inf<T>(bits) || ((bits & kExponentMask<T>) == 0 && bits != 0) || (plan.has_fill && bits == plan.fill))
+    return 0;
+  const T x = D::from_bits(bits);
+  const T s = D::mul(x, plan.inverse);
+  if (!(fabs(s) < kAbsLimit<T>)) return 0;
+  const int64_t b = static_cast<int64_t>(D::round_half_away(s));
+  const T xr = D::mul(static_cast<T>(b), plan.step);
+  if (within_abs(static_cast<double>(x), static_cast<double>(xr), plan.check)) return abs_code<T>(b);
+  if (xr == xr) {
+    const int64_t b2 = x > xr ? b + 1 : b - 1;
+    const T xr2 = D::mul(static_cast<T>(b2), plan.step);
+    if (within_abs(static_cast<double>(x), static_cast<double>(xr2), plan.check)) return abs_code<T>(b2);
+  }
+  return 0;
+}
+
+// The element rule of the CPU's encode_rel_block.
+template <typename T>
+__device__ __forceinline__ UintOf<T> encode_rel_element(UintOf<T> bits, const DevicePlan<T>& plan) {
+  using D = DTraits<T>;
+  using U = UintOf<T>;
+  const U magnitude = bits & static_cast<U>(~kSignBit<T>);
+  if (plan.has_fill && bits == plan.fill) return 0;
+  if (magnitude == 0) return bits == 0 ? 1 : 2;
+  if (is_nan_or_inf<T>(bits) || (bits & kExponentMask<T>) == 0) return 0;
+  const T a = D::from_bits(magnitude);
+  const T s = D::mul(lg(a), plan.inverse);
+  if (!(fabs(s) < kRelLimit<T>)) return 0;
+  const int64_t b = static_cast<int64_t>(D::round_half_away(s));
+  const uint64_t z = zigzag(b);
+  T r;
+  if (z <= kRelMaxZigzag<T> && pw(D::mul(static_cast<T>(b), plan.step), r) &&
+      within_rel(static_cast<double>(a), static_cast<double>(r), plan.check))
+    return static_cast<U>(3 + ((z << 1) | static_cast<uint64_t>(bits >> (8 * sizeof(T) - 1))));
+  return 0;
+}
+
+__device__ __forceinline__ unsigned block_elements(uint64_t n, unsigned per_block) {
+  const uint64_t rest = n - static_cast<uint64_t>(blockIdx.x) * per_block;
+  return static_cast<unsigned>(rest < per_block ? rest : per_block);
+}
+
+// ---- encode ----------------------------------------------------------------
+
+template <typename T, bool kRel>
+__global__ void __launch_bounds__(kThreads)
+    encode_codes(const uint8_t* in, uint64_t n, uint8_t* codes, uint64_t* counts, DevicePlan<T> plan) {
+  using U = UintOf<T>;
+  using Reduce = cub::BlockReduce<unsigned, kThreads>;
+  __shared__ typename Reduce::TempStorage reduce_storage;
+  const unsigned len = block_elements(n, kBlockElements<T>);
+  const size_t base = static_cast<size_t>(blockIdx.x) * kBlockBytes;
+  unsigned zeros = 0;
+  for (unsigned i = threadIdx.x; i < len; i += kThreads) {
+    const U bits = load_word<U>(in + base + static_cast<size_t>(i) * sizeof(T));
+    const U code = kRel ? encode_rel_element<T>(bits, plan) : encode_abs_element<T>(bits, plan);
+    store_word<U>(codes + base + static_cast<size_t>(i) * sizeof(T), code);
+    zeros += code == 0;
+  }
+  const unsigned total = Reduce(reduce_storage).Sum(zeros);
+  if (threadIdx.x == 0) counts[blockIdx.x] = total;
+}
+
+// For a block with zero codes: thread t takes elements [t*K, t*K + K) in order,
+// ranks its zero codes by a block-wide exclusive scan, and moves each one's
+// word: kGather (encode) in[i] -> outliers[first + rank]; else (decode)
+// outliers[first + rank] -> out[i]. Decoding moves nothing unless the zero
+// codes add up to `expected` (then every index is inside the outlier stream).
+template <typename T, bool kGather>
+__global__ void __launch_bounds__(kThreads)
+    move_outliers(const uint8_t* codes, uint64_t n, const uint64_t* counts, const uint64_t* offsets,
+                  uint64_t blocks, uint64_t expected, const uint8_t* src, uint8_t* dst) {
+  using U = UintOf<T>;
+  using Scan = cub::BlockScan<unsigned, kThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  if (counts[blockIdx.x] == 0) return;
+  if (!kGather && offsets[blocks] != expected) return;
+  const unsigned len = block_elements(n, kBlockElements<T>);
+  const size_t base = static_cast<size_t>(blockIdx.x) * kBlockBytes;
+  const unsigned begin = threadIdx.x * kPerThread<T>;
+  const unsigned end = begin + kPerThread<T> < len ? begin + kPerThread<T> : len;
+  unsigned mine = 0;
+  for (unsigned i = begin; i < end; ++i) mine += load_word<U>(codes + base + static_cast<size_t>(i) * sizeof(T)) == 0;
+  unsigned rank = 0;
+  Scan(scan_storage).ExclusiveSum(mine, rank);
+  const uint64_t first = offsets[blockIdx.x];
+  for (unsigned i = begin; i < end && mine > 0; ++i) {
+    const size_t at = base + static_cast<size_t>(i) * sizeof(T);
+    if (load_word<U>(codes + at) != 0) continue;
+    const size_t slot = static_cast<size_t>(first + rank) * sizeof(T);
+    if (kGather)
+      store_word<U>(dst + slot, load_word<U>(src + at));
+    else
+      store_word<U>(dst + at, load_word<U>(src + slot));
+    ++rank;
+    --mine;
+  }
+}
+
+struct ParamsBytes {
+  uint8_t b[kParamsBytes];
+};
+
+__global__ void finish_encode(ParamsBytes p, uint8_t* params, uint64_t codes_bytes, const uint64_t* total,
+                              uint64_t fixed_outliers, unsigned width, uint64_t* stream_sizes) {
+  for (unsigned i = threadIdx.x; i < kParamsBytes; i += blockDim.x) params[i] = p.b[i];
+  if (threadIdx.x == 0) {
+    stream_sizes[0] = codes_bytes;
+    stream_sizes[1] = total != nullptr ? *total * width : fixed_outliers;
+  }
+}
+
+// ---- decode ----------------------------------------------------------------
+
+enum class Kind { kAbs, kRel, kConstant };
+
+template <typename T, Kind kKind>
+__global__ void __launch_bounds__(kThreads)
+    decode_values(const uint8_t* codes, uint64_t n, uint8_t* out, uint64_t* counts, uint32_t* status, T step,
+                  UintOf<T> constant_bits) {
+  using U = UintOf<T>;
+  using D = DTraits<T>;
+  using Reduce = cub::BlockReduce<unsigned, kThreads>;
+  __shared__ typename Reduce::TempStorage reduce_storage;
+  const unsigned len = block_elements(n, kBlockElements<T>);
+  const size_t base = static_cast<size_t>(blockIdx.x) * kBlockBytes;
+  unsigned zeros = 0;
+  uint32_t flags = 0;
+  for (unsigned i = threadIdx.x; i < len; i += kThreads) {
+    const size_t at = base + static_cast<size_t>(i) * sizeof(T);
+    const U code = load_word<U>(codes + at);
+    if (code == 0) {
+      ++zeros;
+      continue;
+    }
+    U bits;
+    if (kKind == Kind::kAbs) {
+      const uint64_t z = static_cast<U>(code - 1);
+      if (z > kAbsMaxZigzag<T>) flags |= kCodeOutOfRange;
+      bits = D::to_bits(D::mul(static_cast<T>(unzigzag(z)), step));
+    } else if (kKind == Kind::kConstant) {
+      if (code != 1) flags |= kCodeOutOfRange;
+      bits = constant_bits;
+    } else if (code <= 2) {
+      bits = code == 1 ? U{0} : kSignBit<T>;
+    } else {
+      const uint64_t c = static_cast<uint64_t>(code) - 3;
+      const uint64_t z = c >> 1;
+      T r = T(0);
+      if (z > kRelMaxZigzag<T>)
+        flags |= kCodeOutOfRange;
+      else if (!pw(D::mul(static_cast<T>(unzigzag(z)), step), r))
+        flags |= kCodeLeavesExponentRange;
+      bits = D::to_bits(r) | ((c & 1) ? kSignBit<T> : U{0});
+    }
+    store_word<U>(out + at, bits);
+  }
+  if (flags != 0) atomicOr(status, flags);  // an OR: the same word whatever the order
+  const unsigned total = Reduce(reduce_storage).Sum(zeros);
+  if (threadIdx.x == 0) counts[blockIdx.x] = total;
+}
+
+__global__ void set_status(uint32_t* status, uint32_t flags) { *status = flags; }
+
+__global__ void finish_decode(const uint64_t* total, uint64_t expected, uint32_t* status) {
+  if (*total != expected) *status |= kOutlierCountMismatch;
+}
+
+// ---- scratch ---------------------------------------------------------------
+
+constexpr size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
+
+struct Scratch {
+  size_t blocks = 0;
+  size_t counts = 0, offsets = 0, temp = 0, temp_bytes = 0, total = 0;
+};
+
+// counts: blocks + 1 words (the last 0), offsets: their exclusive scan
+// (offsets[blocks] = the total), then cub's temporary storage.
+Scratch scratch_layout(size_t bytes) {
+  Scratch s;
+  s.blocks = block_count(bytes);
+  const size_t words = (s.blocks + 1) * sizeof(uint64_t);
+  s.counts = 0;
+  s.offsets = align_up(words);
+  s.temp = s.offsets + align_up(words);
+  size_t temp_bytes = 0;
+  cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, static_cast<uint64_t*>(nullptr),
+                                static_cast<uint64_t*>(nullptr), static_cast<int64_t>(s.blocks + 1));
+  s.temp_bytes = temp_bytes;
+  s.total = s.temp + align_up(temp_bytes > 0 ? temp_bytes : 1);
+  return s;
+}
+
+// Zeroes counts[blocks] and scans the counts into offsets.
+cudaError_t scan_counts(const Scratch& s, void* scratch, cudaStream_t stream) {
+  uint8_t* base = static_cast<uint8_t*>(scratch);
+  auto* counts = reinterpret_cast<uint64_t*>(base + s.counts);
+  auto* offsets = reinterpret_cast<uint64_t*>(base + s.offsets);
+  cudaError_t err = cudaMemsetAsync(counts + s.blocks, 0, sizeof(uint64_t), stream);
+  if (err != cudaSuccess) return err;
+  size_t temp_bytes = s.temp_bytes;
+  return cub::DeviceScan::ExclusiveSum(base + s.temp, temp_bytes, counts, offsets, static_cast<int64_t>(s.blocks + 1),
+                                       stream);
+}
+
+bool valid_config(size_t in_size, const Config& config) {
+  if (config.width != 4 && config.width != 8) return false;
+  if (config.mode != Mode::kAbs && config.mode != Mode::kRel) return false;
+  if (!(std::isfinite(config.bound) && config.bound > 0)) return false;
+  if (in_size % config.width != 0) return false;
+  if (config.fill && config.width == 4 && (*config.fill >> 32) != 0) return false;
+  return true;
+}
+
+template <typename T>
+T host_from_bits(uint64_t bits) {
+  T v;
+  if constexpr (sizeof(T) == 4) {
+    const auto u = static_cast<uint32_t>(bits);
+    std::memcpy(&v, &u, sizeof v);
+  } else {
+    std::memcpy(&v, &bits, sizeof v);
+  }
+  return v;
+}
+
+template <typename T>
+cudaError_t encode_typed(const uint8_t* in, size_t in_size, const Config& config, const detail::HostPlan& plan,
+                         uint8_t* codes, uint8_t* outliers, const ParamsBytes& params_bytes, uint8_t* params,
+                         uint64_t* stream_sizes, void* scratch, cudaStream_t stream) {
+  using U = UintOf<T>;
+  const Scratch s = scratch_layout(in_size);
+  uint8_t* base = static_cast<uint8_t*>(scratch);
+  auto* counts = reinterpret_cast<uint64_t*>(base + s.counts);
+  auto* offsets = reinterpret_cast<uint64_t*>(base + s.offsets);
+  const uint64_t n = in_size / sizeof(T);
+  DevicePlan<T> dp;
+  dp.step = host_from_bits<T>(plan.step_bits);
+  dp.inverse = host_from_bits<T>(plan.inverse_bits);
+  dp.check = plan.check;
+  dp.has_fill = config.fill.has_value();
+  dp.fill = dp.has_fill ? static_cast<U>(*config.fill) : U{0};
+  if (s.blocks > 0) {
+    const unsigned grid = static_cast<unsigned>(s.blocks);
+    if (config.mode == Mode::kRel)
+      encode_codes<T, true><<<grid, kThreads, 0, stream>>>(in, n, codes, counts, dp);
+    else
+      encode_codes<T, false><<<grid, kThreads, 0, stream>>>(in, n, codes, counts, dp);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  cudaError_t err = scan_counts(s, scratch, stream);
+  if (err != cudaSuccess) return err;
+  if (s.blocks > 0) {
+    move_outliers<T, true><<<static_cast<unsigned>(s.blocks), kThreads, 0, stream>>>(codes, n, counts, offsets,
+                                                                                       s.blocks, 0, in, outliers);
+    err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  finish_encode<<<1, 64, 0, stream>>>(params_bytes, params, in_size, offsets + s.blocks, 0, sizeof(T), stream_sizes);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t outliers_size, const Params& p,
+                         uint8_t* out, uint32_t* status, void* scratch, cudaStream_t stream) {
+  using U = UintOf<T>;
+  const uint64_t n = p.count;
+  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+  const Scratch s = scratch_layout(bytes);
+  uint8_t* base = static_cast<uint8_t*>(scratch);
+  auto* counts = reinterpret_cast<uint64_t*>(base + s.counts);
+  auto* offsets = reinterpret_cast<uint64_t*>(base + s.offsets);
+  const T step = host_from_bits<T>(p.step_bits);
+  const U constant = static_cast<U>(p.step_bits);
+  if (s.blocks > 0) {
+    const unsigned grid = static_cast<unsigned>(s.blocks);
+    if (p.method == Method::kConstant)
+      decode_values<T, Kind::kConstant><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant);
+    else if (p.mode == Mode::kRel)
+      decode_values<T, Kind::kRel><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant);
+    else
+      decode_values<T, Kind::kAbs><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  cudaError_t err = scan_counts(s, scratch, stream);
+  if (err != cudaSuccess) return err;
+  const uint64_t expected = outliers_size / sizeof(T);
+  if (s.blocks > 0) {
+    move_outliers<T, false><<<static_cast<unsigned>(s.blocks), kThreads, 0, stream>>>(
+        codes, n, counts, offsets, s.blocks, expected, outliers, out);
+    err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  finish_decode<<<1, 1, 0, stream>>>(offsets + s.blocks, expected, status);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+Method encode_method(const Config& config) {
+  if (!valid_config(0, config)) return Method::kLossless;
+  return detail::host_plan(config.width, config.mode, config.bound).method;
+}
+
+size_t encode_scratch_bytes(size_t in_size, unsigned /*width*/) { return scratch_layout(in_size).total; }
+
+cudaError_t encode(const uint8_t* in, size_t in_size, const Config& config, uint8_t* codes, uint8_t* outliers,
+                   uint8_t* params, uint64_t* stream_sizes, void* scratch, cudaStream_t stream) {
+  if (!valid_config(in_size, config)) return cudaErrorInvalidValue;
+  const detail::HostPlan plan = detail::host_plan(config.width, config.mode, config.bound);
+  const uint64_t count = in_size / config.width;
+  ParamsBytes pb;
+  detail::write_params_bytes(pb.b, config.mode, config.width, plan.method, count,
+                             plan.method == Method::kLossless ? 0 : plan.step_bits, config.bound,
+                             plan.method == Method::kQuantized ? plan.enforced : 0.0);
+  if (plan.method == Method::kLossless) {
+    if (in_size > 0) {
+      const cudaError_t err = cudaMemcpyAsync(outliers, in, in_size, cudaMemcpyDeviceToDevice, stream);
+      if (err != cudaSuccess) return err;
+    }
+    finish_encode<<<1, 64, 0, stream>>>(pb, params, 0, nullptr, in_size, config.width, stream_sizes);
+    return cudaGetLastError();
+  }
+  if (config.width == 4)
+    return encode_typed<float>(in, in_size, config, plan, codes, outliers, pb, params, stream_sizes, scratch, stream);
+  return encode_typed<double>(in, in_size, config, plan, codes, outliers, pb, params, stream_sizes, scratch, stream);
+}
+
+size_t decode_scratch_bytes(const Params& params) {
+  if ((params.width != 4 && params.width != 8) || params.count > SIZE_MAX / params.width) return 256;
+  return scratch_layout(static_cast<size_t>(params.count) * params.width).total;
+}
+
+cudaError_t decode(const uint8_t* codes, size_t codes_size, const uint8_t* outliers, size_t outliers_size,
+                   const Params& params, uint8_t* out, uint32_t* status, void* scratch, cudaStream_t stream) {
+  if (params.width != 4 && params.width != 8) return cudaErrorInvalidValue;
+  if (static_cast<unsigned>(params.method) > 2 || static_cast<unsigned>(params.mode) > 2) return cudaErrorInvalidValue;
+  if (params.count > SIZE_MAX / params.width) return cudaErrorInvalidValue;
+  const size_t bytes = static_cast<size_t>(params.count) * params.width;
+  uint32_t flags = 0;
+  if (params.method == Method::kLossless) {
+    if (codes_size != 0) flags |= kCodesSizeMismatch;
+    if (outliers_size != bytes) flags |= kOutliersSizeMismatch;
+  } else {
+    if (codes_size != bytes) flags |= kCodesSizeMismatch;
+    if (outliers_size % params.width != 0) flags |= kOutliersSizeMismatch;
+  }
+  set_status<<<1, 1, 0, stream>>>(status, flags);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess || flags != 0) return err;  // inconsistent sizes: nothing else is read
+  if (params.method == Method::kLossless) {
+    if (bytes > 0) return cudaMemcpyAsync(out, outliers, bytes, cudaMemcpyDeviceToDevice, stream);
+    return cudaSuccess;
+  }
+  if (params.width == 4) return decode_typed<float>(codes, outliers, outliers_size, params, out, status, scratch, stream);
+  return decode_typed<double>(codes, outliers, outliers_size, params, out, status, scratch, stream);
+}
+
+}  // namespace fz::quantize::cuda
