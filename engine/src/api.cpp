@@ -67,8 +67,8 @@ engine::Pipeline pipeline_from_frame(const FrameInfo& info) {
   return p;
 }
 
-// Decodes a frame: the chunk goes into `dst` (capacity bytes) when given, else
-// into *chunk. Returns the chunk's length.
+// Decodes a frame: the chunk goes into *chunk when given, else into `dst`
+// (capacity bytes; null when capacity is 0). Returns the chunk's length.
 size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity, uint8_t* dst, Bytes* chunk,
                     FrameInfo* info_out) {
   engine::ParsedFrame parsed = engine::parse_frame(frame, frame_bytes);
@@ -78,16 +78,28 @@ size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity,
                       std::to_string(capacity) + " allowed");
   if (info_out) *info_out = info;
   size_t length = 0;
+  const bool into = chunk == nullptr;
   if (info.raw) {
     const ByteSpan raw = parsed.stored[0];
-    if (dst && raw.size) std::memcpy(dst, raw.data, raw.size);
-    if (!dst) chunk->assign(raw.data, raw.data + raw.size);
+    if (into && raw.size) std::memcpy(dst, raw.data, raw.size);
+    if (!into) chunk->assign(raw.data, raw.data + raw.size);
     length = raw.size;
   } else {
     engine::Pipeline pipeline = pipeline_from_frame(info);
     auto exec = engine::make_pool_executor(0);
     engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(info.original_bytes))};
-    if (dst) {
+    std::optional<size_t> on_device;
+    const engine::BackendChoice& backend = engine::chosen_backend();
+    // The GPU decodes (when asked for explicitly: under auto the CPU is faster
+    // today) into the caller's buffer (the filter's path); decoding
+    // into a new Bytes stays on the CPU, which sizes nothing before the streams
+    // are checked (a hostile frame cannot make it allocate its claimed size).
+    if (into && backend.backend == engine::Backend::Cuda && backend.explicit_cuda)
+      on_device = engine::inverse_on_device(pipeline, parsed.stored, dst, static_cast<size_t>(capacity),
+                                            ctx.max_stream_bytes, backend.device);
+    if (on_device) {
+      length = *on_device;
+    } else if (into) {
       length = pipeline.inverse_into(parsed.stored, dst, static_cast<size_t>(capacity), ctx);
     } else {
       *chunk = pipeline.inverse(parsed.stored, ctx);

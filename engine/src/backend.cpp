@@ -13,6 +13,10 @@ namespace fz::engine {
 int cuda_device_count() { return 0; }
 std::optional<std::vector<Bytes>> forward_on_device(const Pipeline&, ByteSpan, int) { return std::nullopt; }
 bool runs_on_device(const Pipeline&) { return false; }
+std::optional<size_t> inverse_on_device(const Pipeline&, const std::vector<ByteSpan>&, uint8_t*, size_t, size_t, int) {
+  return std::nullopt;
+}
+bool inverse_runs_on_device(const Pipeline&) { return false; }
 #endif
 
 namespace {
@@ -40,8 +44,10 @@ BackendChoice decide() {
   if (device < devices) {
     c.backend = Backend::Cuda;
     c.device = device;
+    c.explicit_cuda = wanted != "auto";
     c.reason = "CUDA device " + std::to_string(device) + " of " + std::to_string(devices) +
-               " (stages without a GPU version, and chunks the GPU fails on, run on the CPU)";
+               " (stages without a GPU version, and chunks the GPU fails on, run on the CPU" +
+               (c.explicit_cuda ? std::string(")") : "; decompression on the CPU, faster today)");
   } else if (wanted == "auto") {
     c.reason = "CPU backend (" + std::to_string(devices) + " CUDA device(s) usable)";
   } else {  // asked for explicitly: said even without H5Z_FZ_VERBOSE

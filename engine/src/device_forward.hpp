@@ -22,4 +22,13 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
 // Whether forward_on_device can run this pipeline (every stage on the GPU).
 bool runs_on_device(const Pipeline& pipeline);
 
+// The inverse on `device`: rebuilds the chunk from the frame's stored buffers
+// into dst (capacity bytes) and returns its length, when every stage has a GPU
+// inverse. Returns nothing when it cannot, when CUDA fails, or when a stream
+// is malformed: the caller then decodes on the CPU, which reports the error.
+std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vector<ByteSpan>& stored,
+                                        uint8_t* dst, size_t capacity, size_t max_stream_bytes, int device);
+
+bool inverse_runs_on_device(const Pipeline& pipeline);
+
 }  // namespace fz::engine

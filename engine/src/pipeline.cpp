@@ -195,7 +195,7 @@ size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& c
   }
   require_format(view[kChunk].has_value(), "pipeline does not rebuild the chunk");
   const ByteSpan result = *view[kChunk];
-  if (dst) {
+  if (chunk == nullptr) {  // into dst (null only when capacity is 0)
     require_format(result.size <= capacity, "decoded chunk larger than the buffer");
     if (result.size) std::memcpy(dst, result.data, result.size);
     if (owned[kChunk]) release_buffer(std::move(*owned[kChunk]));

@@ -70,6 +70,7 @@ struct DeviceBuffer {
   uint8_t* data = nullptr;
   size_t size = 0;
   uint64_t* device_size = nullptr;
+  const uint8_t* host = nullptr;  // the same bytes on the host, for a stream read from a frame
 };
 
 // What a stage's GPU forward may use. No CUDA type appears here so that CPU
@@ -83,6 +84,10 @@ class DeviceWork {
   virtual void* stream() const = 0;
   // Throws (a CUDA error naming `what`) unless `cuda_error` is cudaSuccess.
   virtual void check(int cuda_error, const char* what) = 0;
+  // A zeroed device word a GPU decoder sets nonzero when its stream is
+  // malformed; checked when the chunk is done (the CPU then decodes it and
+  // reports the error).
+  virtual uint32_t* status_word() = 0;
 };
 
 class Stage {
@@ -132,6 +137,19 @@ class Stage {
                               DeviceWork& work) const {
     (void)inputs, (void)outputs, (void)work;
     throw std::logic_error("stage " + name() + " has no GPU forward");
+  }
+
+  // The inverse on the GPU (cuda/device_forward.cpp), the same bytes as
+  // inverse(). Streams that came from the frame carry their host bytes too.
+  // `max_stream_bytes` bounds every stream it rebuilds, as for inverse().
+  virtual bool has_device_inverse() const { return false; }
+  // True when inverse_device reads its output's bytes on the host (its output
+  // must then be a stream stored in the frame).
+  virtual bool device_inverse_reads_host_bytes() const { return false; }
+  virtual void inverse_device(const std::vector<DeviceBuffer>& outputs, std::vector<DeviceBuffer>& inputs,
+                              DeviceWork& work, size_t max_stream_bytes) const {
+    (void)outputs, (void)inputs, (void)work, (void)max_stream_bytes;
+    throw std::logic_error("stage " + name() + " has no GPU inverse");
   }
 
   // For a stage whose one input is the chunk: the inverse written straight into

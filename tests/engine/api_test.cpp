@@ -157,6 +157,14 @@ TEST(Api, AFailingPipelineStillStoresTheChunkInARawFrame) {
   EXPECT_FALSE(inspect(next.data(), next.size()).raw);
 }
 
+// An empty chunk decodes into a null buffer of capacity 0 (std::vector::data()
+// of an empty vector may be null); this crashed before.
+TEST(Api, EmptyChunkDecodesIntoANullBuffer) {
+  const Bytes frame = compress(nullptr, 0, DataType::of<float>(), {0}, Options{});
+  EXPECT_EQ(decompress_into(frame.data(), frame.size(), nullptr, 0), 0u);
+  EXPECT_THROW(decompress_into(frame.data(), frame.size(), nullptr, 4), Error);
+}
+
 TEST(Api, DefaultPresetIsRecordedAsLossless) {
   const auto v = test::smooth_field<int32_t>(5000, 9);
   Options o;

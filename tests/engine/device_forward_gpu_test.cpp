@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <thread>
@@ -85,6 +86,70 @@ TEST(DeviceForward, LosslessStoredBuffersEqualTheCpus) {
   EXPECT_GT(checked, 80u);
 }
 
+std::vector<ByteSpan> spans(const std::vector<Bytes>& streams) {
+  std::vector<ByteSpan> out;
+  for (const Bytes& b : streams) out.emplace_back(b);
+  return out;
+}
+
+TEST(DeviceInverse, LosslessChunksEqualTheInput) {
+  REQUIRE_DEVICE();
+  auto exec = make_pool_executor(1);
+  size_t checked = 0;
+  for (const Case& c : cases()) {
+    const Pipeline p = build_pipeline(c.dtype, {c.data.size() / c.dtype.size}, Options{}, ByteSpan(c.data), *exec);
+    ASSERT_TRUE(inverse_runs_on_device(p)) << c.what;
+    const std::vector<Bytes> streams = cpu_forward(p, c.data);
+    Bytes out(c.data.size() + 64, 0xA5);
+    const auto length = inverse_on_device(p, spans(streams), out.data(), out.size(), c.data.size() + 4096, 0);
+    ASSERT_TRUE(length.has_value()) << c.what;
+    EXPECT_EQ(*length, c.data.size()) << c.what;
+    EXPECT_TRUE(std::equal(c.data.begin(), c.data.end(), out.begin())) << c.what;
+    ++checked;
+  }
+  EXPECT_GT(checked, 80u);
+}
+
+// Damaged streams: the GPU either refuses (the CPU then decodes and reports)
+// or, where the damage still makes a valid stream, gives the CPU's bytes.
+TEST(DeviceInverse, DamagedStreamsAreRefusedOrDecodedAsTheCpuDoes) {
+  REQUIRE_DEVICE();
+  auto exec = make_pool_executor(1);
+  const Bytes field = testing::read_field("wmag91.float");
+  const Pipeline p = build_pipeline(DataType::of<float>(), {field.size() / 4}, Options{}, ByteSpan(field), *exec);
+  const std::vector<Bytes> streams = cpu_forward(p, field);
+  ASSERT_EQ(streams.size(), 1u);
+  std::mt19937 rng(7);
+  size_t refused = 0, decoded = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    Bytes damaged = streams[0];
+    const size_t at = trial < 40 ? rng() % std::min<size_t>(damaged.size(), 200) : rng() % damaged.size();
+    damaged[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    if (trial % 10 == 9) damaged.resize(rng() % damaged.size());
+    Bytes gpu(field.size(), 0);
+    const auto length = inverse_on_device(p, {ByteSpan(damaged)}, gpu.data(), gpu.size(), field.size() + 4096, 0);
+    Bytes cpu(field.size(), 0);
+    bool cpu_ok = true;
+    size_t cpu_length = 0;
+    try {
+      StageContext ctx{*exec, field.size() + 4096};
+      cpu_length = p.inverse_into({ByteSpan(damaged)}, cpu.data(), cpu.size(), ctx);
+    } catch (const std::exception&) {
+      cpu_ok = false;
+    }
+    if (!length) {
+      ++refused;
+      continue;
+    }
+    ++decoded;
+    ASSERT_TRUE(cpu_ok) << "trial " << trial << ": the GPU accepted a stream the CPU refuses";
+    ASSERT_EQ(*length, cpu_length) << "trial " << trial;
+    EXPECT_TRUE(gpu == cpu) << "trial " << trial;
+  }
+  EXPECT_GT(refused, 0u);
+  EXPECT_FALSE(cuda::DeviceContext::of(0).broken()) << "malformed data is not a CUDA failure";
+}
+
 TEST(DeviceForward, PipelinesWithoutGpuStagesStayOnTheCpu) {
   REQUIRE_DEVICE();
   auto exec = make_pool_executor(1);
@@ -142,6 +207,9 @@ TEST(DeviceForward, PublicApiRoundTripOnTheGpu) {
     const Bytes frame = compress(c.data.data(), c.data.size(), c.dtype, {c.data.size() / c.dtype.size}, Options{});
     const Decoded d = decompress(frame.data(), frame.size());
     EXPECT_TRUE(d.data == c.data) << c.what;
+    Bytes into(c.data.size(), 0xA5);  // decompress_into decodes on the GPU
+    EXPECT_EQ(decompress_into(frame.data(), frame.size(), into.data(), into.size()), c.data.size()) << c.what;
+    EXPECT_TRUE(into == c.data) << c.what;
   }
 }
 

@@ -1,9 +1,11 @@
 #include "device_forward.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "common/error.hpp"
 #include "cuda/device_context.hpp"
 
 namespace fz::engine {
@@ -23,11 +25,19 @@ class ChunkWork final : public DeviceWork {
   }
   void* stream() const override { return stream_; }
   void check(int cuda_error, const char* what) override { cuda::check(static_cast<cudaError_t>(cuda_error), what); }
+  uint32_t* status_word() override {
+    auto* word = reinterpret_cast<uint32_t*>(allocate(sizeof(uint32_t)));
+    cuda::check(cudaMemsetAsync(word, 0, sizeof(uint32_t), stream_), "status word");
+    status_words_.push_back(word);
+    return word;
+  }
+  const std::vector<uint32_t*>& status_words() const { return status_words_; }
 
  private:
   cuda::DeviceContext& context_;
   cudaStream_t stream_;
   std::vector<void*> allocations_;
+  std::vector<uint32_t*> status_words_;
 };
 
 bool verbose() { return std::getenv("H5Z_FZ_VERBOSE") != nullptr; }
@@ -78,6 +88,7 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
       // through the pinned staging buffer, one synchronisation each.
       const std::vector<uint8_t> ids = pipeline.stored_buffers();
       std::vector<uint64_t> sizes(ids.size());
+      if (8 * ids.size() > lane->staging.capacity()) cuda::check(cudaStreamSynchronize(stream), "upload");
       uint64_t* size_staging = reinterpret_cast<uint64_t*>(lane->staging.reserve(std::max<size_t>(chunk.size, 8 * ids.size())));
       for (size_t k = 0; k < ids.size(); ++k)
         if (buffers[ids[k]].device_size)
@@ -112,6 +123,85 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
       std::fprintf(stderr, "H5Z-FZ: the GPU could not compress a %zu-byte chunk (%s); compressing it on the CPU%s\n",
                    chunk.size, e.what(), e.sticky() ? ", and every later chunk too" : "");
     return std::nullopt;
+  }
+}
+
+bool inverse_runs_on_device(const Pipeline& pipeline) {
+  const std::vector<uint8_t> stored = pipeline.stored_buffers();
+  for (const StageNode& node : pipeline.nodes()) {
+    if (!node.stage->has_device_inverse()) return false;
+    if (node.stage->device_inverse_reads_host_bytes())
+      for (size_t i = 0; i < node.output_count; ++i)
+        if (std::find(stored.begin(), stored.end(), node.first_output + i) == stored.end()) return false;
+  }
+  return !pipeline.nodes().empty();
+}
+
+std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vector<ByteSpan>& stored,
+                                        uint8_t* dst, size_t capacity, size_t max_stream_bytes, int device) {
+  if (!inverse_runs_on_device(pipeline)) return std::nullopt;
+  const std::vector<uint8_t> ids = pipeline.stored_buffers();
+  if (stored.size() != ids.size()) return std::nullopt;  // the CPU path reports it
+  cuda::DeviceContext* context = nullptr;
+  try {
+    context = &cuda::DeviceContext::of(device);
+    if (context->broken()) return std::nullopt;
+    cuda::CurrentDeviceGuard guard(device);
+    cuda::LaneLease lane = context->lease();
+    const cudaStream_t stream = lane->stream;
+    ChunkWork work(*context, stream);
+    // The frame's streams go up together through the pinned staging buffer.
+    size_t total = 0;
+    for (const ByteSpan& s : stored) total += s.size;
+    uint8_t* staging = lane->staging.reserve(std::max<size_t>(total, 1));
+    uint8_t* device_streams = work.allocate(total);
+    size_t at = 0;
+    std::vector<DeviceBuffer> view(256);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (stored[k].size) std::memcpy(staging + at, stored[k].data, stored[k].size);
+      view[ids[k]] = {device_streams + at, stored[k].size, nullptr, stored[k].data};
+      at += stored[k].size;
+    }
+    cuda::check(cudaMemcpyAsync(device_streams, staging, total, cudaMemcpyHostToDevice, stream), "frame upload");
+    const auto& nodes = pipeline.nodes();
+    for (auto node = nodes.rbegin(); node != nodes.rend(); ++node) {
+      std::vector<DeviceBuffer> outs;
+      for (size_t i = 0; i < node->output_count; ++i) outs.push_back(view[node->first_output + i]);
+      std::vector<DeviceBuffer> ins;
+      node->stage->inverse_device(outs, ins, work, max_stream_bytes);
+      if (ins.size() != node->inputs.size()) throw std::logic_error("GPU inverse produced the wrong number of streams");
+      for (size_t i = 0; i < ins.size(); ++i) view[node->inputs[i]] = ins[i];
+    }
+    const DeviceBuffer& chunk = view[Pipeline::kChunk];
+    if (chunk.size > capacity) return std::nullopt;  // the CPU path reports it
+    // The statuses, then the chunk, through the staging buffer (the upload
+    // above has left it: one stream orders them).
+    const size_t statuses = work.status_words().size();
+    // Growing the staging buffer frees the old one, which the upload may still
+    // be reading: let the stream drain first.
+    if (chunk.size + 4 * statuses > lane->staging.capacity()) cuda::check(cudaStreamSynchronize(stream), "upload");
+    uint8_t* down = lane->staging.reserve(chunk.size + 4 * statuses);
+    for (size_t k = 0; k < statuses; ++k)
+      cuda::check(cudaMemcpyAsync(down + chunk.size + 4 * k, work.status_words()[k], 4, cudaMemcpyDeviceToHost, stream),
+                  "status download");
+    if (chunk.size)
+      cuda::check(cudaMemcpyAsync(down, chunk.data, chunk.size, cudaMemcpyDeviceToHost, stream), "chunk download");
+    cuda::check(cudaStreamSynchronize(stream), "GPU pipeline inverse");
+    for (size_t k = 0; k < statuses; ++k) {
+      uint32_t status;
+      std::memcpy(&status, down + chunk.size + 4 * k, 4);
+      if (status != 0) return std::nullopt;  // malformed: the CPU decoder names the problem
+    }
+    if (chunk.size) std::memcpy(dst, down, chunk.size);
+    return chunk.size;
+  } catch (const cuda::CudaError& e) {
+    if (e.sticky() && context) context->mark_broken();
+    if (verbose() || e.sticky())
+      std::fprintf(stderr, "H5Z-FZ: the GPU could not decompress a chunk (%s); decompressing it on the CPU%s\n",
+                   e.what(), e.sticky() ? ", and every later chunk too" : "");
+    return std::nullopt;
+  } catch (const FormatError&) {
+    return std::nullopt;  // the CPU decoder reports it, with the same checks
   }
 }
 

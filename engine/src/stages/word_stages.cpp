@@ -33,18 +33,48 @@ using DecoderInto = void (*)(ByteSpan, unsigned, uint8_t*, const Executor&);
 using BlockDecoderFor = BlockCoder (*)(unsigned);
 // A stage's forward on the GPU (nullptr: none): fills `out` from `in`.
 using DeviceForward = void (*)(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work);
+// Its inverse on the GPU: rebuilds `in` from `out`, no stream above max_bytes.
+using DeviceInverse = void (*)(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work,
+                               size_t max_bytes);
 
 #ifdef FZ_HAVE_CUDA
 cudaStream_t stream_of(DeviceWork& work) { return static_cast<cudaStream_t>(work.stream()); }
 
 void bitshuffle_device(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
-  out = {work.allocate(in.size), in.size, nullptr};
+  out = {work.allocate(in.size), in.size, nullptr, nullptr};
   work.check(bitshuffle::cuda::encode(in.data, in.size, width, out.data, stream_of(work)), "bit-shuffle (GPU)");
 }
 
 void diffnb_device(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
-  out = {work.allocate(in.size), in.size, nullptr};
+  out = {work.allocate(in.size), in.size, nullptr, nullptr};
   work.check(diffnb::cuda::encode(in.data, in.size, width, out.data, stream_of(work)), "diffnb (GPU)");
+}
+
+void bitshuffle_device_inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t) {
+  in = {work.allocate(out.size), out.size, nullptr, nullptr};
+  work.check(bitshuffle::cuda::decode(out.data, out.size, width, in.data, stream_of(work)), "bit-shuffle inverse (GPU)");
+}
+
+void diffnb_device_inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t) {
+  in = {work.allocate(out.size), out.size, nullptr, nullptr};
+  work.check(diffnb::cuda::decode(out.data, out.size, width, in.data, stream_of(work)), "diffnb inverse (GPU)");
+}
+
+// The decoded length is the stream's first 8 bytes, read on the host (the
+// stream comes from the frame); the device checks everything else.
+template <elimination::Rule rule>
+void elimination_device_inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work,
+                                size_t max_bytes) {
+  if (!out.host) throw std::logic_error("RZE/RRE GPU inverse needs the stream's host bytes");
+  require_format(out.size >= 8, "RZE/RRE: stream shorter than its header");
+  const uint64_t n = load_le<uint64_t>(out.host);
+  require_format(n <= max_bytes, "RZE/RRE: decoded size exceeds the allowed maximum");
+  in = {work.allocate(static_cast<size_t>(n)), static_cast<size_t>(n), nullptr, nullptr};
+  uint64_t* decoded = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
+  void* scratch = work.allocate(elimination::cuda::decode_scratch_bytes(out.size, static_cast<size_t>(n)));
+  work.check(elimination::cuda::decode(out.data, out.size, width, rule, in.data, static_cast<size_t>(n), decoded,
+                                       work.status_word(), scratch, stream_of(work)),
+             rule == elimination::Rule::kNonZero ? "RZE inverse (GPU)" : "RRE inverse (GPU)");
 }
 
 template <elimination::Rule rule>
@@ -79,6 +109,8 @@ struct BlockwiseInverse {
 struct OnDevice {
   DeviceForward forward = nullptr;
   bool sizes_on_host = true;
+  DeviceInverse inverse = nullptr;
+  bool inverse_reads_host = false;
 };
 
 // A one-in, one-out stage described by its kernels. Length-preserving kernels
@@ -123,6 +155,15 @@ class WordStage final : public Stage {
     out.resize(1);
     on_device_.forward(in.at(0), out[0], width_, work);
   }
+  bool has_device_inverse() const override { return on_device_.inverse != nullptr; }
+  bool device_inverse_reads_host_bytes() const override { return on_device_.inverse_reads_host; }
+  void inverse_device(const std::vector<DeviceBuffer>& out, std::vector<DeviceBuffer>& in, DeviceWork& work,
+                      size_t max_stream_bytes) const override {
+    if (!on_device_.inverse) Stage::inverse_device(out, in, work, max_stream_bytes);
+    require_format(out.at(0).size <= max_stream_bytes, "stream larger than the frame allows");
+    in.resize(1);
+    on_device_.inverse(out.at(0), in[0], width_, work, max_stream_bytes);
+  }
   BlockCoder inverse_block_coder() const override {
     return blockwise_.coder ? blockwise_.coder(width_) : nullptr;
   }
@@ -143,10 +184,12 @@ class WordStage final : public Stage {
 };
 
 #ifdef FZ_HAVE_CUDA
-constexpr OnDevice kBitshuffleOnDevice{bitshuffle_device, true};
-constexpr OnDevice kDiffnbOnDevice{diffnb_device, true};
-constexpr OnDevice kRzeOnDevice{elimination_device<elimination::Rule::kNonZero>, false};
-constexpr OnDevice kRreOnDevice{elimination_device<elimination::Rule::kChanged>, false};
+constexpr OnDevice kBitshuffleOnDevice{bitshuffle_device, true, bitshuffle_device_inverse, false};
+constexpr OnDevice kDiffnbOnDevice{diffnb_device, true, diffnb_device_inverse, false};
+constexpr OnDevice kRzeOnDevice{elimination_device<elimination::Rule::kNonZero>, false,
+                                elimination_device_inverse<elimination::Rule::kNonZero>, true};
+constexpr OnDevice kRreOnDevice{elimination_device<elimination::Rule::kChanged>, false,
+                                elimination_device_inverse<elimination::Rule::kChanged>, true};
 #else
 constexpr OnDevice kBitshuffleOnDevice{}, kDiffnbOnDevice{}, kRzeOnDevice{}, kRreOnDevice{};
 #endif
