@@ -130,9 +130,12 @@ class Stage {
   // The forward on the GPU, for stages that have one (this build has CUDA).
   // It writes the same bytes as forward(). Inputs have host-known sizes.
   virtual bool has_device_forward() const { return false; }
-  // False when forward_device leaves its outputs' sizes on the device only
-  // (data-dependent sizes: the elimination coders).
-  virtual bool device_output_sizes_on_host() const { return true; }
+  // False when forward_device leaves output `port`'s size on the device only
+  // (data-dependent sizes: elimination coders, outlier streams).
+  virtual bool device_output_size_on_host(size_t port) const {
+    (void)port;
+    return true;
+  }
   virtual void forward_device(const std::vector<DeviceBuffer>& inputs, std::vector<DeviceBuffer>& outputs,
                               DeviceWork& work) const {
     (void)inputs, (void)outputs, (void)work;

@@ -7,7 +7,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -155,16 +157,76 @@ TEST(DeviceForward, PipelinesWithoutGpuStagesStayOnTheCpu) {
   auto exec = make_pool_executor(1);
   const Bytes field = testing::read_field("wmag91.float");
   Options lossy;
-  lossy.preset = Preset::Fzgpu;
+  lossy.preset = Preset::Cusz;
   lossy.mode = ErrorMode::Noa;
   lossy.bound = 1e-3;
   const Pipeline p = build_pipeline(DataType::of<float>(), {91, 91, 91}, lossy, ByteSpan(field), *exec);
-  EXPECT_FALSE(runs_on_device(p)) << "no GPU Lorenzo yet";
+  EXPECT_FALSE(runs_on_device(p)) << "no GPU Huffman yet";
   EXPECT_FALSE(forward_on_device(p, ByteSpan(field), 0).has_value());
   DataType big = DataType::of<float>();
   big.order = ByteOrder::Big;
   const Pipeline swapped = build_pipeline(big, {91, 91, 91}, Options{}, ByteSpan(field), *exec);
   EXPECT_FALSE(runs_on_device(swapped)) << "no GPU byte swap yet";
+}
+
+// pfpl (quantize -> diffnb -> bit-shuffle -> RZE) and fzgpu (Lorenzo ->
+// bit-shuffle -> RZE) on the GPU: the same stored buffers as the CPU, for real
+// fields in float32 and float64, every mode each preset has, several bounds,
+// and data with NaN, inf, -0 and denormals.
+TEST(DeviceForward, LossyStoredBuffersEqualTheCpus) {
+  REQUIRE_DEVICE();
+  auto exec = make_pool_executor(1);
+  struct Field {
+    std::string name;
+    DataType dtype;
+    Bytes data;
+    std::vector<uint64_t> dims;
+  };
+  std::vector<Field> fields;
+  const Bytes wmag = testing::read_field("wmag91.float");
+  fields.push_back({"wmag91 f32", DataType::of<float>(), wmag, {91, 91, 91}});
+  {
+    std::vector<double> wide(wmag.size() / 4);
+    for (size_t i = 0; i < wide.size(); ++i) {
+      float f;
+      std::memcpy(&f, wmag.data() + 4 * i, 4);
+      wide[i] = f;
+    }
+    Bytes b(wide.size() * 8);
+    std::memcpy(b.data(), wide.data(), b.size());
+    fields.push_back({"wmag91 f64", DataType::of<double>(), b, {91, 91, 91}});
+  }
+  fields.push_back({"999x999 f32", DataType::of<float>(), testing::read_field("999x999.float"), {999, 999}});
+  fields.push_back({"pressure f64", DataType::of<double>(), testing::read_field("pressure.384_384.f64"), {384, 384}});
+  {
+    std::mt19937 rng(3);
+    std::vector<float> v(70001);
+    const float specials[] = {NAN, INFINITY, -INFINITY, -0.0f, 1e-40f, -1e-41f, 3e38f, 0.0f};
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = i % 97 == 0 ? specials[(i / 97) % 8] : static_cast<float>(std::sin(i * 0.001) * 100 + (rng() % 1000) * 1e-4);
+    Bytes b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    fields.push_back({"specials f32 1-D", DataType::of<float>(), b, {v.size()}});
+  }
+  size_t checked = 0;
+  for (const Field& f : fields)
+    for (Preset preset : {Preset::Pfpl, Preset::Fzgpu})
+      for (ErrorMode mode : {ErrorMode::Abs, ErrorMode::Noa, ErrorMode::Rel})
+        for (double bound : {1e-2, 1e-4}) {
+          if (mode == ErrorMode::Rel && preset != Preset::Pfpl) continue;
+          Options o;
+          o.preset = preset;
+          o.mode = mode;
+          o.bound = mode == ErrorMode::Abs ? bound * 10 : bound;
+          const std::string what = f.name + " " + preset_name(preset) + " " + mode_name(mode) + " " + std::to_string(bound);
+          const Pipeline p = build_pipeline(f.dtype, f.dims, o, ByteSpan(f.data), *exec);
+          ASSERT_TRUE(runs_on_device(p)) << what;
+          const auto gpu = forward_on_device(p, ByteSpan(f.data), 0);
+          ASSERT_TRUE(gpu.has_value()) << what;
+          EXPECT_TRUE(*gpu == cpu_forward(p, f.data)) << what;
+          ++checked;
+        }
+  EXPECT_EQ(checked, 5u * 10u);
 }
 
 TEST(DeviceForward, AllocationFailureFallsBackAndTheDeviceStaysUsable) {

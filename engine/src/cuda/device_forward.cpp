@@ -53,7 +53,7 @@ bool runs_on_device(const Pipeline& pipeline) {
       if (id < size_on_device.size() && size_on_device[id]) return false;
     size_on_device.resize(std::max<size_t>(size_on_device.size(), node.first_output + node.output_count), false);
     for (size_t i = 0; i < node.output_count; ++i)
-      size_on_device[node.first_output + i] = !node.stage->device_output_sizes_on_host();
+      size_on_device[node.first_output + i] = !node.stage->device_output_size_on_host(i);
   }
   return true;
 }

@@ -6,6 +6,10 @@
 #include "lorenzo/lorenzo.hpp"
 #include "stage.hpp"
 
+#ifdef FZ_HAVE_CUDA
+#include "lorenzo/lorenzo_cuda.hpp"
+#endif
+
 namespace fz::engine {
 namespace {
 
@@ -47,6 +51,23 @@ class LorenzoStage final : public Stage {
     in.resize(1);
     lorenzo::decode(out.at(0), out.at(1), dims_, config_, in[0], ctx.exec);
   }
+#ifdef FZ_HAVE_CUDA
+  bool has_device_forward() const override { return true; }
+  bool device_output_size_on_host(size_t port) const override { return port != 1; }  // outliers vary
+  void forward_device(const std::vector<DeviceBuffer>& in, std::vector<DeviceBuffer>& out,
+                      DeviceWork& work) const override {
+    size_t elements = 1;
+    for (size_t d : dims_) elements *= d;
+    auto* outliers_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
+    out.resize(2);
+    out[0] = {work.allocate(2 * elements), 2 * elements, nullptr, nullptr};
+    out[1] = {work.allocate(lorenzo::cuda::max_outliers_bytes(dims_, config_.width)), 0, outliers_size, nullptr};
+    void* scratch = work.allocate(lorenzo::cuda::encode_scratch_bytes(dims_, config_.width));
+    work.check(lorenzo::cuda::encode(in.at(0).data, dims_, config_, enforced_bound_, out[0].data, out[1].data,
+                                     outliers_size, scratch, static_cast<cudaStream_t>(work.stream())),
+               "lorenzo (GPU)");
+  }
+#endif
   std::optional<size_t> inverse_into(const std::vector<ByteSpan>& out, uint8_t* dst, size_t capacity,
                                      const StageContext& ctx) const override {
     uint64_t elements = 1;

@@ -6,6 +6,10 @@
 #include "quantize/quantize.hpp"
 #include "stage.hpp"
 
+#ifdef FZ_HAVE_CUDA
+#include "quantize/quantize_cuda.hpp"
+#endif
+
 namespace fz::engine {
 namespace {
 
@@ -51,6 +55,25 @@ class QuantizeStage final : public Stage {
     in.resize(1);
     quantize::decode(out.at(0), out.at(1), out.at(2), in[0], ctx.max_stream_bytes, ctx.exec);
   }
+#ifdef FZ_HAVE_CUDA
+  // ABS and REL (the engine resolves NOA into ABS before this stage).
+  bool has_device_forward() const override { return config_.mode != quantize::Mode::kNoa; }
+  bool device_output_size_on_host(size_t port) const override { return port != 1; }  // outliers vary
+  void forward_device(const std::vector<DeviceBuffer>& in, std::vector<DeviceBuffer>& out,
+                      DeviceWork& work) const override {
+    const size_t n = in.at(0).size;
+    const bool lossless = quantize::cuda::encode_method(config_) == quantize::Method::kLossless;
+    auto* sizes = reinterpret_cast<uint64_t*>(work.allocate(2 * sizeof(uint64_t)));
+    out.resize(3);
+    out[0] = {work.allocate(n), lossless ? 0 : n, nullptr, nullptr};
+    out[1] = {work.allocate(n), 0, sizes + 1, nullptr};
+    out[2] = {work.allocate(quantize::kParamsBytes), quantize::kParamsBytes, nullptr, nullptr};
+    void* scratch = work.allocate(quantize::cuda::encode_scratch_bytes(n, config_.width));
+    work.check(quantize::cuda::encode(in[0].data, n, config_, out[0].data, out[1].data, out[2].data, sizes, scratch,
+                                      static_cast<cudaStream_t>(work.stream())),
+               "quantize (GPU)");
+  }
+#endif
   std::unique_ptr<BlockSink> inverse_sink(const std::vector<ByteSpan>& out, size_t port, size_t port_bytes,
                                           const StageContext& ctx) const override {
     if (port != 0 || !quantize::BlockwiseDecoder::is_blockwise(out.at(2))) return nullptr;

@@ -148,7 +148,7 @@ class WordStage final : public Stage {
     return out.at(0).size;
   }
   bool has_device_forward() const override { return on_device_.forward != nullptr; }
-  bool device_output_sizes_on_host() const override { return on_device_.sizes_on_host; }
+  bool device_output_size_on_host(size_t) const override { return on_device_.sizes_on_host; }
   void forward_device(const std::vector<DeviceBuffer>& in, std::vector<DeviceBuffer>& out,
                       DeviceWork& work) const override {
     if (!on_device_.forward) Stage::forward_device(in, out, work);
