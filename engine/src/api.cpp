@@ -204,7 +204,12 @@ Bytes compress(const void* data, size_t bytes, const DataType& dtype, const std:
       engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
       std::optional<std::vector<Bytes>> on_device;
       const engine::BackendChoice& backend = engine::chosen_backend();
-      if (backend.backend == engine::Backend::Cuda) on_device = engine::forward_on_device(pipeline, chunk, backend.device);
+      // Under auto, small chunks stay on the CPU: the GPU chunk path has a fixed
+      // cost of ~130 us per chunk today (H100, docs/PERFORMANCE.md: 16-30 KB
+      // chunks compressed at 140-250 MB/s there against 670-950 on one core).
+      constexpr size_t kAutoGpuMinChunkBytes = size_t{256} << 10;
+      if (backend.backend == engine::Backend::Cuda && (backend.explicit_cuda || bytes >= kAutoGpuMinChunkBytes))
+        on_device = engine::forward_on_device(pipeline, chunk, backend.device);
       std::vector<Bytes> stored = on_device ? std::move(*on_device) : pipeline.forward(chunk, ctx);
       for (const auto& node : pipeline.nodes()) {
         StageInfo s;
