@@ -39,6 +39,7 @@
 
 #include "common/error.hpp"
 #include "common/float_state.hpp"
+#include "lorenzo/lorenzo_rules.hpp"
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -47,40 +48,13 @@
 namespace fz::lorenzo {
 namespace {
 
+using namespace rules;  // the per-element rules the GPU shares
+
 // Work-item grid of the encoder and of the decoder's carry pass.
 constexpr size_t kBlockElems = size_t{1} << 15;
 // Elements whose deltas the encoder computes and codes at a time (8-16 KiB).
 constexpr size_t kEncodeChunk = 2048;
 constexpr size_t kHeaderBytes = 24;
-
-constexpr uint8_t kValueQuantized = 0;
-constexpr uint8_t kValueRaw = 1;
-constexpr uint8_t kValueFill = 2;
-constexpr uint8_t kValueNegZero = 3;
-constexpr uint8_t kValueMask = 3;
-constexpr uint8_t kHasDelta = 4;
-
-template <typename T>
-struct Traits;
-// PMAX: every integer with |p| <= PMAX converts to T exactly, so (T)p * eb2 has a
-// single rounding, the same in encoder and decoder (and on the GPU). Deltas of
-// up to 8*PMAX and all partial sums then fit the signed type as well.
-template <>
-struct Traits<float> {
-  using I = int32_t;
-  using U = uint32_t;
-  static constexpr unsigned kMantissaBits = 23;
-  static constexpr U kExponentMask = 0xFF;
-  static constexpr I kPMax = I{1} << 24;
-};
-template <>
-struct Traits<double> {
-  using I = int64_t;
-  using U = uint64_t;
-  static constexpr unsigned kMantissaBits = 52;
-  static constexpr U kExponentMask = 0x7FF;
-  static constexpr I kPMax = I{1} << 53;
-};
 
 struct Shape {
   size_t nz = 1, ny = 1, nx = 1, n = 0;
@@ -118,79 +92,6 @@ void check_config(const Config& c) {
   if (sizeof(T) == 4 && (c.fill_bits >> 32) != 0) throw UsageError("lorenzo: fill bits wider than the element");
 }
 
-template <typename U>
-inline U zigzag(U d) {
-  return static_cast<U>((d << 1) ^ (U{0} - (d >> (8 * sizeof(U) - 1))));
-}
-template <typename U>
-inline U unzigzag(U z) {
-  return static_cast<U>((z >> 1) ^ (U{0} - (z & 1)));
-}
-
-// |a - b| <= bound, decided exactly (a finite; b finite or infinite; bound finite,
-// > 0). s = fl(a - b): rounding is monotone and bound is a double, so |s| < bound
-// and |s| > bound already decide. Only |s| == bound needs the rounding error e,
-// which Fast2Sum (larger magnitude first) gives exactly: s + e == a - b. The
-// common path has no data-dependent branch on which operand is larger.
-inline bool within_bound(double a, double b, double bound) {
-  const double s = a - b;
-  const double m = std::fabs(s);
-  if (m < bound) return true;
-  if (!(m == bound)) return false;
-  double hi = a, lo = -b;
-  if (std::fabs(hi) < std::fabs(lo)) std::swap(hi, lo);
-  const double e = lo - (s - hi);
-  return s > 0 ? e <= 0 : e >= 0;
-}
-
-template <typename T>
-struct Quantizer {
-  using I = typename Traits<T>::I;
-  using U = typename Traits<T>::U;
-  T eb2, inv;
-  double bound;
-  bool has_fill;
-  U fill;
-
-  bool accept(T x, I c) const {
-    if (c > Traits<T>::kPMax || c < -Traits<T>::kPMax) return false;
-    return within_bound(static_cast<double>(x), static_cast<double>(static_cast<T>(c) * eb2), bound);
-  }
-
-  // Returns the value kind; p is set (and nonzero only) for quantized elements.
-  uint8_t classify(U bits, I& p) const {
-    p = 0;
-    if (has_fill && bits == fill) return kValueFill;
-    const U exponent = (bits >> Traits<T>::kMantissaBits) & Traits<T>::kExponentMask;
-    if (exponent == Traits<T>::kExponentMask) return kValueRaw;  // NaN, +-Inf
-    if (exponent == 0) {
-      if ((bits & ((U{1} << Traits<T>::kMantissaBits) - 1)) != 0) return kValueRaw;  // denormal
-      return bits == 0 ? kValueQuantized : kValueNegZero;  // +0 is p = 0 exactly; -0 kept bit-exact
-    }
-    T x;
-    std::memcpy(&x, &bits, sizeof(T));
-    const T s = x * inv;
-    const T a = std::fabs(s);
-    if (!(a < static_cast<T>(Traits<T>::kPMax))) return kValueRaw;  // too large for exact integers
-    // Round half away from zero without libm: a < 2^24 (2^53), so the truncation
-    // and a - t are exact.
-    I t = static_cast<I>(a);
-    t += static_cast<I>(a - static_cast<T>(t) >= static_cast<T>(0.5));  // branch-free: the fraction is random
-    const I q = s < 0 ? -t : t;
-    // inv is rounded, so q may sit one step off near a half-way point; the two
-    // neighbours are tried in a fixed order before giving up (deterministic).
-    if (accept(x, q)) {
-      p = q;
-    } else if (accept(x, q - 1)) {
-      p = q - 1;
-    } else if (accept(x, q + 1)) {
-      p = q + 1;
-    } else {
-      return kValueRaw;
-    }
-    return kValueQuantized;
-  }
-};
 
 #ifdef __SSE2__
 // Four float elements on classify's common path at once: none is the fill value,

@@ -38,9 +38,12 @@
 
 #include "common/float_state.hpp"
 #include "common/words_cuda.cuh"
+#include "lorenzo/lorenzo_rules.hpp"
 
 namespace fz::lorenzo::cuda {
 namespace {
+
+using namespace rules;  // the per-element rules the CPU shares
 
 using fz::cuda_detail::load_word;
 using fz::cuda_detail::store_word;
@@ -53,32 +56,6 @@ constexpr size_t kAlign = 256;
 // A column kernel (one thread walks one column) is used for the y and z sums
 // when at least this many columns exist; fewer take a scan by key.
 constexpr size_t kMinColumns = 8192;
-
-constexpr uint8_t kValueQuantized = 0;
-constexpr uint8_t kValueRaw = 1;
-constexpr uint8_t kValueFill = 2;
-constexpr uint8_t kValueNegZero = 3;
-constexpr uint8_t kValueMask = 3;
-constexpr uint8_t kHasDelta = 4;
-
-template <typename T>
-struct Traits;
-template <>
-struct Traits<float> {
-  using I = int32_t;
-  using U = uint32_t;
-  static constexpr unsigned kMantissaBits = 23;
-  static constexpr U kExponentMask = 0xFF;
-  static constexpr I kPMax = I{1} << 24;
-};
-template <>
-struct Traits<double> {
-  using I = int64_t;
-  using U = uint64_t;
-  static constexpr unsigned kMantissaBits = 52;
-  static constexpr U kExponentMask = 0x7FF;
-  static constexpr I kPMax = I{1} << 53;
-};
 
 struct Shape {
   size_t nz = 1, ny = 1, nx = 1, n = 0;
@@ -119,77 +96,6 @@ size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 size_t tiles_of(size_t n) { return (n + kTile - 1) / kTile; }
 __host__ __device__ inline size_t index_width_of(size_t n) { return n <= (uint64_t{1} << 32) ? 4 : 8; }
 
-template <typename U>
-__host__ __device__ inline U zigzag(U d) {
-  return static_cast<U>((d << 1) ^ (U{0} - (d >> (8 * sizeof(U) - 1))));
-}
-template <typename U>
-__host__ __device__ inline U unzigzag(U z) {
-  return static_cast<U>((z >> 1) ^ (U{0} - (z & 1)));
-}
-
-// ---- encode ----------------------------------------------------------------
-
-// The CPU's within_bound, operation for operation (-fmad=false: no contraction).
-__device__ inline bool within_bound(double a, double b, double bound) {
-  const double s = a - b;
-  const double m = fabs(s);
-  if (m < bound) return true;
-  if (!(m == bound)) return false;
-  double hi = a, lo = -b;
-  if (fabs(hi) < fabs(lo)) {
-    const double t = hi;
-    hi = lo;
-    lo = t;
-  }
-  const double e = lo - (s - hi);
-  return s > 0 ? e <= 0 : e >= 0;
-}
-
-template <typename T>
-struct Quantizer {
-  using I = typename Traits<T>::I;
-  using U = typename Traits<T>::U;
-  T eb2, inv;
-  double bound;
-  bool has_fill;
-  U fill;
-
-  __device__ bool accept(T x, I c) const {
-    if (c > Traits<T>::kPMax || c < -Traits<T>::kPMax) return false;
-    const T y = static_cast<T>(c) * eb2;
-    return within_bound(static_cast<double>(x), static_cast<double>(y), bound);
-  }
-
-  __device__ uint8_t classify(U bits, I& p) const {
-    p = 0;
-    if (has_fill && bits == fill) return kValueFill;
-    const U exponent = (bits >> Traits<T>::kMantissaBits) & Traits<T>::kExponentMask;
-    if (exponent == Traits<T>::kExponentMask) return kValueRaw;
-    if (exponent == 0) {
-      if ((bits & ((U{1} << Traits<T>::kMantissaBits) - 1)) != 0) return kValueRaw;
-      return bits == 0 ? kValueQuantized : kValueNegZero;
-    }
-    T x;
-    memcpy(&x, &bits, sizeof(T));
-    const T s = x * inv;
-    const T a = fabs(s);
-    if (!(a < static_cast<T>(Traits<T>::kPMax))) return kValueRaw;
-    I t = static_cast<I>(a);
-    t += static_cast<I>(a - static_cast<T>(t) >= static_cast<T>(0.5));
-    const I q = s < 0 ? -t : t;
-    if (accept(x, q)) {
-      p = q;
-    } else if (accept(x, q - 1)) {
-      p = q - 1;
-    } else if (accept(x, q + 1)) {
-      p = q + 1;
-    } else {
-      return kValueRaw;
-    }
-    return kValueQuantized;
-  }
-};
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)

@@ -42,6 +42,15 @@ class ChunkWork final : public DeviceWork {
 
 bool verbose() { return std::getenv("H5Z_FZ_VERBOSE") != nullptr; }
 
+// A CUDA failure sends the chunk back to the CPU; a sticky one retires the
+// device for the rest of the process, and is said even without H5Z_FZ_VERBOSE.
+void give_up_on_gpu(cuda::DeviceContext* context, const cuda::CudaError& e, const char* verb) {
+  if (e.sticky() && context) context->mark_broken();
+  if (verbose() || e.sticky())
+    std::fprintf(stderr, "H5Z-FZ: the GPU could not %s a chunk (%s); doing it on the CPU%s\n", verb, e.what(),
+                 e.sticky() ? ", and every later chunk too" : "");
+}
+
 }  // namespace
 
 bool runs_on_device(const Pipeline& pipeline) {
@@ -118,10 +127,7 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
     }  // device memory goes back to the pool here
     return stored;
   } catch (const cuda::CudaError& e) {
-    if (e.sticky() && context) context->mark_broken();
-    if (verbose() || e.sticky())
-      std::fprintf(stderr, "H5Z-FZ: the GPU could not compress a %zu-byte chunk (%s); compressing it on the CPU%s\n",
-                   chunk.size, e.what(), e.sticky() ? ", and every later chunk too" : "");
+    give_up_on_gpu(context, e, "compress");
     return std::nullopt;
   }
 }
@@ -195,10 +201,7 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
     if (chunk.size) std::memcpy(dst, down, chunk.size);
     return chunk.size;
   } catch (const cuda::CudaError& e) {
-    if (e.sticky() && context) context->mark_broken();
-    if (verbose() || e.sticky())
-      std::fprintf(stderr, "H5Z-FZ: the GPU could not decompress a chunk (%s); decompressing it on the CPU%s\n",
-                   e.what(), e.sticky() ? ", and every later chunk too" : "");
+    give_up_on_gpu(context, e, "decompress");
     return std::nullopt;
   } catch (const FormatError&) {
     return std::nullopt;  // the CPU decoder reports it, with the same checks
