@@ -34,51 +34,12 @@
 #include "common/cpu_features.hpp"
 #include "common/error.hpp"
 #include "common/float_state.hpp"
+#include "quantize/quantize_rules.hpp"
 
 namespace fz::quantize {
 namespace {
 
-// ---------------------------------------------------------------------------
-// Per-type constants of IEEE binary32 / binary64.
-template <typename T>
-struct Traits;
-
-template <>
-struct Traits<float> {
-  using U = uint32_t;
-  static constexpr int kMantissaBits = 23;
-  static constexpr int kBias = 127;
-  static constexpr int kMaxBiased = 254;  // largest biased exponent of a finite value
-};
-
-template <>
-struct Traits<double> {
-  using U = uint64_t;
-  static constexpr int kMantissaBits = 52;
-  static constexpr int kBias = 1023;
-  static constexpr int kMaxBiased = 2046;
-};
-
-template <typename T>
-using UintOf = typename Traits<T>::U;
-
-template <typename T>
-constexpr UintOf<T> kSignBit = UintOf<T>{1} << (8 * sizeof(T) - 1);
-template <typename T>
-constexpr UintOf<T> kMantissaMask = (UintOf<T>{1} << Traits<T>::kMantissaBits) - 1;
-template <typename T>
-constexpr UintOf<T> kExponentMask = ~kSignBit<T> & ~kMantissaMask<T>;
-
-// Code limits (leave headroom so that code + 1 never wraps, see quantize.hpp).
-// |s| below kAbsLimit makes the integer conversion defined and |b| <= 2^(8W-3).
-template <typename T>
-constexpr uint64_t kAbsMaxZigzag = (uint64_t{1} << (8 * sizeof(T) - 2)) - 1;
-template <typename T>
-constexpr uint64_t kRelMaxZigzag = (uint64_t{1} << (8 * sizeof(T) - 3)) - 1;
-template <typename T>
-constexpr T kAbsLimit = static_cast<T>(uint64_t{1} << (8 * sizeof(T) - 3));
-template <typename T>
-constexpr T kRelLimit = static_cast<T>(uint64_t{1} << (8 * sizeof(T) - 4));
+using namespace rules;  // format constants and code mapping, shared with the GPU
 
 template <typename T>
 T from_bits(UintOf<T> u) {
@@ -93,8 +54,6 @@ UintOf<T> to_bits(T v) {
   return u;
 }
 
-inline uint64_t zigzag(int64_t b) { return (static_cast<uint64_t>(b) << 1) ^ static_cast<uint64_t>(b >> 63); }
-inline int64_t unzigzag(uint64_t z) { return static_cast<int64_t>(z >> 1) ^ -static_cast<int64_t>(z & 1); }
 
 template <typename T>
 bool is_nan_or_inf(UintOf<T> bits) {

@@ -28,6 +28,7 @@
 #include "common/blocks.hpp"
 #include "common/words_cuda.cuh"
 #include "quantize/quantize_plan.hpp"
+#include "quantize/quantize_rules.hpp"
 
 namespace fz::quantize::cuda {
 namespace {
@@ -40,12 +41,9 @@ constexpr unsigned kThreads = 256;
 template <typename T>
 struct DTraits;
 
+// The shared field layout (quantize_rules.hpp) plus single-rounding device arithmetic.
 template <>
-struct DTraits<float> {
-  using U = uint32_t;
-  static constexpr int kMantissaBits = 23;
-  static constexpr int kBias = 127;
-  static constexpr int kMaxBiased = 254;
+struct DTraits<float> : rules::Traits<float> {
   __device__ static float from_bits(uint32_t u) { return __uint_as_float(u); }
   __device__ static uint32_t to_bits(float v) { return __float_as_uint(v); }
   __device__ static float mul(float a, float b) { return __fmul_rn(a, b); }
@@ -55,11 +53,7 @@ struct DTraits<float> {
 };
 
 template <>
-struct DTraits<double> {
-  using U = uint64_t;
-  static constexpr int kMantissaBits = 52;
-  static constexpr int kBias = 1023;
-  static constexpr int kMaxBiased = 2046;
+struct DTraits<double> : rules::Traits<double> {
   __device__ static double from_bits(uint64_t u) { return __longlong_as_double(static_cast<long long>(u)); }
   __device__ static uint64_t to_bits(double v) { return static_cast<uint64_t>(__double_as_longlong(v)); }
   __device__ static double mul(double a, double b) { return __dmul_rn(a, b); }
@@ -70,34 +64,21 @@ struct DTraits<double> {
 
 template <typename T>
 using UintOf = typename DTraits<T>::U;
-
-template <typename T>
-constexpr UintOf<T> kSignBit = UintOf<T>{1} << (8 * sizeof(T) - 1);
-template <typename T>
-constexpr UintOf<T> kMantissaMask = (UintOf<T>{1} << DTraits<T>::kMantissaBits) - 1;
-template <typename T>
-constexpr UintOf<T> kExponentMask = static_cast<UintOf<T>>(~kSignBit<T> & ~kMantissaMask<T>);
-
-template <typename T>
-constexpr uint64_t kAbsMaxZigzag = (uint64_t{1} << (8 * sizeof(T) - 2)) - 1;
-template <typename T>
-constexpr uint64_t kRelMaxZigzag = (uint64_t{1} << (8 * sizeof(T) - 3)) - 1;
-template <typename T>
-constexpr T kAbsLimit = static_cast<T>(uint64_t{1} << (8 * sizeof(T) - 3));
-template <typename T>
-constexpr T kRelLimit = static_cast<T>(uint64_t{1} << (8 * sizeof(T) - 4));
+using rules::kAbsLimit;
+using rules::kAbsMaxZigzag;
+using rules::kExponentMask;
+using rules::kMantissaMask;
+using rules::kRelLimit;
+using rules::kRelMaxZigzag;
+using rules::kSignBit;
+using rules::unzigzag;
+using rules::zigzag;
 
 template <typename T>
 constexpr unsigned kBlockElements = static_cast<unsigned>(kBlockBytes / sizeof(T));
 template <typename T>
 constexpr unsigned kPerThread = kBlockElements<T> / kThreads;
 
-__device__ __forceinline__ uint64_t zigzag(int64_t b) {
-  return (static_cast<uint64_t>(b) << 1) ^ static_cast<uint64_t>(b >> 63);
-}
-__device__ __forceinline__ int64_t unzigzag(uint64_t z) {
-  return static_cast<int64_t>(z >> 1) ^ -static_cast<int64_t>(z & 1);
-}
 
 template <typename T>
 __device__ __forceinline__ bool is_nan_or_inf(UintOf<T> bits) {
