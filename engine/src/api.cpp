@@ -7,6 +7,7 @@
 #include "backend.hpp"
 #include "device_forward.hpp"
 #include "buffer_pool.hpp"
+#include "api_internal.hpp"
 #include "common/error.hpp"
 #include "fault_injection.hpp"
 #include "frame.hpp"
@@ -70,7 +71,7 @@ engine::Pipeline pipeline_from_frame(const FrameInfo& info) {
 // Decodes a frame: the chunk goes into *chunk when given, else into `dst`
 // (capacity bytes; null when capacity is 0). Returns the chunk's length.
 size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity, uint8_t* dst, Bytes* chunk,
-                    FrameInfo* info_out) {
+                    FrameInfo* info_out, unsigned threads = 0) {
   engine::ParsedFrame parsed = engine::parse_frame(frame, frame_bytes);
   const FrameInfo& info = parsed.info;
   if (info.original_bytes > capacity)
@@ -86,7 +87,7 @@ size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity,
     length = raw.size;
   } else {
     engine::Pipeline pipeline = pipeline_from_frame(info);
-    auto exec = engine::make_pool_executor(0);
+    auto exec = engine::make_pool_executor(threads);
     engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(info.original_bytes))};
     std::optional<size_t> on_device;
     const engine::BackendChoice& backend = engine::chosen_backend();
@@ -170,22 +171,28 @@ void validate(const Options& options, const DataType& dtype) {
     throw Error("fill value size differs from the element size");
 }
 
+std::vector<uint64_t> checked_chunk_dims(const void* data, size_t bytes, const DataType& dtype,
+                                         const std::vector<uint64_t>& dims_in) {
+  if (bytes > 0 && data == nullptr) throw Error("null data pointer");
+  std::vector<uint64_t> dims = dims_in;
+  if (dims.empty()) {
+    if (bytes % dtype.size) throw Error("chunk size is not a multiple of the element size");
+    dims = {bytes / dtype.size};
+  }
+  if (dims.size() > engine::kMaxRank) throw Error("rank above 32");
+  uint64_t expected = 0;
+  if (__builtin_mul_overflow(checked_elements(dims), uint64_t(dtype.size), &expected) || expected != bytes)
+    throw Error("chunk holds " + std::to_string(bytes) + " bytes but dims x element size = " +
+                std::to_string(expected));
+  if (bytes >= kMaxChunkBytes) throw Error("chunk larger than 4 GiB");
+  return dims;
+}
+
 Bytes compress(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
                const Options& options) {
   return translate_errors("compress", [&]() -> Bytes {
     validate(options, dtype);
-    if (bytes > 0 && data == nullptr) throw Error("null data pointer");
-    std::vector<uint64_t> dims = dims_in;
-    if (dims.empty()) {
-      if (bytes % dtype.size) throw Error("chunk size is not a multiple of the element size");
-      dims = {bytes / dtype.size};
-    }
-    if (dims.size() > engine::kMaxRank) throw Error("rank above 32");
-    uint64_t expected = 0;
-    if (__builtin_mul_overflow(checked_elements(dims), uint64_t(dtype.size), &expected) || expected != bytes)
-      throw Error("chunk holds " + std::to_string(bytes) + " bytes but dims x element size = " +
-                  std::to_string(expected));
-    if (bytes >= kMaxChunkBytes) throw Error("chunk larger than 4 GiB");
+    const std::vector<uint64_t> dims = checked_chunk_dims(data, bytes, dtype, dims_in);
 
     FrameInfo info;
     info.preset = options.preset == Preset::Default ? Preset::Lossless : options.preset;
@@ -252,12 +259,16 @@ Decoded decompress(const void* frame, size_t frame_bytes) {
   });
 }
 
-size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t capacity) {
+size_t decompress_into_on(const void* frame, size_t frame_bytes, void* out, size_t capacity, unsigned threads) {
   return translate_errors("decompress", [&]() -> size_t {
     if (capacity > 0 && out == nullptr) throw Error("null output buffer");
     return decode_frame(static_cast<const uint8_t*>(frame), frame_bytes, capacity, static_cast<uint8_t*>(out),
-                        nullptr, nullptr);
+                        nullptr, nullptr, threads);
   });
+}
+
+size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t capacity) {
+  return decompress_into_on(frame, frame_bytes, out, capacity, 0);
 }
 
 FrameInfo inspect(const void* frame, size_t frame_bytes) {

@@ -89,6 +89,33 @@ Decoded decompress(const void* frame, size_t frame_bytes);
 // Decodes into a caller buffer of `capacity` bytes; returns the decoded length.
 size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t capacity);
 
+// ---- Batches: many chunks, several in flight --------------------------------
+// Each chunk gives exactly the frame compress() gives it, and each frame
+// decodes exactly as decompress_into() decodes it; what a batch adds is
+// concurrency. On the GPU several chunks are in flight at once, each on its own
+// stream, so one chunk's copies overlap another's kernels; on the CPU the
+// chunks share the threads of Options::threads (or H5Z_FZ_THREADS).
+struct ChunkView {
+  const void* data = nullptr;
+  size_t bytes = 0;
+  std::vector<uint64_t> dims;  // as compress(); empty = one dimension
+};
+// Frames in chunk order. Throws Error (naming the chunk) for invalid options or
+// a chunk compress() would refuse, before any work starts.
+std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const DataType& dtype,
+                                  const Options& options);
+
+struct FrameView {
+  const void* frame = nullptr;
+  size_t frame_bytes = 0;
+  void* out = nullptr;  // the decoded chunk goes here...
+  size_t capacity = 0;  // ...and may not exceed this many bytes
+};
+// Decoded lengths in frame order. If a frame is malformed, every other frame is
+// still decoded and an Error naming the first bad frame (by index) is thrown.
+// threads: CPU threads for the batch (0 = H5Z_FZ_THREADS or all cores).
+std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, unsigned threads = 0);
+
 // The structure of a frame, for tools (h5fz inspect) and tests.
 struct StageInfo {
   uint16_t type_id = 0;

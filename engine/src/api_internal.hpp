@@ -1,0 +1,21 @@
+// What the public entry points share (api.cpp, batch.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fz/fz.hpp"
+
+namespace fz {
+
+// The chunk's dims (dims_in, or one dimension when empty) after checking that
+// they match `bytes` and the limits; throws Error naming what is wrong.
+std::vector<uint64_t> checked_chunk_dims(const void* data, size_t bytes, const DataType& dtype,
+                                         const std::vector<uint64_t>& dims_in);
+
+// decompress_into() with its CPU work on at most `threads` threads (0 = the
+// default: H5Z_FZ_THREADS or all cores).
+size_t decompress_into_on(const void* frame, size_t frame_bytes, void* out, size_t capacity, unsigned threads);
+
+}  // namespace fz

@@ -1,0 +1,93 @@
+// The batch API: many chunks through compress()/decompress_into(), several in
+// flight. Each chunk's frame is exactly the one compress() writes, so a batch
+// changes speed only. The concurrency comes from worker threads, each taking
+// the next chunk: on the GPU each worker leases its own lane (stream + pinned
+// staging; cuda/device_context.hpp), so one chunk's uploads and downloads
+// overlap another's kernels; on the CPU the workers share the thread budget.
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "backend.hpp"
+#include "api_internal.hpp"
+#include "fz/fz.hpp"
+#include "thread_pool.hpp"
+
+namespace fz {
+namespace {
+
+// Chunks on the GPU at once: one uploading, one in kernels, one downloading,
+// and one being framed on the host. More lanes only add pinned memory.
+constexpr unsigned kGpuChunksInFlight = 4;
+
+// Runs body(i) for every i in [0, count) on `workers` threads (the caller
+// included). Every item runs even when some throw; the first failure (lowest
+// index) is rethrown, prefixed with the item's name.
+template <typename Body>
+void run_items(size_t count, unsigned workers, const char* item, Body body) {
+  std::atomic<size_t> next{0};
+  std::mutex failure_mutex;
+  size_t failed_index = count;
+  std::string failure;
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < count;) {
+      try {
+        body(i);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (i < failed_index) {
+          failed_index = i;
+          failure = e.what();
+        }
+      }
+    }
+  };
+  workers = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(workers, count)));
+  std::vector<std::thread> helpers;
+  for (unsigned w = 1; w < workers; ++w) helpers.emplace_back(work);
+  work();
+  for (std::thread& t : helpers) t.join();
+  if (failed_index < count) throw Error(std::string(item) + " " + std::to_string(failed_index) + ": " + failure);
+}
+
+bool gpu_chosen() { return engine::chosen_backend().backend == engine::Backend::Cuda; }
+
+}  // namespace
+
+std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const DataType& dtype,
+                                  const Options& options) {
+  validate(options, dtype);
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    try {
+      checked_chunk_dims(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims);
+    } catch (const Error& e) {
+      throw Error("compress_batch: chunk " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  const unsigned threads = options.threads ? options.threads : engine::default_thread_count();
+  const unsigned workers = gpu_chosen() ? std::max(kGpuChunksInFlight, threads) : threads;
+  // Each worker gets an equal share of the CPU threads for its own chunk.
+  Options per_chunk = options;
+  per_chunk.threads = std::max(1u, threads / std::max<unsigned>(1, std::min<size_t>(workers, chunks.size())));
+  std::vector<Bytes> frames(chunks.size());
+  run_items(chunks.size(), workers, "compress_batch: chunk", [&](size_t i) {
+    frames[i] = compress(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims, per_chunk);
+  });
+  return frames;
+}
+
+std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, unsigned threads) {
+  if (!threads) threads = engine::default_thread_count();
+  const unsigned workers = gpu_chosen() ? std::max(kGpuChunksInFlight, threads) : threads;
+  const unsigned per_frame = std::max(1u, threads / std::max<unsigned>(1, std::min<size_t>(workers, frames.size())));
+  std::vector<size_t> lengths(frames.size(), 0);
+  run_items(frames.size(), workers, "decompress_batch: frame", [&](size_t i) {
+    lengths[i] = decompress_into_on(frames[i].frame, frames[i].frame_bytes, frames[i].out, frames[i].capacity, per_frame);
+  });
+  return lengths;
+}
+
+}  // namespace fz
