@@ -10,7 +10,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "common/testing/test_data.hpp"
@@ -18,6 +20,7 @@
 #include "fault_injection.hpp"
 #include "fz/fz.hpp"
 #include "presets.hpp"
+#include "quantize/quantize.hpp"
 #include "thread_pool.hpp"
 
 namespace fz::engine {
@@ -273,6 +276,312 @@ TEST(DeviceForward, PublicApiRoundTripOnTheGpu) {
     EXPECT_EQ(decompress_into(frame.data(), frame.size(), into.data(), into.size()), c.data.size()) << c.what;
     EXPECT_TRUE(into == c.data) << c.what;
   }
+}
+
+// ---- Lossy pipelines decoded on the GPU -------------------------------------
+
+struct LossyField {
+  std::string name;
+  DataType dtype;
+  Bytes data;
+  std::vector<uint64_t> dims;
+};
+
+Bytes widened(const Bytes& f32) {
+  Bytes out(f32.size() * 2);
+  for (size_t i = 0; i < f32.size() / 4; ++i) {
+    float f;
+    std::memcpy(&f, f32.data() + 4 * i, 4);
+    const double d = f;
+    std::memcpy(out.data() + 8 * i, &d, 8);
+  }
+  return out;
+}
+
+// A 1-D series with NaN, inf, -0, +0, denormals and huge values among smooth data.
+template <typename T>
+Bytes specials_1d(size_t n) {
+  std::mt19937 rng(11);
+  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(), T(-0.0), T(0.0), std::numeric_limits<T>::denorm_min(),
+                        -std::numeric_limits<T>::denorm_min() * 7, std::numeric_limits<T>::min() / 3,
+                        std::numeric_limits<T>::max() / 4, -std::numeric_limits<T>::max()};
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = i % 89 == 0 ? specials[(i / 89) % 10] : static_cast<T>(std::sin(i * 0.001) * 100 + (rng() % 1000) * 1e-4);
+  Bytes b(n * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// Every real field (float32, their float64 widening for the 3-D ones, the
+// float64 field), and 1-D series with special values in both widths.
+std::vector<LossyField> lossy_fields() {
+  std::vector<LossyField> out;
+  const Bytes wmag = testing::read_field("wmag91.float");
+  out.push_back({"wmag91 f32", DataType::of<float>(), wmag, {91, 91, 91}});
+  out.push_back({"wmag91 f64", DataType::of<double>(), widened(wmag), {91, 91, 91}});
+  out.push_back({"999x999 f32", DataType::of<float>(), testing::read_field("999x999.float"), {999, 999}});
+  const Bytes vort3 = testing::read_field("vorticity.128_128_41");
+  out.push_back({"vorticity 41x128x128 f32", DataType::of<float>(), vort3, {41, 128, 128}});
+  out.push_back({"vorticity 41x128x128 f64", DataType::of<double>(), widened(vort3), {41, 128, 128}});
+  out.push_back({"vorticity 512x512 f32", DataType::of<float>(), testing::read_field("vorticity.512_512"), {512, 512}});
+  out.push_back({"const32x32x59 f32", DataType::of<float>(), testing::read_field("const32x32x59.float"), {59, 32, 32}});
+  out.push_back({"pressure f64", DataType::of<double>(), testing::read_field("pressure.384_384.f64"), {384, 384}});
+  out.push_back({"specials f32 1-D", DataType::of<float>(), specials_1d<float>(70001), {70001}});
+  out.push_back({"specials f64 1-D", DataType::of<double>(), specials_1d<double>(50003), {50003}});
+  return out;
+}
+
+// The span of a field's ordinary values (finite, below 1e30 in magnitude: the
+// specials series holds +-max), so that ABS bounds mean the same for every field.
+double span_of(const LossyField& f) {
+  double low = INFINITY, high = -INFINITY;
+  for (size_t i = 0; i < f.data.size() / f.dtype.size; ++i) {
+    double x;
+    if (f.dtype.size == 4) {
+      float v;
+      std::memcpy(&v, f.data.data() + 4 * i, 4);
+      x = v;
+    } else {
+      std::memcpy(&x, f.data.data() + 8 * i, 8);
+    }
+    if (!(std::fabs(x) < 1e30)) continue;
+    low = std::min(low, x);
+    high = std::max(high, x);
+  }
+  return high > low ? high - low : 1.0;
+}
+
+// The CPU's decode of `streams` (the reference), or nothing when it refuses them.
+std::optional<Bytes> cpu_decode(const Pipeline& p, const std::vector<ByteSpan>& streams, size_t capacity,
+                                size_t max_stream_bytes) {
+  auto exec = make_pool_executor(2);
+  StageContext ctx{*exec, max_stream_bytes};
+  Bytes out(capacity, 0);
+  try {
+    out.resize(p.inverse_into(streams, out.data(), out.size(), ctx));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<Bytes> gpu_decode(const Pipeline& p, const std::vector<ByteSpan>& streams, size_t capacity,
+                                size_t max_stream_bytes) {
+  Bytes out(capacity, 0x5A);
+  const auto length = inverse_on_device(p, streams, out.data(), out.size(), max_stream_bytes, 0);
+  if (!length) return std::nullopt;
+  out.resize(*length);
+  return out;
+}
+
+bool has_stage(const Pipeline& p, StageType type) {
+  for (const StageNode& node : p.nodes())
+    if (node.stage->type() == type) return true;
+  return false;
+}
+
+// pfpl (ABS/NOA/REL) and fzgpu (ABS/NOA) frames of real fields decode on the
+// GPU to the CPU's bytes, whichever device wrote them (here the CPU).
+TEST(DeviceInverse, LossyChunksDecodeToTheCpusBytes) {
+  REQUIRE_DEVICE();
+  auto exec = make_pool_executor(2);
+  size_t checked = 0, quantized = 0, predicted = 0;
+  for (const LossyField& f : lossy_fields()) {
+    const double span = span_of(f);
+    for (Preset preset : {Preset::Pfpl, Preset::Fzgpu})
+      for (ErrorMode mode : {ErrorMode::Abs, ErrorMode::Noa, ErrorMode::Rel})
+        for (double bound : {1e-2, 1e-3, 1e-5}) {
+          if (mode == ErrorMode::Rel && preset != Preset::Pfpl) continue;
+          Options o;
+          o.preset = preset;
+          o.mode = mode;
+          o.bound = mode == ErrorMode::Abs ? bound * span : bound;
+          const std::string what = f.name + " " + preset_name(preset) + " " + mode_name(mode) + " " + std::to_string(bound);
+          const Pipeline p = build_pipeline(f.dtype, f.dims, o, ByteSpan(f.data), *exec);
+          ASSERT_TRUE(inverse_runs_on_device(p)) << what;
+          quantized += has_stage(p, StageType::Quantize);
+          predicted += has_stage(p, StageType::Lorenzo);
+          const std::vector<Bytes> streams = cpu_forward(p, f.data);
+          const size_t max_bytes = f.data.size() + 4096;
+          const auto cpu = cpu_decode(p, spans(streams), f.data.size(), max_bytes);
+          ASSERT_TRUE(cpu.has_value()) << what;
+          const auto gpu = gpu_decode(p, spans(streams), f.data.size() + 64, max_bytes);
+          ASSERT_TRUE(gpu.has_value()) << what << ": refused on the GPU";
+          EXPECT_TRUE(*gpu == *cpu) << what;
+          ++checked;
+        }
+  }
+  EXPECT_EQ(checked, 10u * 15u);
+  EXPECT_GE(quantized, 80u) << "pfpl chunks that went through the quantizer";
+  EXPECT_GE(predicted, 50u) << "fzgpu chunks that went through Lorenzo";
+}
+
+// The quantizer's methods and modes that this version's presets do not write
+// (NOA, CONSTANT, LOSSLESS, a fill value) still decode on the GPU: frames
+// written by other versions or tools may hold them. The second chain sends
+// params and outliers through other stages, so the GPU reads params back
+// from the device instead of the frame.
+TEST(DeviceInverse, EveryQuantizeMethodDecodes) {
+  REQUIRE_DEVICE();
+  struct Input {
+    std::string name;
+    unsigned width;
+    Bytes data;
+  };
+  std::vector<Input> inputs;
+  const Bytes wmag = testing::read_field("wmag91.float");
+  inputs.push_back({"wmag91 f32", 4, wmag});
+  inputs.push_back({"wmag91 f64", 8, widened(wmag)});
+  inputs.push_back({"specials f32", 4, specials_1d<float>(40009)});
+  inputs.push_back({"specials f64", 8, specials_1d<double>(40009)});
+  for (unsigned width : {4u, 8u}) {
+    // A constant field with NaN, inf, -0 and the fill value among it: CONSTANT under NOA.
+    Bytes c(width * 30011);
+    for (size_t i = 0; i < 30011; ++i) {
+      const double v = i % 101 == 0 ? NAN : i % 103 == 0 ? -INFINITY : i % 107 == 0 ? -0.0 : i % 109 == 0 ? -9999.0 : 2.5;
+      if (width == 4) {
+        const float x = static_cast<float>(v);
+        std::memcpy(c.data() + 4 * i, &x, 4);
+      } else {
+        std::memcpy(c.data() + 8 * i, &v, 8);
+      }
+    }
+    inputs.push_back({"constant " + std::to_string(width), width, c});
+    inputs.push_back({"empty " + std::to_string(width), width, Bytes{}});
+    inputs.push_back({"one " + std::to_string(width), width, Bytes(width, 0x3F)});
+  }
+  std::set<std::pair<int, int>> seen;  // (mode, method) pairs decoded
+  size_t checked = 0;
+  for (const Input& in : inputs)
+    for (int mode = 0; mode <= 2; ++mode)
+      for (double bound : {1e-3, 1e-6, 1e-320})  // the last goes LOSSLESS (below every normal step)
+        for (bool fill : {false, true})
+          for (int chain = 0; chain < 2; ++chain) {
+            quantize::Config q;
+            q.width = in.width;
+            q.mode = static_cast<quantize::Mode>(mode);
+            q.bound = mode == 2 && bound < 1e-300 ? 1e-18 : bound;  // REL: 1 + 1e-18 rounds to 1 -> LOSSLESS
+            if (fill) {
+              if (in.width == 4) {
+                const float x = -9999.0f;
+                uint32_t bits;
+                std::memcpy(&bits, &x, 4);
+                q.fill = bits;
+              } else {
+                const double x = -9999.0;
+                uint64_t bits;
+                std::memcpy(&bits, &x, 8);
+                q.fill = bits;
+              }
+            }
+            Pipeline p;
+            const auto streams = p.add(make_quantize(q), {Pipeline::kChunk});
+            const uint8_t diff = p.add(make_diffnb(in.width), {streams[0]})[0];
+            const uint8_t planes = p.add(make_bitshuffle(in.width), {diff})[0];
+            p.add(make_rze(1), {planes});
+            if (chain == 1) {
+              p.add(make_bitshuffle(in.width), {streams[1]});
+              p.add(make_diffnb(1), {streams[2]});
+            }
+            const std::string what = in.name + " mode " + std::to_string(mode) + " bound " + std::to_string(q.bound) +
+                                     (fill ? " fill" : "") + " chain " + std::to_string(chain);
+            ASSERT_TRUE(inverse_runs_on_device(p)) << what;
+            const std::vector<Bytes> stored = cpu_forward(p, in.data);
+            if (chain == 0) {
+              const quantize::Params params = quantize::read_params(ByteSpan(stored.at(1)));  // ids 2 (outliers), 3 (params), 6
+              seen.insert({static_cast<int>(params.mode), static_cast<int>(params.method)});
+            }
+            const size_t max_bytes = in.data.size() + 4096;
+            const auto cpu = cpu_decode(p, spans(stored), in.data.size(), max_bytes);
+            ASSERT_TRUE(cpu.has_value()) << what;
+            EXPECT_TRUE(*cpu == in.data || mode != 0 || bound > 1e-300) << what << ": LOSSLESS is exact";
+            const auto gpu = gpu_decode(p, spans(stored), in.data.size() + 64, max_bytes);
+            ASSERT_TRUE(gpu.has_value()) << what << ": refused on the GPU";
+            EXPECT_TRUE(*gpu == *cpu) << what;
+            ++checked;
+          }
+  EXPECT_EQ(checked, inputs.size() * 3 * 3 * 2 * 2);
+  using quantize::Method;
+  for (int mode = 0; mode <= 2; ++mode) {
+    EXPECT_TRUE(seen.count({mode, static_cast<int>(Method::kQuantized)})) << "mode " << mode << " QUANTIZED";
+    EXPECT_TRUE(seen.count({mode, static_cast<int>(Method::kLossless)})) << "mode " << mode << " LOSSLESS";
+  }
+  EXPECT_TRUE(seen.count({1, static_cast<int>(Method::kConstant)})) << "NOA CONSTANT";
+}
+
+// Damaged pfpl and fzgpu frames: bit flips in the codes' stream, the outliers
+// and params, truncations and extensions. The GPU refuses exactly what the
+// CPU refuses (it then decodes on the CPU, which names the error), and what
+// it accepts it decodes to the CPU's bytes; nothing crashes and the device
+// stays usable.
+TEST(DeviceInverse, DamagedLossyStreamsAreRefusedOrDecodedAsTheCpuDoes) {
+  REQUIRE_DEVICE();
+  auto exec = make_pool_executor(2);
+  struct Target {
+    std::string name;
+    DataType dtype;
+    Bytes data;
+    std::vector<uint64_t> dims;
+    Preset preset;
+    ErrorMode mode;
+    double bound;
+  };
+  const Bytes vort = testing::read_field("vorticity.512_512");
+  const Bytes pressure = testing::read_field("pressure.384_384.f64");
+  const std::vector<Target> targets = {
+      {"pfpl ABS vorticity f32", DataType::of<float>(), vort, {512, 512}, Preset::Pfpl, ErrorMode::Abs, 1e-6},
+      {"pfpl REL pressure f64", DataType::of<double>(), pressure, {384, 384}, Preset::Pfpl, ErrorMode::Rel, 1e-3},
+      {"pfpl NOA specials f32", DataType::of<float>(), specials_1d<float>(70001), {70001}, Preset::Pfpl, ErrorMode::Noa, 1e-4},
+      {"fzgpu NOA vorticity f32", DataType::of<float>(), vort, {512, 512}, Preset::Fzgpu, ErrorMode::Noa, 1e-3},
+      {"fzgpu ABS pressure f64", DataType::of<double>(), pressure, {384, 384}, Preset::Fzgpu, ErrorMode::Abs, 1e-4},
+      {"fzgpu NOA specials f64", DataType::of<double>(), specials_1d<double>(50003), {50003}, Preset::Fzgpu, ErrorMode::Noa, 1e-3},
+  };
+  std::mt19937 rng(17);
+  size_t refused = 0, decoded = 0, disagreements = 0;
+  for (const Target& t : targets) {
+    Options o;
+    o.preset = t.preset;
+    o.mode = t.mode;
+    o.bound = t.bound;
+    const Pipeline p = build_pipeline(t.dtype, t.dims, o, ByteSpan(t.data), *exec);
+    ASSERT_TRUE(inverse_runs_on_device(p)) << t.name;
+    ASSERT_TRUE(has_stage(p, StageType::Quantize) || has_stage(p, StageType::Lorenzo)) << t.name;
+    const std::vector<Bytes> clean = cpu_forward(p, t.data);
+    const size_t max_bytes = t.data.size() + 4096;
+    for (int trial = 0; trial < 150; ++trial) {
+      std::vector<Bytes> damaged = clean;
+      Bytes& s = damaged[rng() % damaged.size()];
+      const int kind = trial % 8;
+      if (kind == 7 && !s.empty()) {
+        s.resize(rng() % s.size());  // truncated
+      } else if (kind == 6) {
+        for (int k = rng() % 9; k >= 0; --k) s.push_back(static_cast<uint8_t>(rng()));  // extended
+      } else if (!s.empty()) {
+        for (int flips = 1 + kind % 3; flips > 0; --flips) {
+          // Half the flips in the first 64 bytes: headers, params, outlier counts.
+          const size_t at = rng() % 2 ? rng() % std::min<size_t>(s.size(), 64) : rng() % s.size();
+          s[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
+        }
+      }
+      const std::string what = t.name + " trial " + std::to_string(trial);
+      const auto cpu = cpu_decode(p, spans(damaged), t.data.size(), max_bytes);
+      const auto gpu = gpu_decode(p, spans(damaged), t.data.size(), max_bytes);
+      if (gpu.has_value() != cpu.has_value()) ++disagreements;
+      if (!gpu) {
+        ++refused;
+        continue;
+      }
+      ++decoded;
+      ASSERT_TRUE(cpu.has_value()) << what << ": the GPU accepted streams the CPU refuses";
+      EXPECT_TRUE(*gpu == *cpu) << what;
+    }
+  }
+  EXPECT_GT(refused, 100u);
+  EXPECT_GT(decoded, 100u);
+  EXPECT_EQ(disagreements, 0u) << "the GPU refused streams the CPU decodes";
+  EXPECT_FALSE(cuda::DeviceContext::of(0).broken()) << "malformed data is not a CUDA failure";
 }
 
 }  // namespace

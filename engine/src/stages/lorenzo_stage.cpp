@@ -2,6 +2,9 @@
 // Inputs: in (float32/float64 elements). Outputs: codes (u16 per element), outliers.
 // Config (little-endian): u8 width | u32 radius | f64 working bound eb | f64 the
 // absolute bound enforced | u8 has_fill | u64 fill bits | u8 rank | rank x u64 dims.
+#include <cmath>
+#include <limits>
+
 #include "common/error.hpp"
 #include "lorenzo/lorenzo.hpp"
 #include "stage.hpp"
@@ -67,6 +70,30 @@ class LorenzoStage final : public Stage {
                                      outliers_size, scratch, static_cast<cudaStream_t>(work.stream())),
                "lorenzo (GPU)");
   }
+
+  // Sizes and the config are checked on the host as the CPU checks them,
+  // before anything is allocated; the outlier stream (header, records) and
+  // the codes are validated on the device, so no stream is read back.
+  bool has_device_inverse() const override { return true; }
+  void inverse_device(const std::vector<DeviceBuffer>& out, std::vector<DeviceBuffer>& in, DeviceWork& work,
+                      size_t max_stream_bytes) const override {
+    uint64_t elements = 1;
+    for (size_t d : dims_) require_format(!__builtin_mul_overflow(elements, d, &elements), "lorenzo dims overflow");
+    require_format(elements <= max_stream_bytes / config_.width, "lorenzo chunk larger than the frame allows");
+    require_format(out.at(0).size == 2 * elements, "lorenzo codes do not match the chunk size");
+    // lorenzo::decode refuses these (UsageError) and the kernel would too
+    // (cudaErrorInvalidValue): a frame's config is data, so the CPU names it.
+    require_format(elements <= std::numeric_limits<size_t>::max() / 32, "lorenzo: too many elements");
+    require_format(decodable_config(), "lorenzo: config the decoder refuses");
+    const size_t bytes = static_cast<size_t>(elements) * config_.width;
+    in.resize(1);
+    in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
+    const DeviceBuffer& outliers = out.at(1);
+    void* scratch = work.allocate(lorenzo::cuda::decode_scratch_bytes(dims_, config_.width, outliers.size));
+    work.check(lorenzo::cuda::decode(out[0].data, outliers.data, outliers.size, dims_, config_, in[0].data,
+                                     work.status_word(), scratch, static_cast<cudaStream_t>(work.stream())),
+               "lorenzo inverse (GPU)");
+  }
 #endif
   std::optional<size_t> inverse_into(const std::vector<ByteSpan>& out, uint8_t* dst, size_t capacity,
                                      const StageContext& ctx) const override {
@@ -80,6 +107,21 @@ class LorenzoStage final : public Stage {
   }
 
  private:
+#ifdef FZ_HAVE_CUDA
+  // What lorenzo::decode requires of the config (lorenzo_cpu.cpp,
+  // check_config): the working bound a normal value of the element type with
+  // 2 * eb finite, the radius in [1, 32768], float32 fill bits in 32 bits.
+  bool decodable_config() const {
+    if (config_.radius < 1 || config_.radius > 32768) return false;
+    if (config_.width == 4) {
+      const float eb = static_cast<float>(config_.eb);
+      return static_cast<double>(eb) == config_.eb && eb >= std::numeric_limits<float>::min() &&
+             std::isfinite(eb + eb) && (config_.fill_bits >> 32) == 0;
+    }
+    const double eb = config_.eb;
+    return eb >= std::numeric_limits<double>::min() && std::isfinite(eb + eb);
+  }
+#endif
   lorenzo::Config config_;
   double enforced_bound_;
   std::vector<size_t> dims_;

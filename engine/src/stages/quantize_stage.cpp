@@ -73,6 +73,31 @@ class QuantizeStage final : public Stage {
                                       static_cast<cudaStream_t>(work.stream())),
                "quantize (GPU)");
   }
+
+  // Every method and mode the format allows (NOA, CONSTANT and LOSSLESS
+  // included: frames written elsewhere may hold them). The 40 params bytes are
+  // read on the host, with the CPU decoder's own checks, before anything is
+  // allocated; the device checks the codes and the outlier count.
+  bool has_device_inverse() const override { return true; }
+  void inverse_device(const std::vector<DeviceBuffer>& out, std::vector<DeviceBuffer>& in, DeviceWork& work,
+                      size_t max_stream_bytes) const override {
+    const DeviceBuffer& codes = out.at(0);
+    const DeviceBuffer& outliers = out.at(1);
+    uint8_t downloaded[quantize::kParamsBytes];
+    const quantize::Params p = quantize::read_params(host_params(out.at(2), downloaded, work));
+    require_format(p.count <= max_stream_bytes / p.width, "quantize: chunk larger than allowed");
+    const size_t bytes = static_cast<size_t>(p.count) * p.width;
+    // As the CPU: the stream that holds one word per element must match
+    // before the chunk is allocated (and the kernel reads no further).
+    require_format(bytes == (p.method == quantize::Method::kLossless ? outliers.size : codes.size),
+                   "quantize: streams do not match the element count");
+    in.resize(1);
+    in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
+    void* scratch = work.allocate(quantize::cuda::decode_scratch_bytes(p));
+    work.check(quantize::cuda::decode(codes.data, codes.size, outliers.data, outliers.size, p, in[0].data,
+                                      work.status_word(), scratch, static_cast<cudaStream_t>(work.stream())),
+               "quantize inverse (GPU)");
+  }
 #endif
   std::unique_ptr<BlockSink> inverse_sink(const std::vector<ByteSpan>& out, size_t port, size_t port_bytes,
                                           const StageContext& ctx) const override {
@@ -89,6 +114,22 @@ class QuantizeStage final : public Stage {
   }
 
  private:
+#ifdef FZ_HAVE_CUDA
+  // The params stream's bytes on the host: the frame's copy when it was
+  // stored, else (a frame whose params pass through another stage) read back
+  // from the device into `downloaded` (one synchronisation). A wrong length is
+  // refused before reading.
+  static ByteSpan host_params(const DeviceBuffer& params, uint8_t (&downloaded)[quantize::kParamsBytes],
+                              DeviceWork& work) {
+    require_format(params.size == quantize::kParamsBytes, "quantize: params have the wrong size");
+    if (params.host) return ByteSpan(params.host, params.size);
+    const auto stream = static_cast<cudaStream_t>(work.stream());
+    work.check(cudaMemcpyAsync(downloaded, params.data, quantize::kParamsBytes, cudaMemcpyDeviceToHost, stream),
+               "quantize params download");
+    work.check(cudaStreamSynchronize(stream), "quantize params download");
+    return ByteSpan(downloaded, quantize::kParamsBytes);
+  }
+#endif
   quantize::Config config_;
 };
 
