@@ -6,6 +6,12 @@
 #include "fillmask/fillmask.hpp"
 #include "stage.hpp"
 
+#ifdef FZ_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "fillmask/fillmask_cuda.hpp"
+#endif
+
 namespace fz::engine {
 namespace {
 
@@ -34,6 +40,44 @@ class FillMaskStage final : public Stage {
     in.resize(1);
     fillmask::decode(out.at(0), out.at(1), width_, fill_, in[0], ctx.max_stream_bytes, ctx.exec);
   }
+
+#ifdef FZ_HAVE_CUDA
+  // Both output sizes follow from the input's: values as long, one mask bit
+  // per element.
+  bool has_device_forward() const override { return true; }
+  void forward_device(const std::vector<DeviceBuffer>& in, std::vector<DeviceBuffer>& out,
+                      DeviceWork& work) const override {
+    const DeviceBuffer& chunk = in.at(0);
+    if (chunk.size % width_ != 0)  // as the CPU encoder refuses it
+      throw UsageError("fillmask: input size " + std::to_string(chunk.size) + " is not a multiple of the width");
+    const size_t mask_size = fillmask::cuda::mask_bytes(chunk.size / width_);
+    out.resize(2);
+    out[0] = {work.allocate(chunk.size), chunk.size, nullptr, nullptr};
+    out[1] = {work.allocate(mask_size), mask_size, nullptr, nullptr};
+    void* scratch = work.allocate(fillmask::cuda::encode_scratch_bytes(chunk.size, width_));
+    work.check(fillmask::cuda::encode(chunk.data, chunk.size, width_, fill_, out[0].data, out[1].data, scratch,
+                                      static_cast<cudaStream_t>(work.stream())),
+               "fillmask (GPU)");
+  }
+
+  // Sizes are checked here, with the CPU decoder's rules (FormatError sends
+  // the chunk to the CPU, which names the problem); the mask's padding bits
+  // are checked on the device, into the chunk's status word.
+  bool has_device_inverse() const override { return true; }
+  void inverse_device(const std::vector<DeviceBuffer>& out, std::vector<DeviceBuffer>& in, DeviceWork& work,
+                      size_t max_stream_bytes) const override {
+    const DeviceBuffer& values = out.at(0);
+    const DeviceBuffer& mask = out.at(1);
+    require_format(values.size % width_ == 0, "fillmask: values stream is not a whole number of elements");
+    require_format(values.size <= max_stream_bytes, "fillmask: decoded chunk larger than allowed");
+    require_format(mask.size == fillmask::cuda::mask_bytes(values.size / width_),
+                   "fillmask: mask stream size does not match the element count");
+    in.assign(1, {work.allocate(values.size), values.size, nullptr, nullptr});
+    work.check(fillmask::cuda::decode(values.data, values.size, mask.data, mask.size, width_, fill_, in[0].data,
+                                      values.size, work.status_word(), static_cast<cudaStream_t>(work.stream())),
+               "fillmask inverse (GPU)");
+  }
+#endif
 
  private:
   unsigned width_;

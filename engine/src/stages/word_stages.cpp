@@ -18,8 +18,10 @@
 #include <cuda_runtime_api.h>
 
 #include "bitshuffle/bitshuffle_cuda.hpp"
+#include "byteswap/byteswap_cuda.hpp"
 #include "common/elimination_cuda.hpp"
 #include "diffnb/diffnb_cuda.hpp"
+#include "tcms/tcms_cuda.hpp"
 #endif
 
 namespace fz::engine {
@@ -48,6 +50,26 @@ void bitshuffle_device(const DeviceBuffer& in, DeviceBuffer& out, unsigned width
 void diffnb_device(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
   out = {work.allocate(in.size), in.size, nullptr, nullptr};
   work.check(diffnb::cuda::encode(in.data, in.size, width, out.data, stream_of(work)), "diffnb (GPU)");
+}
+
+void tcms_device(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
+  out = {work.allocate(in.size), in.size, nullptr, nullptr};
+  work.check(tcms::cuda::encode(in.data, in.size, width, out.data, stream_of(work)), "tcms (GPU)");
+}
+
+void tcms_device_inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t) {
+  in = {work.allocate(out.size), out.size, nullptr, nullptr};
+  work.check(tcms::cuda::decode(out.data, out.size, width, in.data, stream_of(work)), "tcms inverse (GPU)");
+}
+
+// Its own inverse: one function serves both directions.
+void byteswap_device(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
+  out = {work.allocate(in.size), in.size, nullptr, nullptr};
+  work.check(byteswap::cuda::apply(in.data, in.size, width, out.data, stream_of(work)), "byteswap (GPU)");
+}
+
+void byteswap_device_inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t) {
+  byteswap_device(out, in, width, work);
 }
 
 void bitshuffle_device_inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t) {
@@ -160,7 +182,11 @@ class WordStage final : public Stage {
   void inverse_device(const std::vector<DeviceBuffer>& out, std::vector<DeviceBuffer>& in, DeviceWork& work,
                       size_t max_stream_bytes) const override {
     if (!on_device_.inverse) Stage::inverse_device(out, in, work, max_stream_bytes);
-    require_format(out.at(0).size <= max_stream_bytes, "stream larger than the frame allows");
+    // The limit applies where the CPU applies it: to the stream a
+    // length-preserving stage rebuilds (its input's length); a bounded
+    // decoder checks the length it decodes to itself. Refusing more than the
+    // CPU refuses would send valid chunks to the CPU.
+    if (!decode_bounded_) require_format(out.at(0).size <= max_stream_bytes, "stream larger than the frame allows");
     in.resize(1);
     on_device_.inverse(out.at(0), in[0], width_, work, max_stream_bytes);
   }
@@ -186,12 +212,15 @@ class WordStage final : public Stage {
 #ifdef FZ_HAVE_CUDA
 constexpr OnDevice kBitshuffleOnDevice{bitshuffle_device, true, bitshuffle_device_inverse, false};
 constexpr OnDevice kDiffnbOnDevice{diffnb_device, true, diffnb_device_inverse, false};
+constexpr OnDevice kTcmsOnDevice{tcms_device, true, tcms_device_inverse, false};
+constexpr OnDevice kByteswapOnDevice{byteswap_device, true, byteswap_device_inverse, false};
 constexpr OnDevice kRzeOnDevice{elimination_device<elimination::Rule::kNonZero>, false,
                                 elimination_device_inverse<elimination::Rule::kNonZero>, true};
 constexpr OnDevice kRreOnDevice{elimination_device<elimination::Rule::kChanged>, false,
                                 elimination_device_inverse<elimination::Rule::kChanged>, true};
 #else
-constexpr OnDevice kBitshuffleOnDevice{}, kDiffnbOnDevice{}, kRzeOnDevice{}, kRreOnDevice{};
+constexpr OnDevice kBitshuffleOnDevice{}, kDiffnbOnDevice{}, kTcmsOnDevice{}, kByteswapOnDevice{}, kRzeOnDevice{},
+    kRreOnDevice{};
 #endif
 
 void byteswap_apply(ByteSpan in, unsigned w, Bytes& out, const Executor& e) { byteswap::apply(in, w, out, e); }
@@ -204,14 +233,16 @@ std::unique_ptr<Stage> make_bitshuffle(unsigned w) {
                                      kBitshuffleOnDevice);
 }
 std::unique_ptr<Stage> make_tcms(unsigned w) {
-  return std::make_unique<WordStage>(StageType::Tcms, "tcms", w, tcms::encode, tcms::decode, nullptr);
+  return std::make_unique<WordStage>(StageType::Tcms, "tcms", w, tcms::encode, tcms::decode, nullptr, nullptr,
+                                     BlockwiseInverse{}, kTcmsOnDevice);
 }
 std::unique_ptr<Stage> make_diffnb(unsigned w) {
   return std::make_unique<WordStage>(StageType::DiffNb, "diffnb", w, diffnb::encode, diffnb::decode, nullptr,
                                      diffnb::decode_into, BlockwiseInverse{diffnb::block_decoder, {}}, kDiffnbOnDevice);
 }
 std::unique_ptr<Stage> make_byteswap(unsigned w) {
-  return std::make_unique<WordStage>(StageType::ByteSwap, "byteswap", w, byteswap_apply, byteswap_apply, nullptr);
+  return std::make_unique<WordStage>(StageType::ByteSwap, "byteswap", w, byteswap_apply, byteswap_apply, nullptr,
+                                     nullptr, BlockwiseInverse{}, kByteswapOnDevice);
 }
 std::unique_ptr<Stage> make_rze(unsigned w) {
   return std::make_unique<WordStage>(StageType::Rze, "rze", w, rze::encode, nullptr, rze::decode, nullptr,
