@@ -58,15 +58,17 @@ TARGET_PERCENT = 80.0
 def codecs():
     """(label, h5py create_dataset keyword arguments, lossy bound or None, slow)."""
     fz = h5fz.FILTER_ID
+    # Uncompressed first (the others are shown as a share of it), gzip last
+    # (slowest by far).
     return [
         ("uncompressed", {}, None, False),
-        ("gzip 1", {"compression": "gzip", "compression_opts": 1}, None, True),
-        ("gzip 4 (h5py's default level)", {"compression": "gzip", "compression_opts": 4}, None, True),
         ("H5Z-FZ fzgpu NOA 1e-3", {"compression": fz, "compression_opts": h5fz.compression_opts("fzgpu", "noa", 1e-3)},
          1e-3, False),
         ("H5Z-FZ pfpl NOA 1e-3", {"compression": fz, "compression_opts": h5fz.compression_opts("pfpl", "noa", 1e-3)},
          1e-3, False),
         ("H5Z-FZ lossless", {"compression": fz, "compression_opts": h5fz.compression_opts("lossless")}, None, False),
+        ("gzip 1", {"compression": "gzip", "compression_opts": 1}, None, True),
+        ("gzip 4 (h5py's default level)", {"compression": "gzip", "compression_opts": 4}, None, True),
     ]
 
 
@@ -257,32 +259,36 @@ def main():
     sys.stdout.flush()
 
     wanted = [w.strip() for w in args.codecs.split(",")] if args.codecs else None
+    print("| codec | ratio | write GB/s | read GB/s | write % of uncompressed | read % of uncompressed | max abs error | reps |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     rows = []
     failures = 0
+    base = None  # uncompressed, measured first
     try:
         for label, kwargs, bound, slow in codecs():
             if wanted and label != "uncompressed" and not any(w and w in label for w in wanted):
                 continue
             try:
-                rows.append(measure(h5py, folder, label, kwargs, bound, array, chunk_shape,
-                                    slow_reps if slow else args.reps, args.fsync))
+                r = measure(h5py, folder, label, kwargs, bound, array, chunk_shape, slow_reps if slow else args.reps,
+                            args.fsync)
             except Exception as e:  # one failing codec must not hide the others
-                rows.append({"label": label, "error": str(e)})
+                r = {"label": label, "error": str(e)}
                 failures += 1
+            rows.append(r)
+            if label == "uncompressed" and "error" not in r:
+                base = r
+            # Each row as soon as it is measured (a long run cut short keeps its rows).
+            if "error" in r:
+                print("| %s | FAILED: %s | | | | | | |" % (r["label"], r["error"]))
+            else:
+                wp = "%.0f%%" % (100 * r["write_gbs"] / base["write_gbs"]) if base else "?"
+                rp = "%.0f%%" % (100 * r["read_gbs"] / base["read_gbs"]) if base else "?"
+                print("| %s | %.3f | %.3f | %.3f | %s | %s | %.4g | %d |" % (
+                    r["label"], r["ratio"], r["write_gbs"], r["read_gbs"], wp, rp, r["max_error"], r["reps"]))
+            sys.stdout.flush()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
-    base = rows[0] if rows and "error" not in rows[0] else None
-    print("| codec | ratio | write GB/s | read GB/s | write % of uncompressed | read % of uncompressed | max abs error | reps |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        if "error" in r:
-            print("| %s | FAILED: %s | | | | | | |" % (r["label"], r["error"]))
-            continue
-        wp = "%.0f%%" % (100 * r["write_gbs"] / base["write_gbs"]) if base else "?"
-        rp = "%.0f%%" % (100 * r["read_gbs"] / base["read_gbs"]) if base else "?"
-        print("| %s | %.3f | %.3f | %.3f | %s | %s | %.4g | %d |" % (r["label"], r["ratio"], r["write_gbs"], r["read_gbs"],
-                                                                 wp, rp, r["max_error"], r["reps"]))
     target = next((r for r in rows if r["label"].startswith("H5Z-FZ fzgpu") and "error" not in r), None)
     if base and target:
         wp = 100 * target["write_gbs"] / base["write_gbs"]
