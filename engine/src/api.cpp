@@ -1,4 +1,5 @@
 // The public API: validation, backend choice, frame assembly.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -71,7 +72,7 @@ engine::Pipeline pipeline_from_frame(const FrameInfo& info) {
 // Decodes a frame: the chunk goes into *chunk when given, else into `dst`
 // (capacity bytes; null when capacity is 0). Returns the chunk's length.
 size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity, uint8_t* dst, Bytes* chunk,
-                    FrameInfo* info_out, unsigned threads = 0) {
+                    FrameInfo* info_out, unsigned threads = 0, BackendUse use = BackendUse::kChosen) {
   engine::ParsedFrame parsed = engine::parse_frame(frame, frame_bytes);
   const FrameInfo& info = parsed.info;
   if (info.original_bytes > capacity)
@@ -95,7 +96,8 @@ size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity,
     // today) into the caller's buffer (the filter's path); decoding
     // into a new Bytes stays on the CPU, which sizes nothing before the streams
     // are checked (a hostile frame cannot make it allocate its claimed size).
-    if (into && backend.backend == engine::Backend::Cuda && backend.explicit_cuda)
+    const bool gpu = use == BackendUse::kGpu || (use == BackendUse::kChosen && backend.explicit_cuda);
+    if (into && backend.backend == engine::Backend::Cuda && gpu)
       on_device = engine::inverse_on_device(pipeline, parsed.stored, dst, static_cast<size_t>(capacity),
                                             ctx.max_stream_bytes, backend.device);
     if (on_device) {
@@ -190,6 +192,11 @@ std::vector<uint64_t> checked_chunk_dims(const void* data, size_t bytes, const D
 
 Bytes compress(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
                const Options& options) {
+  return compress_with(data, bytes, dtype, dims_in, options, BackendUse::kChosen);
+}
+
+Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
+                    const Options& options, BackendUse use) {
   return translate_errors("compress", [&]() -> Bytes {
     validate(options, dtype);
     const std::vector<uint64_t> dims = checked_chunk_dims(data, bytes, dtype, dims_in);
@@ -205,19 +212,28 @@ Bytes compress(const void* data, size_t bytes, const DataType& dtype, const std:
     engine::chosen_backend();
     try {
       engine::fault_injection::maybe_fail(engine::fault_injection::pipeline_failures);
-      auto exec = engine::make_pool_executor(options.threads);
       const ByteSpan chunk(static_cast<const uint8_t*>(data), bytes);
-      engine::Pipeline pipeline = engine::build_pipeline(dtype, dims, effective, chunk, *exec);
-      engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
-      std::optional<std::vector<Bytes>> on_device;
       const engine::BackendChoice& backend = engine::chosen_backend();
       // Under auto, small chunks stay on the CPU: the GPU chunk path has a fixed
       // cost of ~130 us per chunk today (H100, docs/PERFORMANCE.md: 16-30 KB
       // chunks compressed at 140-250 MB/s there against 670-950 on one core).
       constexpr size_t kAutoGpuMinChunkBytes = size_t{256} << 10;
-      if (backend.backend == engine::Backend::Cuda && (backend.explicit_cuda || bytes >= kAutoGpuMinChunkBytes))
-        on_device = engine::forward_on_device(pipeline, chunk, backend.device);
-      std::vector<Bytes> stored = on_device ? std::move(*on_device) : pipeline.forward(chunk, ctx);
+      std::optional<engine::DeviceCompressed> on_device;
+      const bool gpu = use == BackendUse::kGpu ||
+                       (use == BackendUse::kChosen && (backend.explicit_cuda || bytes >= kAutoGpuMinChunkBytes));
+      if (backend.backend == engine::Backend::Cuda && gpu)
+        on_device = engine::compress_on_device(chunk, dtype, dims, effective, backend.device);
+      engine::Pipeline pipeline;
+      std::vector<Bytes> stored;
+      if (on_device) {
+        pipeline = std::move(on_device->pipeline);
+        stored = std::move(on_device->stored);
+      } else {
+        auto exec = engine::make_pool_executor(options.threads);
+        pipeline = engine::build_pipeline(dtype, dims, effective, chunk, *exec);
+        engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
+        stored = pipeline.forward(chunk, ctx);
+      }
       for (const auto& node : pipeline.nodes()) {
         StageInfo s;
         s.type_id = static_cast<uint16_t>(node.stage->type());
@@ -259,16 +275,95 @@ Decoded decompress(const void* frame, size_t frame_bytes) {
   });
 }
 
-size_t decompress_into_on(const void* frame, size_t frame_bytes, void* out, size_t capacity, unsigned threads) {
+size_t decompress_into_on(const void* frame, size_t frame_bytes, void* out, size_t capacity, unsigned threads,
+                          BackendUse use) {
   return translate_errors("decompress", [&]() -> size_t {
     if (capacity > 0 && out == nullptr) throw Error("null output buffer");
     return decode_frame(static_cast<const uint8_t*>(frame), frame_bytes, capacity, static_cast<uint8_t*>(out),
-                        nullptr, nullptr, threads);
+                        nullptr, nullptr, threads, use);
   });
 }
 
 size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t capacity) {
   return decompress_into_on(frame, frame_bytes, out, capacity, 0);
+}
+
+bool device_api_available() { return engine::cuda_device_count() > 0; }
+
+size_t max_frame_bytes(size_t bytes, size_t rank) {
+  // A raw frame (the largest): 16 fixed bytes, the element size, original size
+  // and dims as varints (at most 10 bytes each), two counts, one stored size
+  // and two checksums.
+  return bytes + 16 + 10 + 10 + 10 * rank + 2 + 10 + 8;
+}
+
+namespace {
+
+int owning_device(const void* pointer, const char* what) {
+  if (!device_api_available()) throw Error("no usable CUDA device (or this build has no CUDA backend)");
+  const std::optional<int> device = engine::device_of_pointer(pointer);
+  if (!device) throw Error(std::string(what) + " is not device memory");
+  return *device;
+}
+
+// CUDA failures inside the device-resident calls reach the caller as Error.
+template <typename F>
+auto device_call(const char* what, F&& body) -> decltype(body()) {
+  return translate_errors(what, std::forward<F>(body));
+}
+
+}  // namespace
+
+size_t compress_on_device(const void* device_data, size_t bytes, const DataType& dtype,
+                          const std::vector<uint64_t>& dims_in, const Options& options, void* device_frame,
+                          size_t frame_capacity) {
+  return device_call("compress_on_device", [&]() -> size_t {
+    validate(options, dtype);
+    if (bytes > 0 && device_data == nullptr) throw Error("null data pointer");
+    const std::vector<uint64_t> dims = checked_chunk_dims(device_data, bytes, dtype, dims_in);
+    const int device = owning_device(device_frame, "the frame buffer");
+    if (bytes && owning_device(device_data, "the chunk") != device)
+      throw Error("the chunk and the frame buffer are on different devices");
+    Options effective = options;
+    if (effective.preset == Preset::Default) effective.preset = Preset::Lossless;
+    if (auto n = engine::compress_device_resident(static_cast<const uint8_t*>(device_data), bytes, dtype, dims,
+                                                  effective, static_cast<uint8_t*>(device_frame), frame_capacity,
+                                                  device))
+      return *n;
+    // A stage without a GPU version: through the host, the same frame.
+    Bytes host(bytes);
+    engine::copy_device_to_host(static_cast<const uint8_t*>(device_data), bytes, host.data(), device);
+    const Bytes frame = compress(host.data(), bytes, dtype, dims, options);
+    if (frame.size() > frame_capacity)
+      throw Error("the frame needs " + std::to_string(frame.size()) + " bytes of device memory, " +
+                  std::to_string(frame_capacity) + " given (max_frame_bytes() always suffices)");
+    engine::copy_host_to_device(frame.data(), frame.size(), static_cast<uint8_t*>(device_frame), device);
+    return frame.size();
+  });
+}
+
+size_t decompress_on_device(const void* device_frame, size_t frame_bytes, void* device_out, size_t capacity) {
+  return device_call("decompress_on_device", [&]() -> size_t {
+    const int device = owning_device(device_frame, "the frame");
+    if (capacity > 0 && owning_device(device_out, "the output buffer") != device)
+      throw Error("the frame and the output buffer are on different devices");
+    const auto* frame = static_cast<const uint8_t*>(device_frame);
+    const Bytes header = engine::read_device_frame_header(frame, frame_bytes, device);
+    const FrameInfo info = engine::parse_frame_header(header.data(), header.size(), frame_bytes);
+    const engine::Pipeline pipeline = info.raw ? engine::Pipeline() : pipeline_from_frame(info);
+    if (auto n = engine::decompress_device_resident(pipeline, info, frame, static_cast<uint8_t*>(device_out),
+                                                    capacity, static_cast<size_t>(stream_limit(info.original_bytes)),
+                                                    device))
+      return *n;
+    // Through the host: a stage without a GPU version, or a stream the GPU
+    // refused (the CPU decoder then names what is wrong).
+    Bytes host_frame(frame_bytes);
+    engine::copy_device_to_host(frame, frame_bytes, host_frame.data(), device);
+    Bytes chunk(static_cast<size_t>(std::min<uint64_t>(info.original_bytes, capacity)));
+    const size_t n = decompress_into(host_frame.data(), host_frame.size(), chunk.data(), chunk.size());
+    engine::copy_host_to_device(chunk.data(), n, static_cast<uint8_t*>(device_out), device);
+    return n;
+  });
 }
 
 FrameInfo inspect(const void* frame, size_t frame_bytes) {

@@ -14,8 +14,18 @@ namespace fz {
 std::vector<uint64_t> checked_chunk_dims(const void* data, size_t bytes, const DataType& dtype,
                                          const std::vector<uint64_t>& dims_in);
 
+// Where a chunk may run: as H5Z_FZ_DEVICE and the chunk's size decide (what
+// the public calls do), on the CPU only, or on the GPU whenever the process
+// has one (tests compare the two backends' frames in one process).
+enum class BackendUse { kChosen, kCpu, kGpu };
+
+// compress() on the backend `use` allows.
+Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims,
+                    const Options& options, BackendUse use);
+
 // decompress_into() with its CPU work on at most `threads` threads (0 = the
-// default: H5Z_FZ_THREADS or all cores).
-size_t decompress_into_on(const void* frame, size_t frame_bytes, void* out, size_t capacity, unsigned threads);
+// default: H5Z_FZ_THREADS or all cores), on the backend `use` allows.
+size_t decompress_into_on(const void* frame, size_t frame_bytes, void* out, size_t capacity, unsigned threads,
+                          BackendUse use = BackendUse::kChosen);
 
 }  // namespace fz

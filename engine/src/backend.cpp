@@ -17,6 +17,23 @@ std::optional<size_t> inverse_on_device(const Pipeline&, const std::vector<ByteS
   return std::nullopt;
 }
 bool inverse_runs_on_device(const Pipeline&) { return false; }
+std::optional<DeviceCompressed> compress_on_device(ByteSpan, const DataType&, const std::vector<uint64_t>&,
+                                                   const Options&, int) {
+  return std::nullopt;
+}
+std::optional<int> device_of_pointer(const void*) { return std::nullopt; }
+// The device-resident entry points check device_of_pointer first: never reached.
+std::optional<size_t> compress_device_resident(const uint8_t*, size_t, const DataType&, const std::vector<uint64_t>&,
+                                               const Options&, uint8_t*, size_t, int) {
+  throw Error("this build has no CUDA backend");
+}
+Bytes read_device_frame_header(const uint8_t*, size_t, int) { throw Error("this build has no CUDA backend"); }
+std::optional<size_t> decompress_device_resident(const Pipeline&, const FrameInfo&, const uint8_t*, uint8_t*, size_t,
+                                                 size_t, int) {
+  throw Error("this build has no CUDA backend");
+}
+void copy_device_to_host(const uint8_t*, size_t, uint8_t*, int) { throw Error("this build has no CUDA backend"); }
+void copy_host_to_device(const uint8_t*, size_t, uint8_t*, int) { throw Error("this build has no CUDA backend"); }
 #endif
 
 namespace {

@@ -1,11 +1,15 @@
-// A pipeline's forward on a CUDA device: the same stored buffers as
-// Pipeline::forward, computed on the GPU (design.md, "Backends and devices").
+// Pipelines on a CUDA device: the same stored buffers as Pipeline::forward and
+// the same chunks as Pipeline::inverse, computed on the GPU (design.md,
+// "Backends and devices"). Two ways in: chunks and frames in host memory (the
+// filter's path), and chunks and frames already in device memory (the
+// device-resident API of fz.hpp).
 #pragma once
 
 #include <optional>
 #include <vector>
 
 #include "common/bytes.hpp"
+#include "fz/fz.hpp"
 #include "pipeline.hpp"
 
 namespace fz::engine {
@@ -22,6 +26,17 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
 // Whether forward_on_device can run this pipeline (every stage on the GPU).
 bool runs_on_device(const Pipeline& pipeline);
 
+// A host chunk compressed on the device from start to end: uploaded, the
+// preset's facts (NOA range, fill test) found there, the pipeline built from
+// them and run there. Nothing when the GPU cannot (as forward_on_device).
+struct DeviceCompressed {
+  Pipeline pipeline;
+  std::vector<Bytes> stored;
+};
+std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataType& dtype,
+                                                   const std::vector<uint64_t>& dims, const Options& options,
+                                                   int device);
+
 // The inverse on `device`: rebuilds the chunk from the frame's stored buffers
 // into dst (capacity bytes) and returns its length, when every stage has a GPU
 // inverse. Returns nothing when it cannot, when CUDA fails, or when a stream
@@ -30,5 +45,35 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
                                         uint8_t* dst, size_t capacity, size_t max_stream_bytes, int device);
 
 bool inverse_runs_on_device(const Pipeline& pipeline);
+
+// ---- Device-resident chunks and frames (pointers into `device`'s memory) ----
+
+// The CUDA device that owns `pointer`, or nothing when it is not device memory
+// (host memory, or no CUDA).
+std::optional<int> device_of_pointer(const void* pointer);
+
+// Compresses a device chunk into a frame in device memory (capacity bytes);
+// returns the frame's length. Nothing when the pipeline cannot run on the GPU
+// (the caller then goes through the host). Throws fz::Error when the frame
+// does not fit, and cuda errors as fz::Error naming the call.
+std::optional<size_t> compress_device_resident(const uint8_t* chunk, size_t bytes, const DataType& dtype,
+                                               const std::vector<uint64_t>& dims, const Options& options,
+                                               uint8_t* frame, size_t capacity, int device);
+
+// The header of a frame in device memory, copied to the host (all of it).
+Bytes read_device_frame_header(const uint8_t* frame, size_t frame_bytes, int device);
+
+// Decodes a device frame whose header `info` was parsed from
+// read_device_frame_header into device memory `out` (capacity bytes); returns
+// the length. Nothing when a stage has no GPU inverse or a stream is
+// malformed (the caller then decodes on the host, which names the error).
+// Throws FormatError when the payload checksum does not match.
+std::optional<size_t> decompress_device_resident(const Pipeline& pipeline, const FrameInfo& info,
+                                                 const uint8_t* frame, uint8_t* out, size_t capacity,
+                                                 size_t max_stream_bytes, int device);
+
+// Plain copies for the host fall-backs of the device-resident API.
+void copy_device_to_host(const uint8_t* device_src, size_t bytes, uint8_t* host_dst, int device);
+void copy_host_to_device(const uint8_t* host_src, size_t bytes, uint8_t* device_dst, int device);
 
 }  // namespace fz::engine

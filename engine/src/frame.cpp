@@ -1,6 +1,7 @@
 #include "frame.hpp"
 
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include "common/error.hpp"
@@ -63,7 +64,7 @@ bool multiply_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builti
 
 }  // namespace
 
-Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
+Bytes write_frame_header(FrameInfo& info, const std::vector<uint64_t>& stored_sizes, uint32_t payload_crc) {
   Bytes h(kFrameMagic, kFrameMagic + 4);
   h.push_back(kFormatMajor);
   h.push_back(kFormatMinor);
@@ -77,7 +78,7 @@ Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
   append_varint(h, info.original_bytes);
   for (uint64_t d : info.dims) append_varint(h, d);
   h.push_back(static_cast<uint8_t>(info.stages.size()));
-  h.push_back(static_cast<uint8_t>(stored.size()));
+  h.push_back(static_cast<uint8_t>(stored_sizes.size()));
   for (const StageInfo& s : info.stages) {
     append_le<uint16_t>(h, s.type_id);
     h.push_back(static_cast<uint8_t>(s.inputs.size()));
@@ -86,14 +87,11 @@ Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
     h.insert(h.end(), s.inputs.begin(), s.inputs.end());
     h.insert(h.end(), s.config.begin(), s.config.end());
   }
-  info.stored_sizes.clear();
-  uint32_t payload_crc = 0;
+  info.stored_sizes = stored_sizes;
   size_t payload_bytes = 0;
-  for (const Bytes& b : stored) {
-    append_varint(h, b.size());
-    info.stored_sizes.push_back(b.size());
-    payload_crc = crc32c(b.data(), b.size(), payload_crc);
-    payload_bytes += b.size();
+  for (uint64_t size : stored_sizes) {
+    append_varint(h, size);
+    payload_bytes += size;
   }
   append_le<uint32_t>(h, payload_crc);
   const size_t header_bytes = h.size() + 4;
@@ -108,18 +106,33 @@ Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
   info.header_crc = header_crc;
   info.payload_crc = payload_crc;
   info.raw = (info.flags & kFlagRaw) != 0;
+  return h;
+}
 
+Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
+  std::vector<uint64_t> sizes;
+  uint32_t payload_crc = 0;
+  for (const Bytes& b : stored) {
+    sizes.push_back(b.size());
+    payload_crc = crc32c(b.data(), b.size(), payload_crc);
+  }
+  Bytes h = write_frame_header(info, sizes, payload_crc);
   h.reserve(info.frame_bytes);
   for (const Bytes& b : stored) h.insert(h.end(), b.begin(), b.end());
   return h;
 }
 
-ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes) {
-  if (frame == nullptr || frame_bytes < 12) throw FormatError("not an FZM frame: too short");
+size_t frame_header_bytes(const uint8_t* frame, size_t available) {
+  if (frame == nullptr || available < 12) throw FormatError("not an FZM frame: too short");
   if (std::memcmp(frame, kFrameMagic, 4) != 0) throw FormatError("not an FZM frame: bad magic");
-  ParsedFrame parsed;
-  FrameInfo& info = parsed.info;
-  Reader r(frame, frame_bytes);
+  return load_le<uint32_t>(frame + 8);
+}
+
+FrameInfo parse_frame_header(const uint8_t* frame, size_t available, uint64_t frame_bytes) {
+  if (frame == nullptr || frame_bytes < 12 || available < 12) throw FormatError("not an FZM frame: too short");
+  if (std::memcmp(frame, kFrameMagic, 4) != 0) throw FormatError("not an FZM frame: bad magic");
+  FrameInfo info;
+  Reader r(frame, available);
   r.bytes(4, "magic");
   info.version_major = r.get<uint8_t>("version");
   info.version_minor = r.get<uint8_t>("version");
@@ -132,6 +145,7 @@ ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes) {
   if (header_bytes > frame_bytes || header_bytes < kFixedHeaderBytes + 2 + 2 + 8)
     throw FormatError("FZM frame truncated: header needs " + std::to_string(header_bytes) + " bytes, frame has " +
                       std::to_string(frame_bytes));
+  if (header_bytes > available) throw std::logic_error("parse_frame_header: the whole header is needed");
   const uint32_t header_crc = load_le<uint32_t>(frame + header_bytes - 4);
 #ifndef FZ_FUZZ_SKIP_CRC
   if (crc32c(frame, header_bytes - 4) != header_crc) throw FormatError("FZM frame header checksum mismatch (corrupted)");
@@ -196,17 +210,24 @@ ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes) {
   if (payload_bytes != frame_bytes - header_bytes)
     throw FormatError("FZM frame size mismatch: header describes " + std::to_string(header_bytes + payload_bytes) +
                       " bytes, frame has " + std::to_string(frame_bytes) + " (truncated or padded)");
-#ifndef FZ_FUZZ_SKIP_CRC
-  if (crc32c(frame + header_bytes, payload_bytes) != info.payload_crc)
-    throw FormatError("FZM frame payload checksum mismatch (corrupted)");
-#endif
   if (info.raw) {
     require_format(stage_count == 0 && stored_count == 1 && info.stored_sizes[0] == info.original_bytes,
                    "raw FZM frame must store exactly the original bytes");
   }
   info.header_bytes = header_bytes;
   info.frame_bytes = frame_bytes;
-  size_t offset = header_bytes;
+  return info;
+}
+
+ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes) {
+  ParsedFrame parsed;
+  parsed.info = parse_frame_header(frame, frame_bytes, frame_bytes);
+  const FrameInfo& info = parsed.info;
+#ifndef FZ_FUZZ_SKIP_CRC
+  if (crc32c(frame + info.header_bytes, frame_bytes - info.header_bytes) != info.payload_crc)
+    throw FormatError("FZM frame payload checksum mismatch (corrupted)");
+#endif
+  size_t offset = info.header_bytes;
   for (uint64_t size : info.stored_sizes) {
     parsed.stored.emplace_back(frame + offset, static_cast<size_t>(size));
     offset += size;

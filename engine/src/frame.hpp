@@ -19,6 +19,9 @@ constexpr size_t kFixedHeaderBytes = 16;     // up to and excluding the element 
 
 // Serialises header + payload. Fills header_bytes, frame_bytes and both CRCs of `info`.
 Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored);
+// The header alone, for a payload written elsewhere (GPU memory): the stored
+// streams' sizes and the CRC32C of their concatenation. Fills `info` as above.
+Bytes write_frame_header(FrameInfo& info, const std::vector<uint64_t>& stored_sizes, uint32_t payload_crc);
 
 struct ParsedFrame {
   FrameInfo info;
@@ -28,5 +31,13 @@ struct ParsedFrame {
 // Parses and fully checks a frame (sizes, version, flags, CRC32C of header and
 // payload). Throws FormatError with a message naming what is wrong.
 ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes);
+
+// For a frame whose payload is elsewhere (GPU memory): the header's length,
+// read from its first `available` (>= 12) bytes after checking the magic...
+size_t frame_header_bytes(const uint8_t* frame, size_t available);
+// ...and every check of parse_frame but the payload CRC (the caller checks it),
+// given the header's first `available` bytes (at least frame_header_bytes) of
+// a frame of frame_bytes bytes.
+FrameInfo parse_frame_header(const uint8_t* frame, size_t available, uint64_t frame_bytes);
 
 }  // namespace fz::engine

@@ -40,7 +40,8 @@ Pipeline lossless_pipeline(const DataType& dtype) {
   return p;
 }
 
-// The fill value's bits as a native-order integer, if the dataset has one.
+}  // namespace
+
 std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options) {
   if (options.fill_value.size() != dtype.size || dtype.size > 8) return std::nullopt;
   uint64_t bits = 0;
@@ -50,6 +51,8 @@ std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options)
   }
   return bits;
 }
+
+namespace {
 
 // What the lossy presets learn from one look at the chunk: the absolute bound
 // to enforce (empty: store the chunk losslessly) and whether any element is the
@@ -97,13 +100,28 @@ ChunkFacts chunk_facts(const DataType& dtype, const Options& options, ByteSpan c
   return facts;
 }
 
+// The same from facts found elsewhere (the GPU).
+ChunkFacts facts_from_values(const Options& options, const ChunkValues& values) {
+  ChunkFacts facts;
+  facts.has_fill = values.has_fill;
+  if (options.mode != ErrorMode::Noa) {
+    facts.enforced = options.bound;
+    return facts;
+  }
+  FiniteRange range;
+  range.any = values.noa_min.has_value() && values.noa_max.has_value();
+  if (range.any) range.min = *values.noa_min, range.max = *values.noa_max;
+  range.has_fill = values.has_fill;
+  const double eb = noa_absolute_bound(options.bound, range);
+  if (eb > 0) facts.enforced = eb;
+  return facts;
+}
+
 // Preset 2 (PFPL design): every element quantized on its own; the codes are
 // smooth where the data is, so the lossless chain compresses them. NOA is
 // resolved here into an absolute bound (so that every preset shares one
 // definition of the range); the quantizer then runs in ABS or REL mode.
-std::optional<Pipeline> pfpl_pipeline(const DataType& dtype, const Options& options, ByteSpan chunk,
-                                      const Executor& exec) {
-  const ChunkFacts facts = chunk_facts(dtype, options, chunk, exec);
+std::optional<Pipeline> pfpl_pipeline(const DataType& dtype, const Options& options, const ChunkFacts& facts) {
   if (!facts.enforced) return std::nullopt;
   Pipeline p;
   const unsigned width = dtype.size;
@@ -127,9 +145,7 @@ struct PredictorBound {
   double working = 0;
   ChunkFacts facts;
 };
-std::optional<PredictorBound> predictor_bound(const DataType& dtype, const Options& options, ByteSpan chunk,
-                                             const Executor& exec) {
-  const ChunkFacts facts = chunk_facts(dtype, options, chunk, exec);
+std::optional<PredictorBound> predictor_bound(const DataType& dtype, const ChunkFacts& facts) {
   if (!facts.enforced) return std::nullopt;
   PredictorBound b;
   b.enforced = *facts.enforced;
@@ -156,8 +172,8 @@ std::vector<size_t> size_t_dims(const std::vector<uint64_t>& dims) {
 // fzgpu codes go through bit-shuffle and zero elimination, cusz codes through
 // Huffman with the alphabet of cuSZ (radius 512).
 std::optional<Pipeline> lorenzo_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims,
-                                         const Options& options, ByteSpan chunk, const Executor& exec) {
-  const auto bound = predictor_bound(dtype, options, chunk, exec);
+                                         const Options& options, const ChunkFacts& facts) {
+  const auto bound = predictor_bound(dtype, facts);
   if (!bound) return std::nullopt;
   const bool huffman = options.preset == Preset::Cusz;
   Pipeline p;
@@ -184,23 +200,41 @@ bool quantizable(const DataType& dtype) {
   return dtype.element_class == ElementClass::Float && (dtype.size == 4 || dtype.size == 8);
 }
 
-}  // namespace
-
-Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
-                        ByteSpan chunk, const Executor& exec) {
-  if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return lossless_pipeline(dtype);
+// The preset's pipeline once the chunk's facts are known.
+Pipeline pipeline_for(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                      const ChunkFacts& facts) {
   switch (options.preset) {
     case Preset::Pfpl:
-      if (auto p = pfpl_pipeline(dtype, options, chunk, exec)) return std::move(*p);
+      if (auto p = pfpl_pipeline(dtype, options, facts)) return std::move(*p);
       return lossless_pipeline(dtype);
     case Preset::Fzgpu:
     case Preset::Cusz:
-      if (auto p = lorenzo_pipeline(dtype, dims, options, chunk, exec)) return std::move(*p);
+      if (auto p = lorenzo_pipeline(dtype, dims, options, facts)) return std::move(*p);
       return lossless_pipeline(dtype);
     default:
       break;
   }
   throw Error(std::string("preset '") + preset_name(options.preset) + "' is not available in this build");
+}
+
+}  // namespace
+
+FactsNeeded facts_needed(const DataType& dtype, const Options& options) {
+  if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return FactsNeeded::kNone;
+  if (options.mode == ErrorMode::Noa) return FactsNeeded::kRangeAndFill;
+  return fill_bits(dtype, options) ? FactsNeeded::kFillOnly : FactsNeeded::kNone;
+}
+
+Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                        ByteSpan chunk, const Executor& exec) {
+  if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return lossless_pipeline(dtype);
+  return pipeline_for(dtype, dims, options, chunk_facts(dtype, options, chunk, exec));
+}
+
+Pipeline build_pipeline_from_facts(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                                   const ChunkValues& values) {
+  if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return lossless_pipeline(dtype);
+  return pipeline_for(dtype, dims, options, facts_from_values(options, values));
 }
 
 }  // namespace fz::engine

@@ -2,6 +2,8 @@
 // options (and, for NOA bounds, its values).
 #pragma once
 
+#include <optional>
+
 #include "common/executor.hpp"
 #include "fz/fz.hpp"
 #include "pipeline.hpp"
@@ -17,5 +19,22 @@ unsigned lossless_word_width(const DataType& dtype);
 // without a usable bound) with the lossless chain instead.
 Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                         ByteSpan chunk, const Executor& exec);
+
+// What a lossy preset must know of the chunk's values before it can build its
+// pipeline: the chunk's NOA range (mode NOA) and whether it holds the fill
+// value. build_pipeline finds them on the CPU; the GPU path finds them on the
+// device (cuda/value_range_cuda.hpp) and calls build_pipeline_from_facts.
+struct ChunkValues {
+  std::optional<double> noa_min, noa_max;  // NOA: the finite range (none: no finite non-fill value)
+  bool has_fill = false;
+};
+// Which facts `options` needs for this data type: none (lossless, or not
+// quantizable), the range (NOA), or only the fill test (a fill value is set).
+enum class FactsNeeded { kNone, kFillOnly, kRangeAndFill };
+FactsNeeded facts_needed(const DataType& dtype, const Options& options);
+// The fill value's bits as a native-order integer, if the dataset has one.
+std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options);
+Pipeline build_pipeline_from_facts(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                                   const ChunkValues& values);
 
 }  // namespace fz::engine

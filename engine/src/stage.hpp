@@ -70,7 +70,10 @@ struct DeviceBuffer {
   uint8_t* data = nullptr;
   size_t size = 0;
   uint64_t* device_size = nullptr;
-  const uint8_t* host = nullptr;  // the same bytes on the host, for a stream read from a frame
+  // The same bytes on the host (all `size` of them), for a stream read from a
+  // frame in host memory; nullptr otherwise (frames in device memory), when a
+  // stage that needs a header reads it with DeviceWork::read_back.
+  const uint8_t* host = nullptr;
 };
 
 // What a stage's GPU forward may use. No CUDA type appears here so that CPU
@@ -88,6 +91,10 @@ class DeviceWork {
   // malformed; checked when the chunk is done (the CPU then decodes it and
   // reports the error).
   virtual uint32_t* status_word() = 0;
+  // Copies `bytes` (a few: a stream's header) from the device to `host` once
+  // everything enqueued so far is done. Synchronises: use only where a stage
+  // must see a value the device computed, or a stream has no host bytes.
+  virtual void read_back(const uint8_t* device, size_t bytes, uint8_t* host) = 0;
 };
 
 class Stage {

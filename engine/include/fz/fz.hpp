@@ -116,6 +116,25 @@ struct FrameView {
 // threads: CPU threads for the batch (0 = H5Z_FZ_THREADS or all cores).
 std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, unsigned threads = 0);
 
+// ---- Device-resident chunks (CUDA builds) -----------------------------------
+// For data already in GPU memory: the chunk, the frame and the decoded chunk
+// are device pointers of one CUDA device (the one that owns them; the calling
+// thread's current device is left as it was). Frames are the bytes compress()
+// writes for the same chunk and options, so either API, and either backend,
+// decodes them. Both calls return when the result is complete in device memory.
+// Where a stage has no GPU version the data goes through the host and the CPU,
+// with the same result. Errors (not device memory, no CUDA in this build, a
+// frame that does not fit, a malformed frame) throw Error.
+bool device_api_available();  // this build has CUDA and a device is usable
+// A frame capacity that always suffices for a chunk of `bytes` bytes and rank `rank`.
+size_t max_frame_bytes(size_t bytes, size_t rank);
+// Returns the frame's length.
+size_t compress_on_device(const void* device_data, size_t bytes, const DataType& dtype,
+                          const std::vector<uint64_t>& dims, const Options& options, void* device_frame,
+                          size_t frame_capacity);
+// Returns the decoded length (at most capacity).
+size_t decompress_on_device(const void* device_frame, size_t frame_bytes, void* device_out, size_t capacity);
+
 // The structure of a frame, for tools (h5fz inspect) and tests.
 struct StageInfo {
   uint16_t type_id = 0;

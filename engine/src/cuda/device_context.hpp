@@ -79,7 +79,8 @@ class PinnedBuffer {
 
 struct Lane {
   cudaStream_t stream = nullptr;
-  PinnedBuffer staging;
+  PinnedBuffer staging;  // chunks and streams on their way up or down
+  PinnedBuffer scalars;  // small values read back (sizes, ranges, checksums, headers)
 };
 
 class DeviceContext;

@@ -6,7 +6,11 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "cuda/crc32c_cuda.hpp"
 #include "cuda/device_context.hpp"
+#include "cuda/value_range_cuda.hpp"
+#include "frame.hpp"
+#include "presets.hpp"
 
 namespace fz::engine {
 namespace {
@@ -14,28 +18,35 @@ namespace {
 // Device memory for one chunk, given back (stream-ordered) when the chunk is done.
 class ChunkWork final : public DeviceWork {
  public:
-  ChunkWork(cuda::DeviceContext& context, cudaStream_t stream) : context_(context), stream_(stream) {}
+  ChunkWork(cuda::DeviceContext& context, cuda::Lane& lane) : context_(context), lane_(lane) {}
   ~ChunkWork() override {
-    for (void* p : allocations_) context_.release(p, stream_);
+    for (void* p : allocations_) context_.release(p, lane_.stream);
   }
   uint8_t* allocate(size_t bytes) override {
-    void* p = context_.allocate(bytes, stream_);
+    void* p = context_.allocate(bytes, lane_.stream);
     allocations_.push_back(p);
     return static_cast<uint8_t*>(p);
   }
-  void* stream() const override { return stream_; }
+  void* stream() const override { return lane_.stream; }
   void check(int cuda_error, const char* what) override { cuda::check(static_cast<cudaError_t>(cuda_error), what); }
   uint32_t* status_word() override {
     auto* word = reinterpret_cast<uint32_t*>(allocate(sizeof(uint32_t)));
-    cuda::check(cudaMemsetAsync(word, 0, sizeof(uint32_t), stream_), "status word");
+    cuda::check(cudaMemsetAsync(word, 0, sizeof(uint32_t), lane_.stream), "status word");
     status_words_.push_back(word);
     return word;
+  }
+  void read_back(const uint8_t* device, size_t bytes, uint8_t* host) override {
+    if (!bytes) return;
+    uint8_t* pinned = lane_.scalars.reserve(bytes);
+    cuda::check(cudaMemcpyAsync(pinned, device, bytes, cudaMemcpyDeviceToHost, lane_.stream), "read back");
+    cuda::check(cudaStreamSynchronize(lane_.stream), "read back");
+    std::memcpy(host, pinned, bytes);
   }
   const std::vector<uint32_t*>& status_words() const { return status_words_; }
 
  private:
   cuda::DeviceContext& context_;
-  cudaStream_t stream_;
+  cuda::Lane& lane_;
   std::vector<void*> allocations_;
   std::vector<uint32_t*> status_words_;
 };
@@ -49,6 +60,197 @@ void give_up_on_gpu(cuda::DeviceContext* context, const cuda::CudaError& e, cons
   if (verbose() || e.sticky())
     std::fprintf(stderr, "H5Z-FZ: the GPU could not %s a chunk (%s); doing it on the CPU%s\n", verb, e.what(),
                  e.sticky() ? ", and every later chunk too" : "");
+}
+
+// Host memory into device memory through the lane's pinned staging buffer, in
+// pieces, so that copying piece k+1 into pinned memory overlaps the DMA of
+// piece k (pageable memory cannot be DMA'd; the driver would stage it itself,
+// one piece at a time, with no overlap).
+void upload(cuda::Lane& lane, ByteSpan host, uint8_t* device) {
+  constexpr size_t kPiece = size_t{2} << 20;
+  uint8_t* staging = lane.staging.reserve(std::max<size_t>(host.size, 1));
+  for (size_t at = 0; at < host.size; at += kPiece) {
+    const size_t n = std::min(kPiece, host.size - at);
+    std::memcpy(staging + at, host.data + at, n);
+    cuda::check(cudaMemcpyAsync(device + at, staging + at, n, cudaMemcpyHostToDevice, lane.stream), "upload");
+  }
+}
+
+// Device memory into host memory through the staging buffer, in pieces, so the
+// copy of piece k out of pinned memory overlaps the DMA of piece k+1. Waits.
+void download(cuda::Lane& lane, const uint8_t* device, size_t bytes, uint8_t* host) {
+  constexpr size_t kPiece = size_t{2} << 20;
+  if (!bytes) return;
+  if (bytes > lane.staging.capacity()) cuda::check(cudaStreamSynchronize(lane.stream), "download");
+  uint8_t* staging = lane.staging.reserve(bytes);
+  std::vector<cudaEvent_t> done;
+  try {
+    for (size_t at = 0; at < bytes; at += kPiece) {
+      const size_t n = std::min(kPiece, bytes - at);
+      cuda::check(cudaMemcpyAsync(staging + at, device + at, n, cudaMemcpyDeviceToHost, lane.stream), "download");
+      cudaEvent_t event;
+      cuda::check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+      done.push_back(event);
+      cuda::check(cudaEventRecord(event, lane.stream), "cudaEventRecord");
+    }
+    for (size_t k = 0, at = 0; at < bytes; ++k, at += kPiece) {
+      cuda::check(cudaEventSynchronize(done[k]), "download");
+      std::memcpy(host + at, staging + at, std::min(kPiece, bytes - at));
+    }
+  } catch (...) {
+    for (cudaEvent_t e : done) (void)cudaEventDestroy(e);
+    throw;
+  }
+  for (cudaEvent_t e : done) (void)cudaEventDestroy(e);
+}
+
+// The facts a lossy preset needs of a chunk in device memory (presets.hpp),
+// found on the device and read back in one small copy.
+ChunkValues device_chunk_values(const uint8_t* chunk, size_t bytes, const DataType& dtype, const Options& options,
+                                ChunkWork& work, cuda::Lane& lane) {
+  ChunkValues values;
+  const FactsNeeded needed = facts_needed(dtype, options);
+  if (needed == FactsNeeded::kNone) return values;
+  const auto fill = fill_bits(dtype, options);
+  const bool big_endian = dtype.order == ByteOrder::Big;
+  if (needed == FactsNeeded::kFillOnly) {
+    auto* found = reinterpret_cast<uint32_t*>(work.allocate(sizeof(uint32_t)));
+    work.check(cuda::contains_element(chunk, bytes, dtype.size, big_endian, *fill, found, lane.stream),
+               "fill test (GPU)");
+    uint32_t host_found = 0;
+    work.read_back(reinterpret_cast<const uint8_t*>(found), sizeof host_found, reinterpret_cast<uint8_t*>(&host_found));
+    values.has_fill = host_found != 0;
+    return values;
+  }
+  auto* range = reinterpret_cast<cuda::DeviceRange*>(work.allocate(sizeof(cuda::DeviceRange)));
+  void* scratch = work.allocate(cuda::finite_range_scratch_bytes(bytes, dtype.size));
+  work.check(cuda::finite_range(chunk, bytes, dtype.size, big_endian, fill, range, scratch, lane.stream),
+             "NOA range (GPU)");
+  cuda::DeviceRange host_range;
+  work.read_back(reinterpret_cast<const uint8_t*>(range), sizeof host_range, reinterpret_cast<uint8_t*>(&host_range));
+  const FiniteRange r = cuda::to_finite_range(host_range, dtype.size);
+  values.has_fill = r.has_fill;
+  if (r.any) values.noa_min = r.min, values.noa_max = r.max;
+  return values;
+}
+
+// Every stage's forward on the device; returns every buffer of the pipeline.
+std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chunk, ChunkWork& work) {
+  std::vector<DeviceBuffer> buffers{chunk};
+  for (const StageNode& node : pipeline.nodes()) {
+    std::vector<DeviceBuffer> in;
+    for (uint8_t id : node.inputs) in.push_back(buffers.at(id));
+    std::vector<DeviceBuffer> out;
+    node.stage->forward_device(in, out, work);
+    if (out.size() != node.output_count) throw std::logic_error("GPU stage produced the wrong number of streams");
+    buffers.resize(std::max<size_t>(buffers.size(), node.first_output + node.output_count));
+    for (size_t i = 0; i < out.size(); ++i) buffers[node.first_output + i] = out[i];
+  }
+  return buffers;
+}
+
+// The stored streams' sizes, those only the device knows read back in one copy.
+std::vector<uint64_t> stored_sizes(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers,
+                                   cuda::Lane& lane) {
+  const std::vector<uint8_t> ids = pipeline.stored_buffers();
+  std::vector<uint64_t> sizes(ids.size());
+  auto* pinned = reinterpret_cast<uint64_t*>(lane.scalars.reserve(8 * std::max<size_t>(ids.size(), 1)));
+  bool any_on_device = false;
+  for (size_t k = 0; k < ids.size(); ++k)
+    if (buffers[ids[k]].device_size) {
+      cuda::check(cudaMemcpyAsync(pinned + k, buffers[ids[k]].device_size, sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                                  lane.stream),
+                  "size download");
+      any_on_device = true;
+    }
+  if (any_on_device) cuda::check(cudaStreamSynchronize(lane.stream), "GPU pipeline");
+  for (size_t k = 0; k < ids.size(); ++k) sizes[k] = buffers[ids[k]].device_size ? pinned[k] : buffers[ids[k]].size;
+  return sizes;
+}
+
+// The stored streams, downloaded back to back; the Bytes are cut from them.
+std::vector<Bytes> download_stored(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers,
+                                   cuda::Lane& lane) {
+  const std::vector<uint8_t> ids = pipeline.stored_buffers();
+  const std::vector<uint64_t> sizes = stored_sizes(pipeline, buffers, lane);
+  size_t total = 0;
+  for (uint64_t s : sizes) total += s;
+  if (total > lane.staging.capacity()) cuda::check(cudaStreamSynchronize(lane.stream), "upload");
+  uint8_t* out = lane.staging.reserve(std::max<size_t>(total, 1));
+  size_t at = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (sizes[k])
+      cuda::check(cudaMemcpyAsync(out + at, buffers[ids[k]].data, sizes[k], cudaMemcpyDeviceToHost, lane.stream),
+                  "stream download");
+    at += sizes[k];
+  }
+  cuda::check(cudaStreamSynchronize(lane.stream), "stream download");
+  std::vector<Bytes> stored;
+  at = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    stored.emplace_back(out + at, out + at + sizes[k]);
+    at += sizes[k];
+  }
+  return stored;
+}
+
+FrameInfo frame_info_for(const Pipeline& pipeline, const DataType& dtype, const std::vector<uint64_t>& dims,
+                         Preset preset, size_t bytes) {
+  FrameInfo info;
+  info.preset = preset;
+  info.dtype = dtype;
+  info.dims = dims;
+  info.original_bytes = bytes;
+  for (const auto& node : pipeline.nodes()) {
+    StageInfo s;
+    s.type_id = static_cast<uint16_t>(node.stage->type());
+    s.name = node.stage->name();
+    s.config = node.stage->config();
+    s.inputs = node.inputs;
+    s.outputs = node.output_count;
+    info.stages.push_back(std::move(s));
+  }
+  return info;
+}
+
+// The checksum of device bytes, read back.
+uint32_t device_crc32c(const uint8_t* data, size_t bytes, ChunkWork& work, cuda::Lane& lane) {
+  auto* crc = reinterpret_cast<uint32_t*>(work.allocate(sizeof(uint32_t)));
+  void* scratch = work.allocate(std::max<size_t>(cuda::crc32c_scratch_bytes(bytes), 1));
+  work.check(cuda::crc32c(data, bytes, crc, scratch, lane.stream), "CRC32C (GPU)");
+  uint32_t host = 0;
+  work.read_back(reinterpret_cast<const uint8_t*>(crc), sizeof host, reinterpret_cast<uint8_t*>(&host));
+  return host;
+}
+
+// Any status word set: a GPU decoder found its stream malformed.
+bool any_status_set(ChunkWork& work, cuda::Lane& lane) {
+  const size_t n = work.status_words().size();
+  if (!n) return false;
+  auto* pinned = reinterpret_cast<uint32_t*>(lane.scalars.reserve(4 * n));
+  for (size_t k = 0; k < n; ++k)
+    cuda::check(cudaMemcpyAsync(pinned + k, work.status_words()[k], 4, cudaMemcpyDeviceToHost, lane.stream),
+                "status download");
+  cuda::check(cudaStreamSynchronize(lane.stream), "GPU pipeline inverse");
+  for (size_t k = 0; k < n; ++k)
+    if (pinned[k] != 0) return true;
+  return false;
+}
+
+// Every stage's inverse on the device, from the stored streams' views; returns
+// the chunk's view.
+DeviceBuffer run_inverse(const Pipeline& pipeline, std::vector<DeviceBuffer> view, ChunkWork& work,
+                         size_t max_stream_bytes) {
+  const auto& nodes = pipeline.nodes();
+  for (auto node = nodes.rbegin(); node != nodes.rend(); ++node) {
+    std::vector<DeviceBuffer> outs;
+    for (size_t i = 0; i < node->output_count; ++i) outs.push_back(view[node->first_output + i]);
+    std::vector<DeviceBuffer> ins;
+    node->stage->inverse_device(outs, ins, work, max_stream_bytes);
+    if (ins.size() != node->inputs.size()) throw std::logic_error("GPU inverse produced the wrong number of streams");
+    for (size_t i = 0; i < ins.size(); ++i) view[node->inputs[i]] = ins[i];
+  }
+  return view[Pipeline::kChunk];
 }
 
 }  // namespace
@@ -75,57 +277,34 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
     if (context->broken()) return std::nullopt;
     cuda::CurrentDeviceGuard guard(device);
     cuda::LaneLease lane = context->lease();
-    const cudaStream_t stream = lane->stream;
-    std::vector<Bytes> stored;
-    {
-      ChunkWork work(*context, stream);
-      std::vector<DeviceBuffer> buffers(1);
-      uint8_t* staging = lane->staging.reserve(chunk.size);
-      if (chunk.size) std::memcpy(staging, chunk.data, chunk.size);
-      buffers[Pipeline::kChunk] = {work.allocate(chunk.size), chunk.size, nullptr};
-      cuda::check(cudaMemcpyAsync(buffers[0].data, staging, chunk.size, cudaMemcpyHostToDevice, stream), "chunk upload");
-      for (const StageNode& node : pipeline.nodes()) {
-        std::vector<DeviceBuffer> in;
-        for (uint8_t id : node.inputs) in.push_back(buffers.at(id));
-        std::vector<DeviceBuffer> out;
-        node.stage->forward_device(in, out, work);
-        if (out.size() != node.output_count) throw std::logic_error("GPU stage produced the wrong number of streams");
-        buffers.resize(std::max<size_t>(buffers.size(), node.first_output + node.output_count));
-        for (size_t i = 0; i < out.size(); ++i) buffers[node.first_output + i] = out[i];
-      }
-      // Sizes only the device knows come back first; then the stored bytes,
-      // through the pinned staging buffer, one synchronisation each.
-      const std::vector<uint8_t> ids = pipeline.stored_buffers();
-      std::vector<uint64_t> sizes(ids.size());
-      if (8 * ids.size() > lane->staging.capacity()) cuda::check(cudaStreamSynchronize(stream), "upload");
-      uint64_t* size_staging = reinterpret_cast<uint64_t*>(lane->staging.reserve(std::max<size_t>(chunk.size, 8 * ids.size())));
-      for (size_t k = 0; k < ids.size(); ++k)
-        if (buffers[ids[k]].device_size)
-          cuda::check(cudaMemcpyAsync(size_staging + k, buffers[ids[k]].device_size, sizeof(uint64_t),
-                                      cudaMemcpyDeviceToHost, stream),
-                      "size download");
-      cuda::check(cudaStreamSynchronize(stream), "GPU pipeline");
-      size_t total = 0;
-      for (size_t k = 0; k < ids.size(); ++k) {
-        sizes[k] = buffers[ids[k]].device_size ? size_staging[k] : buffers[ids[k]].size;
-        total += sizes[k];
-      }
-      uint8_t* out = lane->staging.reserve(total);
-      size_t at = 0;
-      for (size_t k = 0; k < ids.size(); ++k) {
-        if (sizes[k])
-          cuda::check(cudaMemcpyAsync(out + at, buffers[ids[k]].data, sizes[k], cudaMemcpyDeviceToHost, stream),
-                      "stream download");
-        at += sizes[k];
-      }
-      cuda::check(cudaStreamSynchronize(stream), "stream download");
-      at = 0;
-      for (size_t k = 0; k < ids.size(); ++k) {
-        stored.emplace_back(out + at, out + at + sizes[k]);
-        at += sizes[k];
-      }
-    }  // device memory goes back to the pool here
-    return stored;
+    ChunkWork work(*context, *lane);  // device memory goes back to the pool when it ends
+    uint8_t* device_chunk = work.allocate(chunk.size);
+    upload(*lane, chunk, device_chunk);
+    return download_stored(pipeline, run_forward(pipeline, {device_chunk, chunk.size}, work), *lane);
+  } catch (const cuda::CudaError& e) {
+    give_up_on_gpu(context, e, "compress");
+    return std::nullopt;
+  }
+}
+
+std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataType& dtype,
+                                                   const std::vector<uint64_t>& dims, const Options& options,
+                                                   int device) {
+  cuda::DeviceContext* context = nullptr;
+  try {
+    context = &cuda::DeviceContext::of(device);
+    if (context->broken()) return std::nullopt;
+    cuda::CurrentDeviceGuard guard(device);
+    cuda::LaneLease lane = context->lease();
+    ChunkWork work(*context, *lane);
+    uint8_t* device_chunk = work.allocate(chunk.size);
+    upload(*lane, chunk, device_chunk);
+    const ChunkValues values = device_chunk_values(device_chunk, chunk.size, dtype, options, work, *lane);
+    DeviceCompressed result{build_pipeline_from_facts(dtype, dims, options, values), {}};
+    if (!runs_on_device(result.pipeline)) return std::nullopt;
+    result.stored = download_stored(result.pipeline, run_forward(result.pipeline, {device_chunk, chunk.size}, work),
+                                    *lane);
+    return result;
   } catch (const cuda::CudaError& e) {
     give_up_on_gpu(context, e, "compress");
     return std::nullopt;
@@ -154,8 +333,7 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
     if (context->broken()) return std::nullopt;
     cuda::CurrentDeviceGuard guard(device);
     cuda::LaneLease lane = context->lease();
-    const cudaStream_t stream = lane->stream;
-    ChunkWork work(*context, stream);
+    ChunkWork work(*context, *lane);
     // The frame's streams go up together through the pinned staging buffer.
     size_t total = 0;
     for (const ByteSpan& s : stored) total += s.size;
@@ -168,37 +346,11 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
       view[ids[k]] = {device_streams + at, stored[k].size, nullptr, stored[k].data};
       at += stored[k].size;
     }
-    cuda::check(cudaMemcpyAsync(device_streams, staging, total, cudaMemcpyHostToDevice, stream), "frame upload");
-    const auto& nodes = pipeline.nodes();
-    for (auto node = nodes.rbegin(); node != nodes.rend(); ++node) {
-      std::vector<DeviceBuffer> outs;
-      for (size_t i = 0; i < node->output_count; ++i) outs.push_back(view[node->first_output + i]);
-      std::vector<DeviceBuffer> ins;
-      node->stage->inverse_device(outs, ins, work, max_stream_bytes);
-      if (ins.size() != node->inputs.size()) throw std::logic_error("GPU inverse produced the wrong number of streams");
-      for (size_t i = 0; i < ins.size(); ++i) view[node->inputs[i]] = ins[i];
-    }
-    const DeviceBuffer& chunk = view[Pipeline::kChunk];
+    cuda::check(cudaMemcpyAsync(device_streams, staging, total, cudaMemcpyHostToDevice, lane->stream), "frame upload");
+    const DeviceBuffer chunk = run_inverse(pipeline, view, work, max_stream_bytes);
     if (chunk.size > capacity) return std::nullopt;  // the CPU path reports it
-    // The statuses, then the chunk, through the staging buffer (the upload
-    // above has left it: one stream orders them).
-    const size_t statuses = work.status_words().size();
-    // Growing the staging buffer frees the old one, which the upload may still
-    // be reading: let the stream drain first.
-    if (chunk.size + 4 * statuses > lane->staging.capacity()) cuda::check(cudaStreamSynchronize(stream), "upload");
-    uint8_t* down = lane->staging.reserve(chunk.size + 4 * statuses);
-    for (size_t k = 0; k < statuses; ++k)
-      cuda::check(cudaMemcpyAsync(down + chunk.size + 4 * k, work.status_words()[k], 4, cudaMemcpyDeviceToHost, stream),
-                  "status download");
-    if (chunk.size)
-      cuda::check(cudaMemcpyAsync(down, chunk.data, chunk.size, cudaMemcpyDeviceToHost, stream), "chunk download");
-    cuda::check(cudaStreamSynchronize(stream), "GPU pipeline inverse");
-    for (size_t k = 0; k < statuses; ++k) {
-      uint32_t status;
-      std::memcpy(&status, down + chunk.size + 4 * k, 4);
-      if (status != 0) return std::nullopt;  // malformed: the CPU decoder names the problem
-    }
-    if (chunk.size) std::memcpy(dst, down, chunk.size);
+    if (any_status_set(work, *lane)) return std::nullopt;  // malformed: the CPU decoder names the problem
+    download(*lane, chunk.data, chunk.size, dst);
     return chunk.size;
   } catch (const cuda::CudaError& e) {
     give_up_on_gpu(context, e, "decompress");
@@ -206,6 +358,145 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
   } catch (const FormatError&) {
     return std::nullopt;  // the CPU decoder reports it, with the same checks
   }
+}
+
+// ---- Device-resident ----
+
+std::optional<int> device_of_pointer(const void* pointer) {
+  if (!pointer) return std::nullopt;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it
+    return std::nullopt;
+  }
+  if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) return std::nullopt;
+  return attributes.device;
+}
+
+std::optional<size_t> compress_device_resident(const uint8_t* chunk, size_t bytes, const DataType& dtype,
+                                               const std::vector<uint64_t>& dims, const Options& options,
+                                               uint8_t* frame, size_t capacity, int device) {
+  cuda::DeviceContext& context = cuda::DeviceContext::of(device);
+  if (context.broken()) throw Error("the GPU is unusable after an earlier CUDA error");
+  cuda::CurrentDeviceGuard guard(device);
+  cuda::LaneLease lane = context.lease();
+  ChunkWork work(context, *lane);
+  const ChunkValues values = device_chunk_values(chunk, bytes, dtype, options, work, *lane);
+  const Pipeline pipeline = build_pipeline_from_facts(dtype, dims, options, values);
+  if (!runs_on_device(pipeline)) return std::nullopt;
+  const std::vector<DeviceBuffer> buffers = run_forward(pipeline, {const_cast<uint8_t*>(chunk), bytes}, work);
+  const std::vector<uint64_t> sizes = stored_sizes(pipeline, buffers, *lane);
+  uint64_t payload = 0;
+  for (uint64_t s : sizes) payload += s;
+
+  FrameInfo info = frame_info_for(pipeline, dtype, dims, options.preset, bytes);
+  // The header's length does not depend on the checksum: size it first.
+  size_t header_bytes = write_frame_header(info, sizes, 0).size();
+  std::vector<uint64_t> frame_sizes = sizes;
+  const uint8_t* raw_source = nullptr;
+  if (header_bytes + payload >= bytes) {  // incompressible: the chunk itself, as compress() does
+    info = frame_info_for(Pipeline(), dtype, dims, options.preset, bytes);
+    info.flags = kFlagRaw;
+    frame_sizes = {bytes};
+    header_bytes = write_frame_header(info, frame_sizes, 0).size();
+    payload = bytes;
+    raw_source = chunk;
+  }
+  if (header_bytes + payload > capacity)
+    throw Error("the frame needs " + std::to_string(header_bytes + payload) + " bytes of device memory, " +
+                std::to_string(capacity) + " given (max_frame_bytes() always suffices)");
+  if (raw_source) {
+    if (bytes)
+      cuda::check(cudaMemcpyAsync(frame + header_bytes, raw_source, bytes, cudaMemcpyDeviceToDevice, lane->stream),
+                  "frame payload");
+  } else {
+    const std::vector<uint8_t> ids = pipeline.stored_buffers();
+    size_t at = header_bytes;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (sizes[k])
+        cuda::check(cudaMemcpyAsync(frame + at, buffers[ids[k]].data, sizes[k], cudaMemcpyDeviceToDevice,
+                                    lane->stream),
+                    "frame payload");
+      at += sizes[k];
+    }
+  }
+  const uint32_t crc = device_crc32c(frame + header_bytes, payload, work, *lane);
+  const Bytes header = write_frame_header(info, frame_sizes, crc);
+  uint8_t* pinned = lane->scalars.reserve(header.size());
+  std::memcpy(pinned, header.data(), header.size());
+  cuda::check(cudaMemcpyAsync(frame, pinned, header.size(), cudaMemcpyHostToDevice, lane->stream), "frame header");
+  cuda::check(cudaStreamSynchronize(lane->stream), "frame header");
+  return header.size() + payload;
+}
+
+Bytes read_device_frame_header(const uint8_t* frame, size_t frame_bytes, int device) {
+  cuda::DeviceContext& context = cuda::DeviceContext::of(device);
+  cuda::CurrentDeviceGuard guard(device);
+  cuda::LaneLease lane = context.lease();
+  // Headers are short (tens of bytes per stage): one read usually gets it all.
+  constexpr size_t kFirstRead = 1024;
+  Bytes header(std::min(frame_bytes, kFirstRead));
+  ChunkWork work(context, *lane);
+  work.read_back(frame, header.size(), header.data());
+  const size_t header_bytes = frame_header_bytes(header.data(), header.size());
+  if (header_bytes > header.size() && header_bytes <= frame_bytes) {
+    header.resize(header_bytes);
+    work.read_back(frame, header_bytes, header.data());
+  }
+  return header;
+}
+
+std::optional<size_t> decompress_device_resident(const Pipeline& pipeline, const FrameInfo& info,
+                                                 const uint8_t* frame, uint8_t* out, size_t capacity,
+                                                 size_t max_stream_bytes, int device) {
+  if (!info.raw && !inverse_runs_on_device(pipeline)) return std::nullopt;
+  cuda::DeviceContext& context = cuda::DeviceContext::of(device);
+  if (context.broken()) throw Error("the GPU is unusable after an earlier CUDA error");
+  cuda::CurrentDeviceGuard guard(device);
+  cuda::LaneLease lane = context.lease();
+  ChunkWork work(context, *lane);
+  const uint8_t* payload = frame + info.header_bytes;
+  const size_t payload_bytes = info.frame_bytes - info.header_bytes;
+  if (device_crc32c(payload, payload_bytes, work, *lane) != info.payload_crc)
+    throw FormatError("FZM frame payload checksum mismatch (corrupted)");
+  if (info.original_bytes > capacity)
+    throw FormatError("frame decodes to " + std::to_string(info.original_bytes) + " bytes, more than the " +
+                      std::to_string(capacity) + " allowed");
+  if (info.raw) {
+    if (payload_bytes)
+      cuda::check(cudaMemcpyAsync(out, payload, payload_bytes, cudaMemcpyDeviceToDevice, lane->stream), "raw frame");
+    cuda::check(cudaStreamSynchronize(lane->stream), "raw frame");
+    return payload_bytes;
+  }
+  const std::vector<uint8_t> ids = pipeline.stored_buffers();
+  if (ids.size() != info.stored_sizes.size()) return std::nullopt;  // the host path reports it
+  std::vector<DeviceBuffer> view(256);
+  size_t at = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    view[ids[k]] = {const_cast<uint8_t*>(payload) + at, static_cast<size_t>(info.stored_sizes[k]), nullptr, nullptr};
+    at += info.stored_sizes[k];
+  }
+  try {
+    const DeviceBuffer chunk = run_inverse(pipeline, view, work, max_stream_bytes);
+    if (chunk.size != info.original_bytes || chunk.size > capacity) return std::nullopt;
+    if (any_status_set(work, *lane)) return std::nullopt;
+    if (chunk.size)
+      cuda::check(cudaMemcpyAsync(out, chunk.data, chunk.size, cudaMemcpyDeviceToDevice, lane->stream), "chunk");
+    cuda::check(cudaStreamSynchronize(lane->stream), "GPU pipeline inverse");
+    return chunk.size;
+  } catch (const FormatError&) {
+    return std::nullopt;  // the host decoder reports it
+  }
+}
+
+void copy_device_to_host(const uint8_t* device_src, size_t bytes, uint8_t* host_dst, int device) {
+  cuda::CurrentDeviceGuard guard(device);
+  cuda::check(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost), "device to host copy");
+}
+
+void copy_host_to_device(const uint8_t* host_src, size_t bytes, uint8_t* device_dst, int device) {
+  cuda::CurrentDeviceGuard guard(device);
+  cuda::check(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice), "host to device copy");
 }
 
 }  // namespace fz::engine

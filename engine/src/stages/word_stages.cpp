@@ -1,6 +1,7 @@
 // Stages that transform one stream of fixed-width words into one stream, with a
 // one-byte config holding the width: bit-shuffle, zigzag, difference/negabinary,
 // byte swap, and the two elimination coders.
+#include <cstring>
 #include <functional>
 #include <optional>
 
@@ -82,14 +83,19 @@ void diffnb_device_inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned w
   work.check(diffnb::cuda::decode(out.data, out.size, width, in.data, stream_of(work)), "diffnb inverse (GPU)");
 }
 
-// The decoded length is the stream's first 8 bytes, read on the host (the
-// stream comes from the frame); the device checks everything else.
+// The host checks the decoded length against the limit before allocating; the
+// device checks everything else.
 template <elimination::Rule rule>
 void elimination_device_inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work,
                                 size_t max_bytes) {
-  if (!out.host) throw std::logic_error("RZE/RRE GPU inverse needs the stream's host bytes");
   require_format(out.size >= 8, "RZE/RRE: stream shorter than its header");
-  const uint64_t n = load_le<uint64_t>(out.host);
+  // The decoded length is the stream's first 8 bytes: on the host for a frame
+  // in host memory, else read back (a device-resident frame, or a stream an
+  // earlier GPU inverse produced).
+  uint8_t header[8];
+  if (out.host) std::memcpy(header, out.host, 8);
+  else work.read_back(out.data, 8, header);
+  const uint64_t n = load_le<uint64_t>(header);
   require_format(n <= max_bytes, "RZE/RRE: decoded size exceeds the allowed maximum");
   in = {work.allocate(static_cast<size_t>(n)), static_cast<size_t>(n), nullptr, nullptr};
   uint64_t* decoded = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
@@ -215,9 +221,9 @@ constexpr OnDevice kDiffnbOnDevice{diffnb_device, true, diffnb_device_inverse, f
 constexpr OnDevice kTcmsOnDevice{tcms_device, true, tcms_device_inverse, false};
 constexpr OnDevice kByteswapOnDevice{byteswap_device, true, byteswap_device_inverse, false};
 constexpr OnDevice kRzeOnDevice{elimination_device<elimination::Rule::kNonZero>, false,
-                                elimination_device_inverse<elimination::Rule::kNonZero>, true};
+                                elimination_device_inverse<elimination::Rule::kNonZero>, false};
 constexpr OnDevice kRreOnDevice{elimination_device<elimination::Rule::kChanged>, false,
-                                elimination_device_inverse<elimination::Rule::kChanged>, true};
+                                elimination_device_inverse<elimination::Rule::kChanged>, false};
 #else
 constexpr OnDevice kBitshuffleOnDevice{}, kDiffnbOnDevice{}, kTcmsOnDevice{}, kByteswapOnDevice{}, kRzeOnDevice{},
     kRreOnDevice{};

@@ -1,0 +1,190 @@
+// fz_device_bench: device-resident throughput (issue 4's first table). The
+// chunk is already in GPU memory and the frame stays there, so this measures
+// the engine's GPU pipelines without PCIe: what a GPU application (or a tool
+// that reads many chunks at once) can get. A benchmark program, not a test:
+// it prints a markdown table; each figure is the best of --reps after a
+// warm-up; every round trip is checked against the bound (exit 1 if broken).
+//
+// The field is the real wmag91 (91^3 float32) tiled by mirroring to 512^3
+// (512 MiB): element (z, y, x) is wmag91 at (m(z), m(y), m(x)) with m(i) =
+// i mod 182 for i mod 182 < 91, else 181 - i mod 182, so the joins are smooth
+// and the data is as compressible as the field itself. --chunk-mib cuts it
+// into slabs of that many MiB (one call each) to show the per-call overhead.
+//
+//   fz_device_bench [--data DIR] [--side N] [--reps N] [--chunk-mib M]
+//                   [--presets lossless,pfpl,fzgpu,cusz]
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fz/fz.hpp"
+
+namespace {
+
+void cuda_or_die(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "fz_device_bench: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(2);
+  }
+}
+
+struct Setting {
+  std::string name;
+  fz::Options options;
+};
+
+std::vector<Setting> settings_for(const std::string& list) {
+  std::vector<Setting> out;
+  std::stringstream ss(list);
+  for (std::string name; std::getline(ss, name, ',');) {
+    fz::Options o;
+    if (name == "lossless") {
+      o.preset = fz::Preset::Lossless;
+    } else if (name == "pfpl" || name == "fzgpu") {
+      o.preset = name == "pfpl" ? fz::Preset::Pfpl : fz::Preset::Fzgpu;
+      o.mode = fz::ErrorMode::Noa, o.bound = 1e-3;
+    } else if (name == "cusz") {
+      o.preset = fz::Preset::Cusz, o.mode = fz::ErrorMode::Noa, o.bound = 1e-4;
+    } else {
+      std::fprintf(stderr, "fz_device_bench: unknown preset %s\n", name.c_str());
+      std::exit(2);
+    }
+    out.push_back({name, o});
+  }
+  return out;
+}
+
+std::vector<float> tiled_wmag(const std::string& dir, size_t side) {
+  std::ifstream in(dir + "/wmag91.float", std::ios::binary);
+  std::vector<float> w(91 * 91 * 91);
+  if (!in.read(reinterpret_cast<char*>(w.data()), w.size() * 4)) {
+    std::fprintf(stderr, "fz_device_bench: cannot read %s/wmag91.float\n", dir.c_str());
+    std::exit(2);
+  }
+  auto m = [](size_t i) { const size_t r = i % 182; return r < 91 ? r : 181 - r; };
+  std::vector<float> out(side * side * side);
+  for (size_t z = 0; z < side; ++z)
+    for (size_t y = 0; y < side; ++y)
+      for (size_t x = 0; x < side; ++x) out[(z * side + y) * side + x] = w[(m(z) * 91 + m(y)) * 91 + m(x)];
+  return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = std::getenv("FZ_DATA") ? std::getenv("FZ_DATA") : FZ_DEFAULT_DATA_DIR;
+  size_t side = 512, chunk_mib = 0;
+  int reps = 5;
+  std::string presets = "lossless,pfpl,fzgpu,cusz";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--data") dir = argv[i + 1];
+    else if (a == "--side") side = std::stoul(argv[i + 1]);
+    else if (a == "--reps") reps = std::stoi(argv[i + 1]);
+    else if (a == "--chunk-mib") chunk_mib = std::stoul(argv[i + 1]);
+    else if (a == "--presets") presets = argv[i + 1];
+    else {
+      std::fprintf(stderr, "usage: fz_device_bench [--data DIR] [--side N] [--reps N] [--chunk-mib M] [--presets LIST]\n");
+      return 2;
+    }
+  }
+  if (!fz::device_api_available()) {
+    std::fprintf(stderr, "fz_device_bench: no usable CUDA device\n");
+    return 2;
+  }
+  const std::vector<float> host = tiled_wmag(dir, side);
+  const size_t bytes = host.size() * 4;
+  const size_t plane = side * side * 4;
+  // Slabs of whole planes, about chunk_mib each (the whole field when 0).
+  const size_t planes_per_chunk =
+      chunk_mib ? std::max<size_t>(1, (chunk_mib << 20) / plane) : side;
+  std::vector<std::pair<size_t, size_t>> slabs;  // (first plane, planes)
+  for (size_t z = 0; z < side; z += planes_per_chunk) slabs.push_back({z, std::min(planes_per_chunk, side - z)});
+
+  void *d_field = nullptr, *d_frames = nullptr, *d_out = nullptr;
+  cuda_or_die(cudaMalloc(&d_field, bytes), "cudaMalloc field");
+  cuda_or_die(cudaMalloc(&d_out, bytes), "cudaMalloc output");
+  std::vector<size_t> frame_offset;
+  size_t frames_bytes = 0;
+  for (const auto& s : slabs) {
+    frame_offset.push_back(frames_bytes);
+    frames_bytes += (fz::max_frame_bytes(s.second * plane, 3) + 255) / 256 * 256;
+  }
+  cuda_or_die(cudaMalloc(&d_frames, frames_bytes), "cudaMalloc frames");
+  cuda_or_die(cudaMemcpy(d_field, host.data(), bytes, cudaMemcpyHostToDevice), "upload");
+  cudaDeviceProp prop{};
+  int device = 0;
+  cuda_or_die(cudaGetDevice(&device), "cudaGetDevice");
+  cuda_or_die(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+
+  std::printf("Device-resident, %s: wmag91 mirrored to %zu^3 float32 (%.0f MiB), %zu chunk(s) of %zu planes, best of %d\n\n",
+              prop.name, side, bytes / 1048576.0, slabs.size(), planes_per_chunk, reps);
+  std::printf("| preset | bound | ratio | compress GB/s | decompress GB/s | max error / bound |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  int status = 0;
+  std::vector<float> back(host.size());
+  for (const Setting& s : settings_for(presets)) {
+    std::vector<size_t> frame_len(slabs.size());
+    double best_c = 1e30, best_d = 1e30;
+    for (int r = 0; r <= reps; ++r) {  // r == 0 warms up
+      auto t0 = std::chrono::steady_clock::now();
+      for (size_t k = 0; k < slabs.size(); ++k) {
+        const size_t off = slabs[k].first * plane, n = slabs[k].second * plane;
+        frame_len[k] = fz::compress_on_device(static_cast<uint8_t*>(d_field) + off, n, fz::DataType::of<float>(),
+                                              {slabs[k].second, side, side}, s.options,
+                                              static_cast<uint8_t*>(d_frames) + frame_offset[k],
+                                              fz::max_frame_bytes(n, 3));
+      }
+      const double tc = seconds_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      for (size_t k = 0; k < slabs.size(); ++k) {
+        const size_t off = slabs[k].first * plane, n = slabs[k].second * plane;
+        fz::decompress_on_device(static_cast<uint8_t*>(d_frames) + frame_offset[k], frame_len[k],
+                                 static_cast<uint8_t*>(d_out) + off, n);
+      }
+      const double td = seconds_since(t0);
+      if (r > 0) best_c = std::min(best_c, tc), best_d = std::min(best_d, td);
+    }
+    size_t total = 0;
+    for (size_t l : frame_len) total += l;
+    cuda_or_die(cudaMemcpy(back.data(), d_out, bytes, cudaMemcpyDeviceToHost), "download");
+    // NOA bounds are relative to each chunk's range: check against the smallest.
+    double err = 0, ratio_to_bound = 0;
+    for (size_t k = 0; k < slabs.size(); ++k) {
+      const size_t first = slabs[k].first * side * side, count = slabs[k].second * side * side;
+      float lo = host[first], hi = host[first];
+      double e = 0;
+      for (size_t i = first; i < first + count; ++i) {
+        lo = std::min(lo, host[i]), hi = std::max(hi, host[i]);
+        e = std::max(e, std::fabs(double(host[i]) - double(back[i])));
+      }
+      err = std::max(err, e);
+      const double bound = fz::preset_is_lossy(s.options.preset) ? s.options.bound * (double(hi) - double(lo)) : 0;
+      if (bound > 0) ratio_to_bound = std::max(ratio_to_bound, e / bound);
+      if ((bound > 0 && e > bound) || (bound == 0 && e != 0)) status = 1;
+    }
+    char bound_text[32] = "exact";
+    if (fz::preset_is_lossy(s.options.preset)) std::snprintf(bound_text, sizeof bound_text, "NOA %g", s.options.bound);
+    std::printf("| %s | %s | %.2f | %.1f | %.1f | %s |\n", s.name.c_str(), bound_text, double(bytes) / total,
+                bytes / best_c / 1e9, bytes / best_d / 1e9,
+                fz::preset_is_lossy(s.options.preset) ? std::to_string(ratio_to_bound).c_str()
+                                                       : (err == 0 ? "0 (exact)" : "NOT EXACT"));
+    std::fflush(stdout);
+  }
+  cudaFree(d_field), cudaFree(d_out), cudaFree(d_frames);
+  if (status) std::fprintf(stderr, "fz_device_bench: a round trip broke its bound\n");
+  return status;
+}
