@@ -99,7 +99,7 @@ size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity,
     const bool gpu = use == BackendUse::kGpu || (use == BackendUse::kChosen && backend.explicit_cuda);
     if (into && backend.backend == engine::Backend::Cuda && gpu)
       on_device = engine::inverse_on_device(pipeline, parsed.stored, dst, static_cast<size_t>(capacity),
-                                            ctx.max_stream_bytes, backend.device);
+                                            ctx.max_stream_bytes, backend.device, threads);
     if (on_device) {
       length = *on_device;
     } else if (into) {
@@ -222,7 +222,7 @@ Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const
       const bool gpu = use == BackendUse::kGpu ||
                        (use == BackendUse::kChosen && (backend.explicit_cuda || bytes >= kAutoGpuMinChunkBytes));
       if (backend.backend == engine::Backend::Cuda && gpu)
-        on_device = engine::compress_on_device(chunk, dtype, dims, effective, backend.device);
+        on_device = engine::compress_on_device(chunk, dtype, dims, effective, backend.device, options.threads);
       engine::Pipeline pipeline;
       std::vector<Bytes> stored;
       if (on_device) {

@@ -13,12 +13,13 @@ namespace fz::engine {
 int cuda_device_count() { return 0; }
 std::optional<std::vector<Bytes>> forward_on_device(const Pipeline&, ByteSpan, int) { return std::nullopt; }
 bool runs_on_device(const Pipeline&) { return false; }
-std::optional<size_t> inverse_on_device(const Pipeline&, const std::vector<ByteSpan>&, uint8_t*, size_t, size_t, int) {
+std::optional<size_t> inverse_on_device(const Pipeline&, const std::vector<ByteSpan>&, uint8_t*, size_t, size_t, int,
+                                        unsigned) {
   return std::nullopt;
 }
 bool inverse_runs_on_device(const Pipeline&) { return false; }
 std::optional<DeviceCompressed> compress_on_device(ByteSpan, const DataType&, const std::vector<uint64_t>&,
-                                                   const Options&, int) {
+                                                   const Options&, int, unsigned) {
   return std::nullopt;
 }
 std::optional<int> device_of_pointer(const void*) { return std::nullopt; }

@@ -33,16 +33,18 @@ struct DeviceCompressed {
   Pipeline pipeline;
   std::vector<Bytes> stored;
 };
+// `threads`: CPU threads for the copies through pinned memory (0 = default).
 std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataType& dtype,
                                                    const std::vector<uint64_t>& dims, const Options& options,
-                                                   int device);
+                                                   int device, unsigned threads = 0);
 
 // The inverse on `device`: rebuilds the chunk from the frame's stored buffers
 // into dst (capacity bytes) and returns its length, when every stage has a GPU
 // inverse. Returns nothing when it cannot, when CUDA fails, or when a stream
 // is malformed: the caller then decodes on the CPU, which reports the error.
 std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vector<ByteSpan>& stored,
-                                        uint8_t* dst, size_t capacity, size_t max_stream_bytes, int device);
+                                        uint8_t* dst, size_t capacity, size_t max_stream_bytes, int device,
+                                        unsigned threads = 0);
 
 bool inverse_runs_on_device(const Pipeline& pipeline);
 

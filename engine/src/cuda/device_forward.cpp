@@ -11,6 +11,7 @@
 #include "cuda/value_range_cuda.hpp"
 #include "frame.hpp"
 #include "presets.hpp"
+#include "thread_pool.hpp"
 
 namespace fz::engine {
 namespace {
@@ -62,25 +63,64 @@ void give_up_on_gpu(cuda::DeviceContext* context, const cuda::CudaError& e, cons
                  e.sticky() ? ", and every later chunk too" : "");
 }
 
-// Host memory into device memory through the lane's pinned staging buffer, in
-// pieces, so that copying piece k+1 into pinned memory overlaps the DMA of
-// piece k (pageable memory cannot be DMA'd; the driver would stage it itself,
-// one piece at a time, with no overlap).
-void upload(cuda::Lane& lane, ByteSpan host, uint8_t* device) {
-  constexpr size_t kPiece = size_t{2} << 20;
+// How chunks cross PCIe from and to the caller's (pageable) memory: through
+// the lane's pinned staging buffer in pieces, the copy into pinned memory of
+// piece k+1 overlapping the DMA of piece k ("staged", the default), or handed
+// to the driver as they are, which stages them itself ("direct").
+// H5Z_FZ_GPU_COPY=staged|direct chooses, for measurements (docs/PERFORMANCE.md).
+bool direct_copies() {
+  static const bool direct = [] {
+    const char* env = std::getenv("H5Z_FZ_GPU_COPY");
+    return env && std::strcmp(env, "direct") == 0;
+  }();
+  return direct;
+}
+
+// Staged copies move kPiece bytes per DMA; the copies into and out of pinned
+// memory are split among the CPU threads in kCopyItem parts (one thread copies
+// 8-10 GB/s; the DMA runs at 50 GB/s), and the copy of one piece overlaps
+// the DMA of the next.
+constexpr size_t kPiece = size_t{4} << 20;
+constexpr size_t kCopyItem = size_t{64} << 10;
+
+void parallel_copy(uint8_t* dst, const uint8_t* src, size_t bytes, const Executor& exec) {
+  exec.parallel_for((bytes + kCopyItem - 1) / kCopyItem, [&](size_t i) {
+    const size_t at = i * kCopyItem;
+    std::memcpy(dst + at, src + at, std::min(kCopyItem, bytes - at));
+  });
+}
+
+void upload(cuda::Lane& lane, ByteSpan host, uint8_t* device, const Executor& exec) {
+  if (direct_copies()) {
+    if (host.size)
+      cuda::check(cudaMemcpyAsync(device, host.data, host.size, cudaMemcpyHostToDevice, lane.stream), "upload");
+    return;
+  }
   uint8_t* staging = lane.staging.reserve(std::max<size_t>(host.size, 1));
   for (size_t at = 0; at < host.size; at += kPiece) {
     const size_t n = std::min(kPiece, host.size - at);
-    std::memcpy(staging + at, host.data + at, n);
+    parallel_copy(staging + at, host.data + at, n, exec);
     cuda::check(cudaMemcpyAsync(device + at, staging + at, n, cudaMemcpyHostToDevice, lane.stream), "upload");
   }
 }
 
 // Device memory into host memory through the staging buffer, in pieces, so the
-// copy of piece k out of pinned memory overlaps the DMA of piece k+1. Waits.
-void download(cuda::Lane& lane, const uint8_t* device, size_t bytes, uint8_t* host) {
-  constexpr size_t kPiece = size_t{2} << 20;
-  if (!bytes) return;
+// copy of piece k out of pinned memory overlaps the DMA of piece k+1. Returns
+// when everything enqueued on the lane's stream before it is done, too.
+void download(cuda::Lane& lane, const uint8_t* device, size_t bytes, uint8_t* host, const Executor& exec) {
+  if (direct_copies()) {
+    if (bytes) cuda::check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, lane.stream), "download");
+    cuda::check(cudaStreamSynchronize(lane.stream), "download");
+    return;
+  }
+  if (bytes <= kPiece) {  // one piece: no events needed
+    if (bytes > lane.staging.capacity()) cuda::check(cudaStreamSynchronize(lane.stream), "download");
+    uint8_t* staging = lane.staging.reserve(std::max<size_t>(bytes, 1));
+    if (bytes) cuda::check(cudaMemcpyAsync(staging, device, bytes, cudaMemcpyDeviceToHost, lane.stream), "download");
+    cuda::check(cudaStreamSynchronize(lane.stream), "download");
+    parallel_copy(host, staging, bytes, exec);
+    return;
+  }
   if (bytes > lane.staging.capacity()) cuda::check(cudaStreamSynchronize(lane.stream), "download");
   uint8_t* staging = lane.staging.reserve(bytes);
   std::vector<cudaEvent_t> done;
@@ -95,7 +135,7 @@ void download(cuda::Lane& lane, const uint8_t* device, size_t bytes, uint8_t* ho
     }
     for (size_t k = 0, at = 0; at < bytes; ++k, at += kPiece) {
       cuda::check(cudaEventSynchronize(done[k]), "download");
-      std::memcpy(host + at, staging + at, std::min(kPiece, bytes - at));
+      parallel_copy(host + at, staging + at, std::min(kPiece, bytes - at), exec);
     }
   } catch (...) {
     for (cudaEvent_t e : done) (void)cudaEventDestroy(e);
@@ -279,7 +319,7 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
     cuda::LaneLease lane = context->lease();
     ChunkWork work(*context, *lane);  // device memory goes back to the pool when it ends
     uint8_t* device_chunk = work.allocate(chunk.size);
-    upload(*lane, chunk, device_chunk);
+    upload(*lane, chunk, device_chunk, *make_pool_executor(0));
     return download_stored(pipeline, run_forward(pipeline, {device_chunk, chunk.size}, work), *lane);
   } catch (const cuda::CudaError& e) {
     give_up_on_gpu(context, e, "compress");
@@ -289,7 +329,7 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
 
 std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataType& dtype,
                                                    const std::vector<uint64_t>& dims, const Options& options,
-                                                   int device) {
+                                                   int device, unsigned threads) {
   cuda::DeviceContext* context = nullptr;
   try {
     context = &cuda::DeviceContext::of(device);
@@ -298,9 +338,17 @@ std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataTyp
     cuda::LaneLease lane = context->lease();
     ChunkWork work(*context, *lane);
     uint8_t* device_chunk = work.allocate(chunk.size);
-    upload(*lane, chunk, device_chunk);
-    const ChunkValues values = device_chunk_values(device_chunk, chunk.size, dtype, options, work, *lane);
-    DeviceCompressed result{build_pipeline_from_facts(dtype, dims, options, values), {}};
+    const auto exec = make_pool_executor(threads);
+    upload(*lane, chunk, device_chunk, *exec);
+    // A small chunk's facts cost less on the host (a pass over L2-resident
+    // bytes) than the synchronisation that reads them back from the device.
+    constexpr size_t kHostFactsBytes = size_t{256} << 10;
+    DeviceCompressed result{chunk.size <= kHostFactsBytes
+                                ? build_pipeline(dtype, dims, options, chunk, *exec)
+                                : build_pipeline_from_facts(
+                                      dtype, dims, options,
+                                      device_chunk_values(device_chunk, chunk.size, dtype, options, work, *lane)),
+                            {}};
     if (!runs_on_device(result.pipeline)) return std::nullopt;
     result.stored = download_stored(result.pipeline, run_forward(result.pipeline, {device_chunk, chunk.size}, work),
                                     *lane);
@@ -323,7 +371,8 @@ bool inverse_runs_on_device(const Pipeline& pipeline) {
 }
 
 std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vector<ByteSpan>& stored,
-                                        uint8_t* dst, size_t capacity, size_t max_stream_bytes, int device) {
+                                        uint8_t* dst, size_t capacity, size_t max_stream_bytes, int device,
+                                        unsigned threads) {
   if (!inverse_runs_on_device(pipeline)) return std::nullopt;
   const std::vector<uint8_t> ids = pipeline.stored_buffers();
   if (stored.size() != ids.size()) return std::nullopt;  // the CPU path reports it
@@ -349,8 +398,17 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
     cuda::check(cudaMemcpyAsync(device_streams, staging, total, cudaMemcpyHostToDevice, lane->stream), "frame upload");
     const DeviceBuffer chunk = run_inverse(pipeline, view, work, max_stream_bytes);
     if (chunk.size > capacity) return std::nullopt;  // the CPU path reports it
-    if (any_status_set(work, *lane)) return std::nullopt;  // malformed: the CPU decoder names the problem
-    download(*lane, chunk.data, chunk.size, dst);
+    // The status words come back with the chunk, in one synchronisation; a
+    // set one means a malformed stream (dst then holds garbage, which the
+    // CPU decoder overwrites or reports).
+    const size_t statuses = work.status_words().size();
+    auto* status = reinterpret_cast<uint32_t*>(lane->scalars.reserve(4 * std::max<size_t>(statuses, 1)));
+    for (size_t k = 0; k < statuses; ++k)
+      cuda::check(cudaMemcpyAsync(status + k, work.status_words()[k], 4, cudaMemcpyDeviceToHost, lane->stream),
+                  "status download");
+    download(*lane, chunk.data, chunk.size, dst, *make_pool_executor(threads));
+    for (size_t k = 0; k < statuses; ++k)
+      if (status[k] != 0) return std::nullopt;  // the CPU decoder names the problem
     return chunk.size;
   } catch (const cuda::CudaError& e) {
     give_up_on_gpu(context, e, "decompress");
