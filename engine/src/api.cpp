@@ -92,11 +92,18 @@ size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity,
     engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(info.original_bytes))};
     std::optional<size_t> on_device;
     const engine::BackendChoice& backend = engine::chosen_backend();
-    // The GPU decodes (when asked for explicitly: under auto the CPU is faster
-    // today) into the caller's buffer (the filter's path); decoding
+    // The GPU decodes into the caller's buffer (the filter's path); decoding
     // into a new Bytes stays on the CPU, which sizes nothing before the streams
     // are checked (a hostile frame cannot make it allocate its claimed size).
-    const bool gpu = use == BackendUse::kGpu || (use == BackendUse::kChosen && backend.explicit_cuda);
+    // Under auto, only the predictor presets' chunks of 256 KiB or more go to
+    // the GPU: measured on the H100 with 16 host cores (docs/PERFORMANCE.md),
+    // it decodes fzgpu and cusz 3-5x faster than the CPU, while the CPU's
+    // fused block decoders beat it on lossless and pfpl frames.
+    constexpr uint64_t kAutoGpuMinChunkBytes = uint64_t{256} << 10;
+    const bool predictor = info.preset == Preset::Fzgpu || info.preset == Preset::Cusz;
+    const bool gpu = use == BackendUse::kGpu ||
+                     (use == BackendUse::kChosen &&
+                      (backend.explicit_cuda || (predictor && info.original_bytes >= kAutoGpuMinChunkBytes)));
     if (into && backend.backend == engine::Backend::Cuda && gpu)
       on_device = engine::inverse_on_device(pipeline, parsed.stored, dst, static_cast<size_t>(capacity),
                                             ctx.max_stream_bytes, backend.device, threads);
@@ -223,29 +230,27 @@ Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const
                        (use == BackendUse::kChosen && (backend.explicit_cuda || bytes >= kAutoGpuMinChunkBytes));
       if (backend.backend == engine::Backend::Cuda && gpu)
         on_device = engine::compress_on_device(chunk, dtype, dims, effective, backend.device, options.threads);
-      engine::Pipeline pipeline;
-      std::vector<Bytes> stored;
       if (on_device) {
-        pipeline = std::move(on_device->pipeline);
-        stored = std::move(on_device->stored);
+        // The GPU wrote the frame itself (its payload CRC computed there).
+        if (on_device->frame.size() < bytes) return std::move(on_device->frame);
       } else {
         auto exec = engine::make_pool_executor(options.threads);
-        pipeline = engine::build_pipeline(dtype, dims, effective, chunk, *exec);
+        const engine::Pipeline pipeline = engine::build_pipeline(dtype, dims, effective, chunk, *exec);
         engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
-        stored = pipeline.forward(chunk, ctx);
+        std::vector<Bytes> stored = pipeline.forward(chunk, ctx);
+        for (const auto& node : pipeline.nodes()) {
+          StageInfo s;
+          s.type_id = static_cast<uint16_t>(node.stage->type());
+          s.name = node.stage->name();
+          s.config = node.stage->config();
+          s.inputs = node.inputs;
+          s.outputs = node.output_count;
+          info.stages.push_back(std::move(s));
+        }
+        Bytes frame = engine::write_frame(info, stored);
+        for (Bytes& b : stored) engine::release_buffer(std::move(b));
+        if (frame.size() < bytes) return frame;
       }
-      for (const auto& node : pipeline.nodes()) {
-        StageInfo s;
-        s.type_id = static_cast<uint16_t>(node.stage->type());
-        s.name = node.stage->name();
-        s.config = node.stage->config();
-        s.inputs = node.inputs;
-        s.outputs = node.output_count;
-        info.stages.push_back(std::move(s));
-      }
-      Bytes frame = engine::write_frame(info, stored);
-      for (Bytes& b : stored) engine::release_buffer(std::move(b));
-      if (frame.size() < bytes) return frame;
     } catch (const std::exception& e) {
       // The write path must not fail once the options were accepted (an HDF5
       // optional filter that fails stores the chunk uncompressed, silently):

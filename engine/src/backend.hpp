@@ -14,8 +14,8 @@ enum class Backend { Cpu, Cuda };
 struct BackendChoice {
   Backend backend = Backend::Cpu;
   int device = -1;
-  // H5Z_FZ_DEVICE named cuda or cuda:N. Under auto, decompression stays on
-  // the CPU while the GPU chunk path is the slower one (docs/PERFORMANCE.md).
+  // H5Z_FZ_DEVICE named cuda or cuda:N: every chunk goes to the GPU. Under
+  // auto, work the CPU does faster stays there (api.cpp, docs/PERFORMANCE.md).
   bool explicit_cuda = false;
   std::string reason;
 };

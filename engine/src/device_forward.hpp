@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/bytes.hpp"
+#include "frame.hpp"
 #include "fz/fz.hpp"
 #include "pipeline.hpp"
 
@@ -28,10 +29,12 @@ bool runs_on_device(const Pipeline& pipeline);
 
 // A host chunk compressed on the device from start to end: uploaded, the
 // preset's facts (NOA range, fill test) found there, the pipeline built from
-// them and run there. Nothing when the GPU cannot (as forward_on_device).
+// them and run there, and its frame (the payload checksum computed there too).
+// Nothing when the GPU cannot (as forward_on_device). The caller stores the
+// chunk raw instead when the frame is not smaller than it, as for the CPU.
 struct DeviceCompressed {
   Pipeline pipeline;
-  std::vector<Bytes> stored;
+  Bytes frame;
 };
 // `threads`: CPU threads for the copies through pinned memory (0 = default).
 std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataType& dtype,

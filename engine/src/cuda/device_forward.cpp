@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "crc32c.hpp"
 #include "cuda/crc32c_cuda.hpp"
 #include "cuda/device_context.hpp"
 #include "cuda/value_range_cuda.hpp"
@@ -234,6 +235,14 @@ std::vector<Bytes> download_stored(const Pipeline& pipeline, const std::vector<D
   return stored;
 }
 
+// The frame of a chunk whose stored streams are on the device: their sizes
+// and payload CRC32C (computed there) come back in one small read, the
+// streams in one download through the staging buffer, and the frame is the
+// host-built header followed by a parallel copy of the streams (no pass of
+// the host over the payload for its checksum).
+Bytes frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers, FrameInfo info,
+                        ChunkWork& work, cuda::Lane& lane, const Executor& exec);
+
 FrameInfo frame_info_for(const Pipeline& pipeline, const DataType& dtype, const std::vector<uint64_t>& dims,
                          Preset preset, size_t bytes) {
   FrameInfo info;
@@ -261,6 +270,47 @@ uint32_t device_crc32c(const uint8_t* data, size_t bytes, ChunkWork& work, cuda:
   uint32_t host = 0;
   work.read_back(reinterpret_cast<const uint8_t*>(crc), sizeof host, reinterpret_cast<uint8_t*>(&host));
   return host;
+}
+
+Bytes frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers, FrameInfo info,
+                        ChunkWork& work, cuda::Lane& lane, const Executor& exec) {
+  const std::vector<uint8_t> ids = pipeline.stored_buffers();
+  const std::vector<uint64_t> sizes = stored_sizes(pipeline, buffers, lane);
+  std::vector<cuda::DeviceSpan> spans;
+  size_t total = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    spans.push_back({buffers[ids[k]].data, static_cast<size_t>(sizes[k])});
+    total += sizes[k];
+  }
+  // Small payloads are checksummed on the host, where it costs less than the
+  // GPU's launches (the fixed cost per chunk counts most for them).
+  constexpr size_t kDeviceCrcMinBytes = size_t{1} << 20;
+  const bool crc_on_device = total >= kDeviceCrcMinBytes;
+  uint32_t* crc = nullptr;
+  if (crc_on_device) {
+    crc = reinterpret_cast<uint32_t*>(work.allocate(sizeof(uint32_t)));
+    void* scratch = work.allocate(std::max<size_t>(cuda::crc32c_scratch_bytes(total, spans.size()), 1));
+    work.check(cuda::crc32c_spans(spans.data(), spans.size(), crc, scratch, lane.stream), "CRC32C (GPU)");
+  }
+  if (total > lane.staging.capacity()) cuda::check(cudaStreamSynchronize(lane.stream), "upload");
+  uint8_t* staging = lane.staging.reserve(std::max<size_t>(total, 1));
+  size_t at = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (sizes[k])
+      cuda::check(cudaMemcpyAsync(staging + at, buffers[ids[k]].data, sizes[k], cudaMemcpyDeviceToHost, lane.stream),
+                  "stream download");
+    at += sizes[k];
+  }
+  auto* crc_host = reinterpret_cast<uint32_t*>(lane.scalars.reserve(sizeof(uint32_t)));
+  if (crc_on_device)
+    cuda::check(cudaMemcpyAsync(crc_host, crc, sizeof(uint32_t), cudaMemcpyDeviceToHost, lane.stream),
+                "CRC download");
+  cuda::check(cudaStreamSynchronize(lane.stream), "stream download");
+  Bytes frame = write_frame_header(info, sizes, crc_on_device ? *crc_host : crc32c(staging, total));
+  const size_t header_bytes = frame.size();
+  frame.resize(header_bytes + total);
+  parallel_copy(frame.data() + header_bytes, staging, total, exec);
+  return frame;
 }
 
 // Any status word set: a GPU decoder found its stream malformed.
@@ -350,8 +400,10 @@ std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataTyp
                                       device_chunk_values(device_chunk, chunk.size, dtype, options, work, *lane)),
                             {}};
     if (!runs_on_device(result.pipeline)) return std::nullopt;
-    result.stored = download_stored(result.pipeline, run_forward(result.pipeline, {device_chunk, chunk.size}, work),
-                                    *lane);
+    const std::vector<DeviceBuffer> buffers = run_forward(result.pipeline, {device_chunk, chunk.size}, work);
+    result.frame = frame_from_device(result.pipeline, buffers,
+                                     frame_info_for(result.pipeline, dtype, dims, options.preset, chunk.size), work,
+                                     *lane, *exec);
     return result;
   } catch (const cuda::CudaError& e) {
     give_up_on_gpu(context, e, "compress");
@@ -390,8 +442,9 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
     uint8_t* device_streams = work.allocate(total);
     size_t at = 0;
     std::vector<DeviceBuffer> view(256);
+    const auto exec = make_pool_executor(threads);
     for (size_t k = 0; k < ids.size(); ++k) {
-      if (stored[k].size) std::memcpy(staging + at, stored[k].data, stored[k].size);
+      parallel_copy(staging + at, stored[k].data, stored[k].size, *exec);
       view[ids[k]] = {device_streams + at, stored[k].size, nullptr, stored[k].data};
       at += stored[k].size;
     }
@@ -406,7 +459,7 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
     for (size_t k = 0; k < statuses; ++k)
       cuda::check(cudaMemcpyAsync(status + k, work.status_words()[k], 4, cudaMemcpyDeviceToHost, lane->stream),
                   "status download");
-    download(*lane, chunk.data, chunk.size, dst, *make_pool_executor(threads));
+    download(*lane, chunk.data, chunk.size, dst, *exec);
     for (size_t k = 0; k < statuses; ++k)
       if (status[k] != 0) return std::nullopt;  // the CPU decoder names the problem
     return chunk.size;
