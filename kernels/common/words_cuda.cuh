@@ -29,6 +29,18 @@ __device__ __forceinline__ void store_word(uint8_t* p, Word v) {
   for (unsigned b = 0; b < sizeof(Word); ++b) p[b] = static_cast<uint8_t>(v >> (8 * b));
 }
 
+// Where 16-byte vector v of a 16 KiB block lives when the block is staged in
+// shared memory to be read S vectors per thread (thread t: vectors S*t ..
+// S*t+S-1) after coalesced loads (vector i*T + t by thread t). XORing the low
+// bits of the index with the reading thread's position spreads the 8 threads
+// of each 128-byte shared-memory phase over distinct banks, while the vectors
+// consecutive threads write stay in one aligned octet. S is 1, 2, 4, 8 or 16.
+template <unsigned S>
+__device__ __forceinline__ unsigned swizzled_vector(unsigned v) {
+  if constexpr (S >= 8) return v ^ ((v / S) & 7u);
+  else return v ^ ((v >> 3) & (S - 1));
+}
+
 // Threads of a block copy `count` bytes together (byte-wise: any alignment).
 __device__ __forceinline__ void block_copy_bytes(const uint8_t* src, uint8_t* dst, size_t count) {
   for (size_t i = threadIdx.x; i < count; i += blockDim.x) dst[i] = src[i];
