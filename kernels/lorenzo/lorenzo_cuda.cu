@@ -3,7 +3,8 @@
 // (lorenzo_cpu.cpp); only the schedule differs.
 //
 // Encode, over tiles of kTile elements (one thread block each):
-//   prequantize   one thread per element: classify -> p (U) and value kind (u8);
+//   prequantize   one thread per element: classify -> p and value kind, packed
+//                 in one word (U);
 //   count_tiles   per element the Lorenzo delta from the prequantized neighbours
 //                 (inclusion-exclusion, neighbours outside the data are 0, modulo
 //                 2^bits), the code, and whether it is a record; per tile the
@@ -35,6 +36,7 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 #include <limits>
+#include <type_traits>
 
 #include "common/float_state.hpp"
 #include "common/words_cuda.cuh"
@@ -97,37 +99,106 @@ size_t tiles_of(size_t n) { return (n + kTile - 1) / kTile; }
 __host__ __device__ inline size_t index_width_of(size_t n) { return n <= (uint64_t{1} << 32) ? 4 : 8; }
 
 
+// A prequantized value and its value kind in one word: the kind in the top
+// two bits, p (|p| <= PMAX, far below 2^(bits-3)) in two's complement below.
+// One word per element instead of two arrays: a quarter less traffic.
+template <typename U>
+__device__ __forceinline__ U pack_element(U p, uint8_t kind) {
+  return (p & (~U{0} >> 2)) | (static_cast<U>(kind) << (8 * sizeof(U) - 2));
+}
+template <typename U>
+__device__ __forceinline__ U p_of(U word) {
+  using I = typename std::make_signed<U>::type;
+  return static_cast<U>(static_cast<I>(word << 2) >> 2);
+}
+template <typename U>
+__device__ __forceinline__ uint8_t value_kind_of(U word) {
+  return static_cast<uint8_t>(word >> (8 * sizeof(U) - 2));
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    prequantize(const uint8_t* in, size_t n, Quantizer<T> quantizer, typename Traits<T>::U* p, uint8_t* kind) {
+    prequantize(const uint8_t* in, size_t n, Quantizer<T> quantizer, typename Traits<T>::U* packed) {
   using U = typename Traits<T>::U;
   using I = typename Traits<T>::I;
   const size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= n) return;
   const U bits = load_word<U>(in + sizeof(T) * i);
   I q;
-  kind[i] = quantizer.classify(bits, q);
-  p[i] = static_cast<U>(q);
+  const uint8_t kind = quantizer.classify(bits, q);
+  packed[i] = pack_element(static_cast<U>(q), kind);
+}
+
+// Division by a fixed 32-bit divisor as a multiply-high and a shift (the
+// round-up method with a 33-bit multiplier), exact for every 32-bit dividend:
+// the coordinates of an element cost a few instructions, not two 64-bit
+// divisions.
+struct Divisor {
+  uint32_t d = 1, magic = 1, shift = 0;
+  __device__ __forceinline__ uint32_t divide(uint32_t v) const {
+    return static_cast<uint32_t>((static_cast<uint64_t>(__umulhi(magic, v)) + v) >> shift);
+  }
+};
+
+Divisor divisor_for(uint32_t d) {
+  Divisor r;
+  r.d = d;
+  r.shift = 0;
+  while ((uint64_t{1} << r.shift) < d) ++r.shift;  // ceil(log2 d)
+  r.magic = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << r.shift) - d)) / d + 1);
+  return r;
+}
+
+// An element's coordinates; 32-bit arithmetic when every index fits.
+struct Grid {
+  Shape s;
+  Divisor nx, ny;
+  bool small;  // n < 2^32
+};
+
+__device__ __forceinline__ void coordinates(const Grid& g, size_t i, size_t& x, size_t& y, size_t& z) {
+  if (g.small) {
+    const uint32_t v = static_cast<uint32_t>(i);
+    const uint32_t row = g.nx.divide(v);
+    const uint32_t plane = g.ny.divide(row);
+    x = v - row * g.nx.d;
+    y = row - plane * g.ny.d;
+    z = plane;
+  } else {
+    x = i % g.s.nx;
+    const size_t row = i / g.s.nx;
+    y = row % g.s.ny;
+    z = row / g.s.ny;
+  }
+}
+
+Grid grid_of(const Shape& s) {
+  Grid g;
+  g.s = s;
+  g.small = s.n < (uint64_t{1} << 32);
+  if (g.small) {
+    g.nx = divisor_for(static_cast<uint32_t>(s.nx));
+    g.ny = divisor_for(static_cast<uint32_t>(s.ny));
+  }
+  return g;
 }
 
 // The Lorenzo delta of element i = (z, y, x), modulo 2^bits.
 template <typename U>
-__device__ inline U lorenzo_delta(const U* p, const Shape& s, size_t i) {
-  const size_t x = i % s.nx;
-  const size_t row = i / s.nx;
-  const size_t y = row % s.ny;
-  const size_t z = row / s.ny;
-  const size_t sy = s.nx, sz = s.nx * s.ny;
+__device__ inline U lorenzo_delta(const U* p, const Grid& g, size_t i) {
+  size_t x, y, z;
+  coordinates(g, i, x, y, z);
+  const size_t sy = g.s.nx, sz = g.s.nx * g.s.ny;
   const bool left = x > 0, up = y > 0, back = z > 0;
-  U d = p[i];
-  if (left) d -= p[i - 1];
-  if (up) d -= p[i - sy];
-  if (left && up) d += p[i - sy - 1];
+  U d = p_of(p[i]);
+  if (left) d -= p_of(p[i - 1]);
+  if (up) d -= p_of(p[i - sy]);
+  if (left && up) d += p_of(p[i - sy - 1]);
   if (back) {
-    d -= p[i - sz];
-    if (left) d += p[i - sz - 1];
-    if (up) d += p[i - sz - sy];
-    if (left && up) d -= p[i - sz - sy - 1];
+    d -= p_of(p[i - sz]);
+    if (left) d += p_of(p[i - sz - 1]);
+    if (up) d += p_of(p[i - sz - sy]);
+    if (left && up) d -= p_of(p[i - sz - sy - 1]);
   }
   return d;
 }
@@ -149,30 +220,29 @@ struct ElementInfo {
 };
 
 template <typename U>
-__device__ inline ElementInfo<U> element_info(const U* p, const uint8_t* value_kind, const Shape& s, size_t i,
-                                              U code_limit) {
+__device__ inline ElementInfo<U> element_info(const U* p, const Grid& g, size_t i, U code_limit) {
   ElementInfo<U> e;
-  e.delta = lorenzo_delta(p, s, i);
+  e.delta = lorenzo_delta(p, g, i);
   const U z = zigzag(e.delta);
   const bool fits = z < code_limit;
   e.code = fits ? static_cast<uint16_t>(z) : uint16_t{0};
-  e.kind = static_cast<uint8_t>((fits ? 0 : kHasDelta) | value_kind[i]);
+  e.kind = static_cast<uint8_t>((fits ? 0 : kHasDelta) | value_kind_of(p[i]));
   e.record = e.kind != 0;
   return e;
 }
 
 template <typename U>
 __global__ void __launch_bounds__(kThreads)
-    count_tiles(const U* p, const uint8_t* value_kind, Shape s, U code_limit, uint8_t* codes, uint64_t* records,
-                uint64_t* deltas, uint64_t* raws) {
+    count_tiles(const U* p, Grid g, U code_limit, uint8_t* codes, uint64_t* records, uint64_t* deltas,
+                uint64_t* raws) {
   using Reduce = cub::BlockReduce<uint64_t, kThreads>;
   __shared__ typename Reduce::TempStorage storage;
   const size_t base = static_cast<size_t>(blockIdx.x) * kTile;
   uint64_t mine = 0;
   for (unsigned r = 0; r < kRounds; ++r) {
     const size_t i = base + r * kThreads + threadIdx.x;
-    if (i >= s.n) break;
-    const ElementInfo<U> e = element_info(p, value_kind, s, i, code_limit);
+    if (i >= g.s.n) break;
+    const ElementInfo<U> e = element_info(p, g, i, code_limit);
     store_word<uint16_t>(codes + 2 * i, e.code);
     mine += packed_counts(e.record, e.kind);
   }
@@ -202,14 +272,15 @@ struct CountArrays {
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    write_records(const uint8_t* in, const typename Traits<T>::U* p, const uint8_t* value_kind, Shape s,
-                  typename Traits<T>::U code_limit, CountArrays c, size_t tiles, uint8_t* out) {
+    write_records(const uint8_t* in, const typename Traits<T>::U* p, Grid g, typename Traits<T>::U code_limit,
+                  CountArrays c, size_t tiles, uint8_t* out) {
   using U = typename Traits<T>::U;
   using Scan = cub::BlockScan<uint64_t, kThreads>;
   __shared__ typename Scan::TempStorage storage;
   constexpr size_t W = sizeof(T);
   if (c.counts[0][blockIdx.x] == 0) return;  // uniform across the block
   const Totals t = totals_of(tiles, c.counts, c.offsets);
+  const Shape& s = g.s;
   const size_t index_width = index_width_of(s.n);
   const size_t kind_at = kHeaderBytes + t.count * index_width;
   const size_t delta_at = kind_at + t.count;
@@ -222,7 +293,7 @@ __global__ void __launch_bounds__(kThreads)
     if (first >= s.n) break;  // uniform
     const size_t i = first + threadIdx.x;
     ElementInfo<U> e{};
-    if (i < s.n) e = element_info(p, value_kind, s, i, code_limit);
+    if (i < s.n) e = element_info(p, g, i, code_limit);
     uint64_t rank, total;
     Scan(storage).ExclusiveSum(packed_counts(e.record, e.kind), rank, total);
     __syncthreads();  // storage is reused next round
@@ -259,7 +330,6 @@ size_t exclusive_scan_bytes(size_t items) {
 
 struct EncodeLayout {
   void* p;
-  uint8_t* kind;
   uint64_t* counts[3];
   uint64_t* offsets[3];
   void* scan;
@@ -274,8 +344,6 @@ EncodeLayout encode_layout(void* scratch, size_t n, unsigned width) {
   size_t at = 0;
   l.p = base + at;
   at += aligned(n * width);
-  l.kind = base + at;
-  at += aligned(n);
   for (int k = 0; k < 3; ++k) {
     l.counts[k] = reinterpret_cast<uint64_t*>(base + at);
     at += aligned(tiles * 8);
@@ -316,16 +384,17 @@ cudaError_t encode_typed(const uint8_t* in, const Shape& s, const Config& config
   if (n > 0) {
     const size_t blocks = (n + kThreads - 1) / kThreads;
     if (blocks > 0x7FFFFFFFu) return cudaErrorInvalidValue;
-    prequantize<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(in, n, quantizer, p, l.kind);
-    count_tiles<U><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(p, l.kind, s, code_limit, codes,
-                                                                           l.counts[0], l.counts[1], l.counts[2]);
+    const Grid g = grid_of(s);
+    prequantize<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(in, n, quantizer, p);
+    count_tiles<U><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(p, g, code_limit, codes, l.counts[0],
+                                                                           l.counts[1], l.counts[2]);
     for (int k = 0; k < 3; ++k) {
       size_t scan_bytes = l.scan_bytes;
       const cudaError_t err = cub::DeviceScan::ExclusiveSum(l.scan, scan_bytes, l.counts[k], l.offsets[k],
                                                             static_cast<uint64_t>(tiles), stream);
       if (err != cudaSuccess) return err;
     }
-    write_records<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, p, l.kind, s, code_limit, c, tiles,
+    write_records<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, p, g, code_limit, c, tiles,
                                                                              outliers);
   }
   finish_encode<<<1, 1, 0, stream>>>(n, sizeof(T), c, tiles, outliers, outliers_size);
@@ -412,11 +481,15 @@ __global__ void check_counts(size_t capacity, const uint64_t* delta_flag, const 
   }
 }
 
+// only_with_deltas: nothing to do unless the (valid) outlier stream stores
+// deltas (the row kernel reads the codes itself otherwise).
 template <typename U>
 __global__ void __launch_bounds__(kThreads)
-    unpack_codes(const uint8_t* codes, size_t n, U code_limit, U* d, uint32_t* status) {
+    unpack_codes(const uint8_t* codes, size_t n, U code_limit, U* d, uint32_t* status, const OutlierLayout* layout,
+                 bool only_with_deltas) {
   const size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= n) return;
+  if (only_with_deltas && !(layout->ok && layout->deltas > 0)) return;
   const U code = load_word<uint16_t>(codes + 2 * i);
   if (!(code < code_limit)) atomicOr(status, kCodeOutOfRadius);
   d[i] = unzigzag(code);
@@ -442,6 +515,150 @@ __global__ void __launch_bounds__(kThreads)
   if (bad) atomicOr(status, bad);
   d[index] = stored;
 }
+
+// ---- decode by rows (rows of at most kMaxRowLength elements) ----------------
+//
+// The inverse of the Lorenzo predictor is an inclusive prefix sum along x,
+// y and z. plane_sums: one warp per (plane, segment of `rows` rows) sums
+// each row along x (lane l holds x = l + 32j: coalesced loads, a warp scan
+// per 32 elements) and keeps running column sums down the segment; it writes
+// those partial sums and each segment's column totals. segment_offsets turns
+// the totals into what the segments above add (an exclusive sum per plane and
+// x); depth_sums walks z per (y, x), adding both, and converts to values.
+// Three passes over the data instead of seven.
+
+constexpr size_t kMaxRowLength = 1024;
+constexpr unsigned kRowWarps = kThreads / 32;
+
+template <typename U>
+__device__ __forceinline__ U warp_inclusive_sum(U v, unsigned lane) {
+#pragma unroll
+  for (unsigned d = 1; d < 32; d <<= 1) {
+    const U other = __shfl_up_sync(0xFFFFFFFFu, v, d);
+    if (lane >= d) v += other;
+  }
+  return v;
+}
+
+// Deltas come from the codes, or (when the outlier stream stores deltas)
+// from `deltas`, which unpack_codes and place_deltas filled.
+template <typename U, unsigned K>
+__global__ void __launch_bounds__(kThreads)
+    plane_sums(const uint8_t* codes, const U* deltas, const OutlierLayout* layout, Shape s, size_t rows,
+               size_t segments, U code_limit, U* sums, U* totals, uint32_t* status) {
+  const unsigned lane = threadIdx.x & 31u;
+  const size_t task = static_cast<size_t>(blockIdx.x) * kRowWarps + (threadIdx.x >> 5);
+  if (task >= s.nz * segments) return;  // the whole warp
+  const size_t z = task / segments, segment = task % segments;
+  const size_t y0 = segment * rows, y1 = y0 + rows < s.ny ? y0 + rows : s.ny;
+  const bool stored = layout->ok && layout->deltas > 0;
+  U column[K];
+#pragma unroll
+  for (unsigned j = 0; j < K; ++j) column[j] = 0;
+  bool bad = false;
+  for (size_t y = y0; y < y1; ++y) {
+    const size_t row = (z * s.ny + y) * s.nx;
+    U v[K];
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) {
+      const size_t x = lane + 32 * j;
+      v[j] = 0;
+      if (x < s.nx) {
+        if (stored) {
+          v[j] = deltas[row + x];
+        } else {
+          const U code = load_word<uint16_t>(codes + 2 * (row + x));
+          bad |= !(code < code_limit);
+          v[j] = unzigzag(code);
+        }
+      }
+    }
+    U carry = 0;
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) {
+      if (32 * j >= s.nx) break;  // uniform
+      const U e = warp_inclusive_sum(v[j], lane) + carry;
+      carry = __shfl_sync(0xFFFFFFFFu, e, 31);
+      column[j] += e;
+      const size_t x = lane + 32 * j;
+      if (x < s.nx) sums[row + x] = column[j];
+    }
+  }
+  U* total = totals + (z * segments + segment) * s.nx;
+#pragma unroll
+  for (unsigned j = 0; j < K; ++j) {
+    const size_t x = lane + 32 * j;
+    if (x < s.nx) total[x] = column[j];
+  }
+  if (__any_sync(0xFFFFFFFFu, bad) && lane == 0) atomicOr(status, kCodeOutOfRadius);
+}
+
+// totals[z][k][x] becomes the sum of totals[z][0..k-1][x].
+template <typename U>
+__global__ void __launch_bounds__(kThreads) segment_offsets(U* totals, Shape s, size_t segments) {
+  const size_t c = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (c >= s.nz * s.nx) return;
+  U* at = totals + (c / s.nx) * segments * s.nx + c % s.nx;
+  U acc = 0;
+  for (size_t k = 0; k < segments; ++k, at += s.nx) {
+    const U t = *at;
+    *at = acc;
+    acc += t;
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    depth_sums(const typename Traits<T>::U* sums, const typename Traits<T>::U* offsets, Shape s, size_t rows,
+               size_t segments, T eb2, uint8_t* out, uint32_t* status) {
+  using U = typename Traits<T>::U;
+  using I = typename Traits<T>::I;
+  constexpr U kPMax = static_cast<U>(Traits<T>::kPMax);
+  const size_t plane = s.ny * s.nx;
+  const size_t c = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (c >= plane) return;
+  const U* offset = offsets + (c / s.nx / rows) * s.nx + c % s.nx;
+  const size_t offset_stride = segments * s.nx;
+  U acc = 0;
+  bool bad = false;
+  auto emit = [&](size_t z) {
+    bad |= static_cast<U>(acc + kPMax) > static_cast<U>(2 * kPMax);
+    const T x = static_cast<T>(static_cast<I>(acc)) * eb2;
+    U bits;
+    memcpy(&bits, &x, sizeof(T));
+    store_word<U>(out + sizeof(T) * (z * plane + c), bits);
+  };
+  size_t z = 0;
+  for (; z + 4 <= s.nz; z += 4) {  // four planes' loads in flight
+    U a[4], b[4];
+#pragma unroll
+    for (unsigned q = 0; q < 4; ++q) {
+      a[q] = sums[(z + q) * plane + c];
+      b[q] = offset[(z + q) * offset_stride];
+    }
+#pragma unroll
+    for (unsigned q = 0; q < 4; ++q) {
+      acc += a[q] + b[q];
+      emit(z + q);
+    }
+  }
+  for (; z < s.nz; ++z) {
+    acc += sums[z * plane + c] + offset[z * offset_stride];
+    emit(z);
+  }
+  if (bad) atomicOr(status, kValueOutOfRange);
+}
+
+// Rows per segment: about 8192 warps of plane_sums over the chunk (every SM
+// busy), each still summing several rows.
+size_t rows_per_segment(const Shape& s) {
+  size_t rows = s.nz * s.ny / 8192;
+  if (rows < 4) rows = 4;
+  if (rows > 64) rows = 64;
+  return rows < s.ny ? rows : s.ny;
+}
+
+bool decodes_by_rows(const Shape& s) { return s.n > 0 && s.nx <= kMaxRowLength; }
 
 // Inclusive sums along y (Axis 1) or z (Axis 2), one thread per column.
 template <typename U, int Axis>
@@ -572,6 +789,7 @@ struct DecodeLayout {
   size_t scan_bytes;
   void* d;
   void* e;
+  void* totals;  // plane_sums' segment totals (decoding by rows)
   size_t total;
 };
 
@@ -597,6 +815,11 @@ DecodeLayout decode_layout(void* scratch, const Shape& s, size_t outliers_size) 
   at += aligned(s.n * sizeof(U));
   l.e = base + at;
   at += aligned(s.n * sizeof(U));
+  l.totals = base + at;
+  if (decodes_by_rows(s)) {
+    const size_t rows = rows_per_segment(s);
+    at += aligned(s.nz * ((s.ny + rows - 1) / rows) * s.nx * sizeof(U));
+  }
   l.total = at;
   return l;
 }
@@ -632,7 +855,28 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   const U code_limit = static_cast<U>(2 * config.radius);
   U* d = static_cast<U*>(l.d);
   U* e = static_cast<U*>(l.e);
-  unpack_codes<U><<<blocks_for(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status);
+  const T eb2 = static_cast<T>(config.eb) * 2;
+  if (decodes_by_rows(s)) {
+    unpack_codes<U><<<blocks_for(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status, l.layout, true);
+    if (capacity > 0)
+      place_deltas<U><<<blocks_for(capacity), kThreads, 0, stream>>>(outliers, codes, n, capacity, code_limit,
+                                                                    l.layout, l.delta_rank, d, status);
+    const size_t rows = rows_per_segment(s), segments = (s.ny + rows - 1) / rows;
+    U* totals = static_cast<U*>(l.totals);
+    const unsigned warps_grid = static_cast<unsigned>((s.nz * segments + kRowWarps - 1) / kRowWarps);
+    const size_t k = (s.nx + 31) / 32;
+    auto rows_kernel = k <= 1 ? plane_sums<U, 1> : k <= 2 ? plane_sums<U, 2> : k <= 4 ? plane_sums<U, 4>
+                     : k <= 8 ? plane_sums<U, 8> : k <= 16 ? plane_sums<U, 16> : plane_sums<U, 32>;
+    rows_kernel<<<warps_grid, kThreads, 0, stream>>>(codes, d, l.layout, s, rows, segments, code_limit, e, totals,
+                                                     status);
+    segment_offsets<U><<<blocks_for(s.nz * s.nx), kThreads, 0, stream>>>(totals, s, segments);
+    depth_sums<T><<<blocks_for(s.ny * s.nx), kThreads, 0, stream>>>(e, totals, s, rows, segments, eb2, out, status);
+    if (capacity > 0)
+      patch_specials<U><<<blocks_for(capacity), kThreads, 0, stream>>>(
+          outliers, n, capacity, static_cast<U>(config.fill_bits), l.layout, l.raw_rank, out, status);
+    return cudaGetLastError();
+  }
+  unpack_codes<U><<<blocks_for(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status, l.layout, false);
   if (capacity > 0)
     place_deltas<U><<<blocks_for(capacity), kThreads, 0, stream>>>(outliers, codes, n, capacity, code_limit, l.layout,
                                                                   l.delta_rank, d, status);
@@ -660,7 +904,6 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
       other = t;
     }
   }
-  const T eb2 = static_cast<T>(config.eb) * 2;
   convert<T><<<blocks_for(n), kThreads, 0, stream>>>(cur, n, eb2, out, status);
   if (capacity > 0)
     patch_specials<U><<<blocks_for(capacity), kThreads, 0, stream>>>(
