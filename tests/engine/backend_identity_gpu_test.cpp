@@ -12,6 +12,7 @@
 #include <string>
 
 #include "api_internal.hpp"
+#include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
 #include "engine_test_util.hpp"
 #include "fz/fz.hpp"
@@ -19,13 +20,6 @@
 namespace fz {
 namespace {
 
-bool have_device() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0 && device_api_available();
-}
-
-#define REQUIRE_DEVICE() \
-  if (!have_device()) GTEST_SKIP() << "no CUDA device"
 
 // Device memory holding a copy of host bytes (or `size` bytes).
 class DeviceBytes {
@@ -34,7 +28,9 @@ class DeviceBytes {
     EXPECT_EQ(cudaMalloc(&data_, std::max<size_t>(size, 1)), cudaSuccess);
   }
   explicit DeviceBytes(const Bytes& host) : DeviceBytes(host.size()) {
-    if (!host.empty()) EXPECT_EQ(cudaMemcpy(data_, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    if (!host.empty()) {
+      EXPECT_EQ(cudaMemcpy(data_, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    }
   }
   ~DeviceBytes() { cudaFree(data_); }
   DeviceBytes(const DeviceBytes&) = delete;
@@ -43,7 +39,9 @@ class DeviceBytes {
   size_t size() const { return size_; }
   Bytes download(size_t n) const {
     Bytes out(n);
-    if (n) EXPECT_EQ(cudaMemcpy(out.data(), data_, n, cudaMemcpyDeviceToHost), cudaSuccess);
+    if (n) {
+      EXPECT_EQ(cudaMemcpy(out.data(), data_, n, cudaMemcpyDeviceToHost), cudaSuccess);
+    }
     return out;
   }
 
@@ -147,11 +145,13 @@ void expect_backends_agree(const Bytes& data, const DataType& dtype, const std::
   const size_t m = decompress_on_device(d_frame.get(), n, d_out.get(), d_out.size());
   ASSERT_EQ(m, data.size()) << what;
   EXPECT_EQ(d_out.download(m), expected) << what << ": GPU decode (device frame) differs";
-  if (!preset_is_lossy(options.preset)) EXPECT_EQ(expected, data) << what << ": lossless is not exact";
+  if (!preset_is_lossy(options.preset)) {
+    EXPECT_EQ(expected, data) << what << ": lossless is not exact";
+  }
 }
 
 TEST(BackendIdentity, EveryPresetModeAndRealField) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   for (const Field& f : real_fields()) {
     const Bytes data = testing::read_field(f.file);
     for (const Setting& s : settings()) {
@@ -165,7 +165,7 @@ TEST(BackendIdentity, EveryPresetModeAndRealField) {
 // Big-endian floats (byte swap first), a fill value inside the chunk (fill
 // mask), NaN/inf/-0/denormals, and h5py-sized chunks with ragged shapes.
 TEST(BackendIdentity, ByteOrderFillAndSpecials) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   const Bytes wmag = testing::read_field("wmag91.float");
   DataType big = DataType::of<float>();
   big.order = ByteOrder::Big;
@@ -193,7 +193,7 @@ TEST(BackendIdentity, ByteOrderFillAndSpecials) {
 
 // The lossless preset on every integer width, an odd-sized compound and empty chunks.
 TEST(BackendIdentity, LosslessTypes) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   const Bytes noise = testing::random_bytes(1 << 20, 7);
   const Bytes smooth = testing::smooth_words(1 << 18, 4, 3);
   const std::vector<DataType> types = {DataType::of<uint8_t>(), DataType::of<int16_t>(), DataType::of<int32_t>(),
@@ -209,7 +209,7 @@ TEST(BackendIdentity, LosslessTypes) {
 }
 
 TEST(DeviceApi, RefusesWhatItCannotDo) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   const Bytes data = testing::read_field("wmag91.float");
   DeviceBytes d_data(data);
   DeviceBytes d_frame(max_frame_bytes(data.size(), 3));
@@ -260,7 +260,9 @@ TEST(DeviceApi, RefusesWhatItCannotDo) {
     gpu_ok = false;
   }
   EXPECT_EQ(gpu_ok, cpu_ok);
-  if (gpu_ok && cpu_ok) EXPECT_EQ(d_out.download(data.size()), cpu);
+  if (gpu_ok && cpu_ok) {
+    EXPECT_EQ(d_out.download(data.size()), cpu);
+  }
 }
 
 }  // namespace

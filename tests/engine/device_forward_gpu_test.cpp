@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
 #include "cuda/device_context.hpp"
 #include "fault_injection.hpp"
@@ -26,17 +27,6 @@
 namespace fz::engine {
 namespace {
 
-bool have_device() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return count > 0;
-}
-
-#define REQUIRE_DEVICE() \
-  if (!have_device()) GTEST_SKIP() << "no CUDA device"
 
 struct Case {
   std::string what;
@@ -75,7 +65,7 @@ std::vector<Bytes> cpu_forward(const Pipeline& p, const Bytes& data) {
 }
 
 TEST(DeviceForward, LosslessStoredBuffersEqualTheCpus) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   auto exec = make_pool_executor(1);
   Options options;
   size_t checked = 0;
@@ -98,7 +88,7 @@ std::vector<ByteSpan> spans(const std::vector<Bytes>& streams) {
 }
 
 TEST(DeviceInverse, LosslessChunksEqualTheInput) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   auto exec = make_pool_executor(1);
   size_t checked = 0;
   for (const Case& c : cases()) {
@@ -118,7 +108,7 @@ TEST(DeviceInverse, LosslessChunksEqualTheInput) {
 // Damaged streams: the GPU either refuses (the CPU then decodes and reports)
 // or, where the damage still makes a valid stream, gives the CPU's bytes.
 TEST(DeviceInverse, DamagedStreamsAreRefusedOrDecodedAsTheCpuDoes) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   auto exec = make_pool_executor(1);
   const Bytes field = testing::read_field("wmag91.float");
   const Pipeline p = build_pipeline(DataType::of<float>(), {field.size() / 4}, Options{}, ByteSpan(field), *exec);
@@ -171,7 +161,7 @@ class CpuOnlyCopy final : public Stage {
 };
 
 TEST(DeviceForward, PipelinesWithoutGpuStagesStayOnTheCpu) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   const Bytes field = testing::read_field("wmag91.float");
   for (bool first : {true, false}) {
     Pipeline p;
@@ -197,7 +187,7 @@ TEST(DeviceForward, PipelinesWithoutGpuStagesStayOnTheCpu) {
 // fields in float32 and float64, every mode each preset has, several bounds,
 // and data with NaN, inf, -0 and denormals.
 TEST(DeviceForward, LossyStoredBuffersEqualTheCpus) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   auto exec = make_pool_executor(1);
   struct Field {
     std::string name;
@@ -253,7 +243,7 @@ TEST(DeviceForward, LossyStoredBuffersEqualTheCpus) {
 }
 
 TEST(DeviceForward, AllocationFailureFallsBackAndTheDeviceStaysUsable) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   auto exec = make_pool_executor(1);
   const Bytes field = testing::read_field("999x999.float");
   const Pipeline p = build_pipeline(DataType::of<float>(), {999, 999}, Options{}, ByteSpan(field), *exec);
@@ -266,7 +256,7 @@ TEST(DeviceForward, AllocationFailureFallsBackAndTheDeviceStaysUsable) {
 }
 
 TEST(DeviceForward, ConcurrentChunksFromSeveralThreads) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   const std::vector<Case> all = cases();
   std::vector<int> mismatches(4, 0);
   std::vector<std::thread> threads;
@@ -286,7 +276,7 @@ TEST(DeviceForward, ConcurrentChunksFromSeveralThreads) {
 
 // Through the public API with H5Z_FZ_DEVICE=cuda: frames decode to the input.
 TEST(DeviceForward, PublicApiRoundTripOnTheGpu) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   setenv("H5Z_FZ_DEVICE", "cuda", 1);  // read once, at the engine's first call in this process
   for (const Case& c : cases()) {
     const Bytes frame = compress(c.data.data(), c.data.size(), c.dtype, {c.data.size() / c.dtype.size}, Options{});
@@ -405,7 +395,7 @@ bool has_stage(const Pipeline& p, StageType type) {
 // pfpl (ABS/NOA/REL) and fzgpu (ABS/NOA) frames of real fields decode on the
 // GPU to the CPU's bytes, whichever device wrote them (here the CPU).
 TEST(DeviceInverse, LossyChunksDecodeToTheCpusBytes) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   auto exec = make_pool_executor(2);
   size_t checked = 0, quantized = 0, predicted = 0;
   for (const LossyField& f : lossy_fields()) {
@@ -444,7 +434,7 @@ TEST(DeviceInverse, LossyChunksDecodeToTheCpusBytes) {
 // params and outliers through other stages, so the GPU reads params back
 // from the device instead of the frame.
 TEST(DeviceInverse, EveryQuantizeMethodDecodes) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   struct Input {
     std::string name;
     unsigned width;
@@ -537,7 +527,7 @@ TEST(DeviceInverse, EveryQuantizeMethodDecodes) {
 // it accepts it decodes to the CPU's bytes; nothing crashes and the device
 // stays usable.
 TEST(DeviceInverse, DamagedLossyStreamsAreRefusedOrDecodedAsTheCpuDoes) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   auto exec = make_pool_executor(2);
   struct Target {
     std::string name;

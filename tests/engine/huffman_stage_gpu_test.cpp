@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
 #include "device_forward.hpp"
 #include "pipeline.hpp"
@@ -24,17 +25,6 @@
 namespace fz::engine {
 namespace {
 
-bool have_device() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return count > 0;
-}
-
-#define REQUIRE_DEVICE() \
-  if (!have_device()) GTEST_SKIP() << "no CUDA device"
 
 constexpr huffman::Config kCusz{1024, 16, 16384};
 
@@ -103,7 +93,7 @@ void expect_round_trip(const Pipeline& p, const Bytes& data, const std::string& 
 }
 
 TEST(HuffmanStageOnDevice, StreamStoredInTheFrame) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   for (size_t n : {size_t{0}, size_t{1}, size_t{16383}, size_t{16385}, size_t{753571}})
     for (double step : {0.5, 0.01}) {
       expect_round_trip(huffman_alone(kCusz), field_codes(n, step),
@@ -115,7 +105,7 @@ TEST(HuffmanStageOnDevice, StreamStoredInTheFrame) {
 // its header back. Blocks of 64 symbols make a block table longer than the
 // first read (16 KiB), which takes a second.
 TEST(HuffmanStageOnDevice, StreamRebuiltOnTheDevice) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   expect_round_trip(huffman_then_rze(kCusz), field_codes(753571, 0.05), "cusz blocks");
   expect_round_trip(huffman_then_rze(kCusz), field_codes(0, 0.05), "empty");
   expect_round_trip(huffman_then_rze(kCusz), Bytes(200000, 0), "one symbol: runs of zero words");
@@ -124,7 +114,7 @@ TEST(HuffmanStageOnDevice, StreamRebuiltOnTheDevice) {
 }
 
 TEST(HuffmanStageOnDevice, DamagedStreamsRefusedWhereTheCpuRefuses) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   const Pipeline p = huffman_alone(huffman::Config{1024, 16, 1000});
   const Bytes data = field_codes(20000, 0.05);
   auto exec = make_pool_executor(1);
@@ -164,7 +154,7 @@ TEST(HuffmanStageOnDevice, DamagedStreamsRefusedWhereTheCpuRefuses) {
 }
 
 TEST(HuffmanStageOnDevice, SymbolOutsideTheAlphabetIsAUsageError) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   Bytes data = field_codes(5000, 0.05);
   store_le<uint16_t>(data.data() + 2 * 4321, 1024);
   const Pipeline p = huffman_alone(kCusz);

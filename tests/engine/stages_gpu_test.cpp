@@ -12,6 +12,7 @@
 #include <functional>
 #include <random>
 
+#include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
 #include "cuda/device_context.hpp"
 #include "device_forward.hpp"
@@ -22,17 +23,6 @@
 namespace fz::engine {
 namespace {
 
-bool have_device() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return count > 0;
-}
-
-#define REQUIRE_DEVICE() \
-  if (!have_device()) GTEST_SKIP() << "no CUDA device"
 
 // The engine's bound on any stream of a frame (api.cpp): a merged stream
 // holds the chunk and its side streams, so it is larger than the chunk.
@@ -99,7 +89,7 @@ const size_t kElementCounts[] = {0, 1, 7, 16383, 16384, 16385, 786433};
 
 // The lossless preset on big-endian data: byteswap -> diffnb -> bit-shuffle -> RZE.
 TEST(StagesOnDevice, BigEndianLosslessChains) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   auto exec = make_pool_executor(1);
   const DataType types[] = {DataType::of<int16_t>(), DataType::of<float>(), DataType::of<double>(),
                             DataType::of<uint64_t>()};
@@ -140,7 +130,7 @@ Bytes records(size_t count, uint32_t size) {
 
 // The lossless preset on odd-sized elements: bytetranspose -> diffnb1 -> bit-shuffle1 -> RZE1.
 TEST(StagesOnDevice, OddSizedElementChains) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   auto exec = make_pool_executor(1);
   for (uint32_t size : {3u, 5u, 12u, 16u, 24u, 40u, 1000u})
     for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{4097}, size_t{65537}}) {
@@ -159,7 +149,7 @@ TEST(StagesOnDevice, OddSizedElementChains) {
 
 // TCMS in front of the coders, every width, also after a byte swap.
 TEST(StagesOnDevice, TcmsChains) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   const Bytes field = testing::read_field("999x999.float");
   for (unsigned w : {1u, 2u, 4u, 8u}) {
     Pipeline p;
@@ -237,7 +227,7 @@ std::vector<FillCase> fill_cases() {
 
 // fillmask -> values to diffnb -> bit-shuffle -> RZE, mask to RZE.
 TEST(StagesOnDevice, FillMaskChains) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   for (const FillCase& c : fill_cases()) {
     Pipeline p;
     const auto streams = p.add(make_fillmask(c.width, c.fill), {Pipeline::kChunk});
@@ -252,7 +242,7 @@ TEST(StagesOnDevice, FillMaskChains) {
 // RZE, also on big-endian data (byteswap first). Their forward runs on the
 // GPU; the inverse too where every stage has one.
 TEST(StagesOnDevice, LossyPresetsWithAFillValue) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   auto exec = make_pool_executor(1);
   const Bytes wmag = with_fill<float>(testing::read_field("wmag91.float"), -1e34f, 2.0f);
   size_t checked = 0;
@@ -348,7 +338,7 @@ std::vector<Bytes> merge_inputs() {
 }
 
 TEST(StagesOnDevice, MergeChains) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   for (const MergePipeline& m : merge_pipelines()) {
     const Pipeline p = m.make();
     for (const Bytes& data : merge_inputs())
@@ -380,7 +370,7 @@ void expect_same_verdict(const Pipeline& p, const std::vector<Bytes>& stored, si
 // Damaged merge streams (header and payload), read from the frame's bytes or
 // from the device: refused on the GPU exactly where the CPU refuses them.
 TEST(StagesOnDevice, DamagedMergeStreamsAreRefusedAsOnTheCpu) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   const Bytes data = with_fill<float>(testing::read_field("wmag91.float"), -1e34f, 3.0f);
   std::mt19937 rng(17);
   for (const MergePipeline& m : merge_pipelines()) {
@@ -414,7 +404,7 @@ TEST(StagesOnDevice, DamagedMergeStreamsAreRefusedAsOnTheCpu) {
 // Both fill-mask streams stored as they are: padding bits, wrong sizes and
 // damaged values, refused or decoded as on the CPU.
 TEST(StagesOnDevice, DamagedFillMaskStreamsAreRefusedAsOnTheCpu) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   for (unsigned width : {1u, 2u, 4u, 8u})
     for (size_t n : {size_t{0}, size_t{5}, size_t{8}, size_t{13}, size_t{100003}}) {
       Pipeline p;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
 #include "thread_pool.hpp"
 #include "value_range.hpp"
@@ -25,17 +26,6 @@
 namespace fz::engine {
 namespace {
 
-bool have_device() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return count > 0;
-}
-
-#define REQUIRE_DEVICE() \
-  if (!have_device()) GTEST_SKIP() << "no CUDA device"
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
@@ -143,7 +133,7 @@ uint64_t element_bits(T x) {
 }
 
 TEST(ValueRangeGpu, RealFieldsMatchTheCpu) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   Runner runner;
   for (const std::string& name : testing::field_names()) {
     const Bytes field = testing::read_field(name);
@@ -253,17 +243,17 @@ void adversarial() {
 }
 
 TEST(ValueRangeGpu, AdversarialFloat32) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   adversarial<float>();
 }
 
 TEST(ValueRangeGpu, AdversarialFloat64) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   adversarial<double>();
 }
 
 TEST(ValueRangeGpu, ExtremesInEveryPosition) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   // The smallest and largest value alone at each position of a small buffer
   // (every lane of the vector, the head and the tail), at two offsets.
   Runner runner;
@@ -282,7 +272,7 @@ TEST(ValueRangeGpu, ExtremesInEveryPosition) {
 }
 
 TEST(ValueRangeGpu, RefusesOtherWidths) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   EXPECT_EQ(cuda::finite_range(nullptr, 0, 2, false, std::nullopt, nullptr, nullptr, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(cuda::contains_element(nullptr, 0, 16, false, 0, nullptr, nullptr), cudaErrorInvalidValue);
 }
@@ -290,7 +280,7 @@ TEST(ValueRangeGpu, RefusesOtherWidths) {
 // 512 MiB of float32 (wmag91 tiled): the same range as the CPU, and the GB/s
 // of the range pass on this device (printed; no assertion).
 TEST(ValueRangeGpu, LargeBufferMatchesAndThroughput) {
-  REQUIRE_DEVICE();
+  FZ_SKIP_WITHOUT_CUDA();
   const size_t bytes = size_t{512} << 20;
   const Bytes field = testing::read_field("wmag91.float");
   Bytes big(bytes);

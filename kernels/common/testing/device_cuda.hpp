@@ -17,7 +17,11 @@ namespace fz::testing {
 
 inline bool cuda_device_present() {
   int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver or no device: leave no error behind
+    return false;
+  }
+  return count > 0;
 }
 
 #define FZ_SKIP_WITHOUT_CUDA()                                         \
