@@ -198,18 +198,36 @@ __device__ __forceinline__ unsigned block_elements(uint64_t n, unsigned per_bloc
 
 template <typename T, bool kRel>
 __global__ void __launch_bounds__(kThreads)
-    encode_codes(const uint8_t* in, uint64_t n, uint8_t* codes, uint64_t* counts, DevicePlan<T> plan) {
+    encode_codes(const uint8_t* __restrict__ in, uint64_t n, uint8_t* __restrict__ codes, uint64_t* counts,
+                 DevicePlan<T> plan, bool aligned) {
   using U = UintOf<T>;
   using Reduce = cub::BlockReduce<unsigned, kThreads>;
   __shared__ typename Reduce::TempStorage reduce_storage;
   const unsigned len = block_elements(n, kBlockElements<T>);
   const size_t base = static_cast<size_t>(blockIdx.x) * kBlockBytes;
   unsigned zeros = 0;
-  for (unsigned i = threadIdx.x; i < len; i += kThreads) {
+  auto code_one = [&](unsigned i) {
     const U bits = load_word<U>(in + base + static_cast<size_t>(i) * sizeof(T));
     const U code = kRel ? encode_rel_element<T>(bits, plan) : encode_abs_element<T>(bits, plan);
     store_word<U>(codes + base + static_cast<size_t>(i) * sizeof(T), code);
     zeros += code == 0;
+  };
+  if (len == kBlockElements<T> && aligned) {
+    // A full block of aligned words: all of this thread's loads are issued
+    // before the first is used (a load_word per element would wait for each).
+    const U* src = reinterpret_cast<const U*>(in + base);
+    U* dst = reinterpret_cast<U*>(codes + base);
+    U bits[kPerThread<T>];
+#pragma unroll
+    for (unsigned k = 0; k < kPerThread<T>; ++k) bits[k] = src[threadIdx.x + k * kThreads];
+#pragma unroll
+    for (unsigned k = 0; k < kPerThread<T>; ++k) {
+      const U code = kRel ? encode_rel_element<T>(bits[k], plan) : encode_abs_element<T>(bits[k], plan);
+      dst[threadIdx.x + k * kThreads] = code;
+      zeros += code == 0;
+    }
+  } else {
+    for (unsigned i = threadIdx.x; i < len; i += kThreads) code_one(i);
   }
   const unsigned total = Reduce(reduce_storage).Sum(zeros);
   if (threadIdx.x == 0) counts[blockIdx.x] = total;
@@ -270,8 +288,8 @@ enum class Kind { kAbs, kRel, kConstant };
 
 template <typename T, Kind kKind>
 __global__ void __launch_bounds__(kThreads)
-    decode_values(const uint8_t* codes, uint64_t n, uint8_t* out, uint64_t* counts, uint32_t* status, T step,
-                  UintOf<T> constant_bits) {
+    decode_values(const uint8_t* __restrict__ codes, uint64_t n, uint8_t* __restrict__ out, uint64_t* counts,
+                  uint32_t* status, T step, UintOf<T> constant_bits, bool aligned) {
   using U = UintOf<T>;
   using D = DTraits<T>;
   using Reduce = cub::BlockReduce<unsigned, kThreads>;
@@ -280,12 +298,11 @@ __global__ void __launch_bounds__(kThreads)
   const size_t base = static_cast<size_t>(blockIdx.x) * kBlockBytes;
   unsigned zeros = 0;
   uint32_t flags = 0;
-  for (unsigned i = threadIdx.x; i < len; i += kThreads) {
+  auto decode_one = [&](unsigned i, U code) {
     const size_t at = base + static_cast<size_t>(i) * sizeof(T);
-    const U code = load_word<U>(codes + at);
     if (code == 0) {
       ++zeros;
-      continue;
+      return;
     }
     U bits;
     if (kKind == Kind::kAbs) {
@@ -308,6 +325,18 @@ __global__ void __launch_bounds__(kThreads)
       bits = D::to_bits(r) | ((c & 1) ? kSignBit<T> : U{0});
     }
     store_word<U>(out + at, bits);
+  };
+  if (len == kBlockElements<T> && aligned) {
+    // As encode_codes: every load issued before the first is used.
+    const U* src = reinterpret_cast<const U*>(codes + base);
+    U word[kPerThread<T>];
+#pragma unroll
+    for (unsigned k = 0; k < kPerThread<T>; ++k) word[k] = src[threadIdx.x + k * kThreads];
+#pragma unroll
+    for (unsigned k = 0; k < kPerThread<T>; ++k) decode_one(threadIdx.x + k * kThreads, word[k]);
+  } else {
+    for (unsigned i = threadIdx.x; i < len; i += kThreads)
+      decode_one(i, load_word<U>(codes + base + static_cast<size_t>(i) * sizeof(T)));
   }
   if (flags != 0) atomicOr(status, flags);  // an OR: the same word whatever the order
   const unsigned total = Reduce(reduce_storage).Sum(zeros);
@@ -397,10 +426,11 @@ cudaError_t encode_typed(const uint8_t* in, size_t in_size, const Config& config
   dp.fill = dp.has_fill ? static_cast<U>(*config.fill) : U{0};
   if (s.blocks > 0) {
     const unsigned grid = static_cast<unsigned>(s.blocks);
+    const bool aligned = ((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(codes)) % sizeof(T)) == 0;
     if (config.mode == Mode::kRel)
-      encode_codes<T, true><<<grid, kThreads, 0, stream>>>(in, n, codes, counts, dp);
+      encode_codes<T, true><<<grid, kThreads, 0, stream>>>(in, n, codes, counts, dp, aligned);
     else
-      encode_codes<T, false><<<grid, kThreads, 0, stream>>>(in, n, codes, counts, dp);
+      encode_codes<T, false><<<grid, kThreads, 0, stream>>>(in, n, codes, counts, dp, aligned);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
@@ -430,12 +460,16 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   const U constant = static_cast<U>(p.step_bits);
   if (s.blocks > 0) {
     const unsigned grid = static_cast<unsigned>(s.blocks);
+    const bool aligned = ((reinterpret_cast<uintptr_t>(codes) | reinterpret_cast<uintptr_t>(out)) % sizeof(T)) == 0;
     if (p.method == Method::kConstant)
-      decode_values<T, Kind::kConstant><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant);
+      decode_values<T, Kind::kConstant><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant,
+                                                                       aligned);
     else if (p.mode == Mode::kRel)
-      decode_values<T, Kind::kRel><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant);
+      decode_values<T, Kind::kRel><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant,
+                                                                  aligned);
     else
-      decode_values<T, Kind::kAbs><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant);
+      decode_values<T, Kind::kAbs><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant,
+                                                                  aligned);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
