@@ -67,21 +67,23 @@ __device__ __forceinline__ unsigned differing_bytes(uint32_t x, uint32_t y) {
   return (__vsetne4(x, y) * 0x01020408u) >> 24;
 }
 
-// Threads of the block write `count` bytes byte_at(0..count-1) to dst (any
-// alignment): single bytes up to the first 4-aligned address, then aligned
-// 32-bit words, then the last bytes.
-template <typename ByteAt>
-__device__ __forceinline__ void store_bytes(uint8_t* dst, unsigned count, ByteAt byte_at) {
+// Threads of the block write `count` bytes of a source in shared memory to
+// dst (any alignment): single bytes up to the first 4-aligned address, then
+// aligned 32-bit words each made of two source words (a funnel shift), then
+// the last bytes. word_at(q) is the source's 32-bit word q (bytes 4q..4q+3),
+// read only for q < ceil(count / 4).
+template <typename WordAt>
+__device__ __forceinline__ void store_bytes(uint8_t* dst, unsigned count, WordAt word_at) {
+  auto byte_at = [&](unsigned i) { return static_cast<uint8_t>(word_at(i / 4) >> (8 * (i % 4))); };
   unsigned head = (4u - static_cast<unsigned>(reinterpret_cast<uintptr_t>(dst) & 3u)) & 3u;
   if (head > count) head = count;
   if (threadIdx.x < head) dst[threadIdx.x] = byte_at(threadIdx.x);
   const unsigned words = (count - head) / 4;
   uint32_t* body = reinterpret_cast<uint32_t*>(dst + head);
-  for (unsigned w = threadIdx.x; w < words; w += kThreads) {
-    const unsigned at = head + 4 * w;
-    body[w] = static_cast<uint32_t>(byte_at(at)) | (static_cast<uint32_t>(byte_at(at + 1)) << 8) |
-              (static_cast<uint32_t>(byte_at(at + 2)) << 16) | (static_cast<uint32_t>(byte_at(at + 3)) << 24);
-  }
+  // Output word w is source bytes head + 4w .. head + 4w + 3: the top of
+  // source word w and, unless head is 0, the bottom of word w + 1.
+  for (unsigned w = threadIdx.x; w < words; w += kThreads)
+    body[w] = head == 0 ? word_at(w) : __funnelshift_r(word_at(w), word_at(w + 1), 8 * head);
   for (unsigned i = head + 4 * words + threadIdx.x; i < count; i += kThreads) dst[i] = byte_at(i);
 }
 
@@ -97,7 +99,16 @@ __device__ __forceinline__ void stage_bytes(const uint8_t* src, unsigned count, 
   const unsigned vectors = (count - head) / 16;
   const uint4* body = reinterpret_cast<const uint4*>(src + head);
   uint4* sbody = reinterpret_cast<uint4*>(sm + a + head);
-  for (unsigned v = threadIdx.x; v < vectors; v += kThreads) sbody[v] = body[v];
+  // Four loads in flight before the first store (a whole sub-chunk is 4 per thread).
+  for (unsigned v0 = threadIdx.x; v0 < vectors; v0 += 4 * kThreads) {
+    uint4 loaded[4];
+#pragma unroll
+    for (unsigned i = 0; i < 4; ++i)
+      if (v0 + i * kThreads < vectors) loaded[i] = body[v0 + i * kThreads];
+#pragma unroll
+    for (unsigned i = 0; i < 4; ++i)
+      if (v0 + i * kThreads < vectors) sbody[v0 + i * kThreads] = loaded[i];
+  }
   for (unsigned i = head + 16 * vectors + threadIdx.x; i < count; i += kThreads) sm[a + i] = src[i];
 }
 
@@ -118,15 +129,18 @@ __device__ __forceinline__ uint64_t observe(const uint64_t* state) {
   return value;
 }
 
-// Called by all 32 threads of warp 0: the sum of the stored sizes of the
-// sub-chunks before `chunk`, whose own size is `size`.
-__device__ uint64_t chained_offset(uint64_t* states, size_t chunk, uint64_t size) {
+// Publishes sub-chunk `chunk`'s stored size as soon as it is known (the first
+// sub-chunk's is already a prefix). One thread.
+__device__ __forceinline__ void announce_size(uint64_t* states, size_t chunk, uint64_t size) {
+  publish(&states[chunk], (chunk == 0 ? kPrefixKnown : kSizeKnown) | size);
+}
+
+// Called by all 32 threads of one warp after announce_size: the sum of the
+// stored sizes of the sub-chunks before `chunk`, whose own size is `size`;
+// publishes the prefix through it.
+__device__ uint64_t look_back(uint64_t* states, size_t chunk, uint64_t size) {
   const unsigned lane = threadIdx.x & 31u;
-  if (chunk == 0) {
-    if (lane == 0) publish(&states[0], kPrefixKnown | size);
-    return 0;
-  }
-  if (lane == 0) publish(&states[chunk], kSizeKnown | size);
+  if (chunk == 0) return 0;
   uint64_t offset = 0;
   for (long long end = static_cast<long long>(chunk);; end -= 32) {
     const long long i = end - 1 - static_cast<long long>(lane);
@@ -157,7 +171,7 @@ using SizeReduce = cub::BlockReduce<unsigned, kThreads>;
 // output, or the general path's sub-chunk, levels and ranks.
 struct FastEncodeShared {
   uint4 staged[kBlockBytes / 16];
-  uint8_t coded[kBlockBytes];
+  __align__(16) uint8_t coded[kBlockBytes];
   uint32_t last_b0[kThreads / 32];
   uint32_t last_b1[kThreads / 32];
   uint32_t b2[kThreads / 32];
@@ -188,9 +202,12 @@ __device__ __forceinline__ unsigned packed_field(uint64_t v, unsigned field) {
   return static_cast<unsigned>((v >> (20 * field)) & 0xFFFFFu);
 }
 
-// The byte at offset i of the fast path's staged sub-chunk.
+// The byte at offset i / 32-bit word q of the fast path's staged sub-chunk.
 __device__ __forceinline__ uint8_t staged_byte(const uint4* staged, unsigned i) {
   return reinterpret_cast<const uint8_t*>(staged)[(swizzled_vector<4>(i >> 4) << 4) | (i & 15u)];
+}
+__device__ __forceinline__ uint32_t staged_word(const uint4* staged, unsigned q) {
+  return reinterpret_cast<const uint32_t*>(staged)[(swizzled_vector<4>(q >> 2) << 2) | (q & 3u)];
 }
 
 // RZE of a full sub-chunk of bytes (16-byte aligned input). Levels: B_0 2048
@@ -200,11 +217,11 @@ __device__ void encode_fast(const uint8_t* src, size_t chunks, uint8_t* out, uin
                             FastEncodeShared& sh) {
   const unsigned t = threadIdx.x, lane = t & 31u, warp = t >> 5;
   const uint4* src4 = reinterpret_cast<const uint4*>(src);
+  uint4 loaded[4];  // all four loads in flight before the first store
 #pragma unroll
-  for (unsigned i = 0; i < 4; ++i) {
-    const unsigned v = i * kThreads + t;
-    sh.staged[swizzled_vector<4>(v)] = src4[v];
-  }
+  for (unsigned i = 0; i < 4; ++i) loaded[i] = src4[i * kThreads + t];
+#pragma unroll
+  for (unsigned i = 0; i < 4; ++i) sh.staged[swizzled_vector<4>(i * kThreads + t)] = loaded[i];
   __syncthreads();
   uint32_t b0[2] = {0, 0};
 #pragma unroll
@@ -237,7 +254,9 @@ __device__ void encode_fast(const uint8_t* src, size_t chunks, uint8_t* out, uin
   PackedScan(sh.scan).ExclusiveSum(mine, rank, all);
   __syncthreads();  // sh.b2 complete
   const unsigned kept_input = packed_field(all, 0), kept_b0 = packed_field(all, 1), kept_b1 = packed_field(all, 2);
-  // B_3 (warp 0): bit i set iff B_2 byte i differs from byte i-1.
+  // B_3 (warp 0): bit i set iff B_2 byte i differs from byte i-1. The size
+  // is announced at once; warp 0 looks back for the offset while the other
+  // warps assemble the coded sub-chunk.
   uint8_t b2_byte = 0;
   bool b2_kept = false;
   if (warp == 0) {
@@ -248,41 +267,47 @@ __device__ void encode_fast(const uint8_t* src, size_t chunks, uint8_t* out, uin
     const uint32_t b3 = __ballot_sync(0xFFFFFFFFu, b2_kept);
     const unsigned coded = 4 + static_cast<unsigned>(__popc(b3)) + kept_b1 + kept_b0 + kept_input;
     const unsigned size = coded < kBlockBytes ? coded : kBlockBytes;
-    const uint64_t offset = chained_offset(states, tile.chunk, size);
     if (lane == 0) {
+      announce_size(states, tile.chunk, size);
       tile.size = size;
-      tile.offset = offset;
       tile.b3 = b3;
     }
   }
   __syncthreads();
   const unsigned size = tile.size;
+  if (warp == 0) {
+    const uint64_t offset = look_back(states, tile.chunk, size);
+    if (lane == 0) tile.offset = offset;
+  }
+  if (size < kBlockBytes) {
+    // B_3 | K_2 | K_1 | K_0 | kept bytes, assembled in shared memory.
+    const unsigned k2 = static_cast<unsigned>(__popc(tile.b3));
+    if (warp == 0) {
+      if (lane < 4) sh.coded[lane] = static_cast<uint8_t>(tile.b3 >> (8 * lane));
+      if (b2_kept) sh.coded[4 + __popc(tile.b3 & ((1u << lane) - 1u))] = b2_byte;
+    }
+    if (b1_kept) sh.coded[4 + k2 + packed_field(rank, 2)] = static_cast<uint8_t>(b1);
+    unsigned at = 4 + k2 + kept_b1 + packed_field(rank, 1);
+#pragma unroll
+    for (unsigned j = 0; j < 8; ++j) {
+      if ((b1 >> j) & 1u) sh.coded[at++] = static_cast<uint8_t>(b0[j / 4] >> (8 * (j % 4)));
+    }
+    at = 4 + k2 + kept_b1 + kept_b0 + packed_field(rank, 0);
+    uint64_t kept = static_cast<uint64_t>(b0[0]) | (static_cast<uint64_t>(b0[1]) << 32);
+    while (kept) {
+      const unsigned j = static_cast<unsigned>(__ffsll(static_cast<long long>(kept))) - 1;
+      sh.coded[at++] = staged_byte(sh.staged, 64 * t + j);
+      kept &= kept - 1;
+    }
+  }
+  __syncthreads();  // tile.offset and the coded sub-chunk
   uint8_t* dst = out + 8 + 2 * chunks + tile.offset;
   if (size == kBlockBytes) {
-    store_bytes(dst, kBlockBytes, [&](unsigned i) { return staged_byte(sh.staged, i); });
-    return;
+    store_bytes(dst, kBlockBytes, [&](unsigned q) { return staged_word(sh.staged, q); });
+  } else {
+    const uint32_t* coded_words = reinterpret_cast<const uint32_t*>(sh.coded);
+    store_bytes(dst, size, [&](unsigned q) { return coded_words[q]; });
   }
-  // B_3 | K_2 | K_1 | K_0 | kept bytes, assembled in shared memory.
-  const unsigned k2 = static_cast<unsigned>(__popc(tile.b3));
-  if (warp == 0) {
-    if (lane < 4) sh.coded[lane] = static_cast<uint8_t>(tile.b3 >> (8 * lane));
-    if (b2_kept) sh.coded[4 + __popc(tile.b3 & ((1u << lane) - 1u))] = b2_byte;
-  }
-  if (b1_kept) sh.coded[4 + k2 + packed_field(rank, 2)] = static_cast<uint8_t>(b1);
-  unsigned at = 4 + k2 + kept_b1 + packed_field(rank, 1);
-#pragma unroll
-  for (unsigned j = 0; j < 8; ++j) {
-    if ((b1 >> j) & 1u) sh.coded[at++] = static_cast<uint8_t>(b0[j / 4] >> (8 * (j % 4)));
-  }
-  at = 4 + k2 + kept_b1 + kept_b0 + packed_field(rank, 0);
-  uint64_t kept = static_cast<uint64_t>(b0[0]) | (static_cast<uint64_t>(b0[1]) << 32);
-  while (kept) {
-    const unsigned j = static_cast<unsigned>(__ffsll(static_cast<long long>(kept))) - 1;
-    sh.coded[at++] = staged_byte(sh.staged, 64 * t + j);
-    kept &= kept - 1;
-  }
-  __syncthreads();
-  store_bytes(dst, size, [&](unsigned i) { return sh.coded[i]; });
 }
 
 template <typename Word, bool kChanged>
@@ -311,7 +336,9 @@ __device__ void encode_general(const uint8_t* src, unsigned osize, size_t chunks
   __syncthreads();
   size = tile.size;
   if (threadIdx.x < 32) {
-    const uint64_t offset = chained_offset(states, tile.chunk, size);
+    if (threadIdx.x == 0) announce_size(states, tile.chunk, size);
+    __syncwarp();
+    const uint64_t offset = look_back(states, tile.chunk, size);
     if (threadIdx.x == 0) tile.offset = offset;
   }
   __syncthreads();
