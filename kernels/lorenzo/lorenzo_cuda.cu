@@ -96,6 +96,28 @@ bool config_ok(const Config& c) {
 
 size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 size_t tiles_of(size_t n) { return (n + kTile - 1) / kTile; }
+// The row kernels (row_codes, plane_sums): one warp per (plane, segment of
+// rows), lane l holding x = l + 32j of a row; for rows of at most
+// kMaxRowLength elements.
+constexpr size_t kMaxRowLength = 1024;
+constexpr unsigned kRowWarps = kThreads / 32;
+
+// Rows per segment: about 8192 warps over the chunk (every SM busy), each
+// still walking several rows.
+size_t rows_per_segment(const Shape& s) {
+  size_t rows = s.nz * s.ny / 8192;
+  if (rows < 4) rows = 4;
+  if (rows > 64) rows = 64;
+  return rows < s.ny ? rows : s.ny;
+}
+
+bool decodes_by_rows(const Shape& s) { return s.n > 0 && s.nx <= kMaxRowLength; }
+
+// A grid-stride launch: enough blocks to fill the GPU, no more.
+unsigned stride_grid(size_t items) {
+  const size_t blocks = (items + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 8192 ? (blocks > 0 ? blocks : 1) : 8192);
+}
 __host__ __device__ inline size_t index_width_of(size_t n) { return n <= (uint64_t{1} << 32) ? 4 : 8; }
 
 
@@ -116,17 +138,44 @@ __device__ __forceinline__ uint8_t value_kind_of(U word) {
   return static_cast<uint8_t>(word >> (8 * sizeof(U) - 2));
 }
 
+// Elements [first, n), one per thread.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    prequantize(const uint8_t* in, size_t n, Quantizer<T> quantizer, typename Traits<T>::U* packed) {
+    prequantize(const uint8_t* in, size_t first, size_t n, Quantizer<T> quantizer, typename Traits<T>::U* packed) {
   using U = typename Traits<T>::U;
   using I = typename Traits<T>::I;
-  const size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const size_t i = first + static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= n) return;
   const U bits = load_word<U>(in + sizeof(T) * i);
   I q;
   const uint8_t kind = quantizer.classify(bits, q);
   packed[i] = pack_element(static_cast<U>(q), kind);
+}
+
+// The first `vectors` 16 bytes of a 16-byte aligned input, one vector per
+// thread and step (packed is 16-byte aligned scratch).
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    prequantize_vectors(const uint4* __restrict__ in, size_t vectors, Quantizer<T> quantizer,
+                        uint4* __restrict__ packed) {
+  using U = typename Traits<T>::U;
+  using I = typename Traits<T>::I;
+  constexpr unsigned kPer = 16 / sizeof(T);
+  const size_t stride = static_cast<size_t>(gridDim.x) * kThreads;
+  for (size_t v = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x; v < vectors; v += stride) {
+    const uint4 x = in[v];
+    U bits[kPer], out[kPer];
+    memcpy(bits, &x, 16);
+#pragma unroll
+    for (unsigned k = 0; k < kPer; ++k) {
+      I q;
+      const uint8_t kind = quantizer.classify(bits[k], q);
+      out[k] = pack_element(static_cast<U>(q), kind);
+    }
+    uint4 y;
+    memcpy(&y, out, 16);
+    packed[v] = y;
+  }
 }
 
 // Division by a fixed 32-bit divisor as a multiply-high and a shift (the
@@ -255,6 +304,112 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Codes by rows (rows of at most kMaxRowLength elements). With
+// r(y, x) = p(z, y, x) - p(z-1, y, x) and t = r(y, x) - r(y-1, x) (neighbours
+// outside the data 0), the Lorenzo delta is t(x) - t(x-1): a warp keeps the
+// previous row's r in registers and takes t(x-1) from the lane before, so
+// each element costs two loads (its plane and the one before, read by the
+// neighbouring warp at about the same time) and one shuffle, no index
+// arithmetic; 2K loads of a row are in flight together. Records are
+// rare: their per-tile counts are added with one atomic per tile and warp
+// step (order-free integer sums), for scans and write_records as before.
+template <typename U>
+__device__ __noinline__ void count_records(bool record, uint8_t kind, size_t i, unsigned lane,
+                                              unsigned long long* tile_counts) {
+  const unsigned records = __ballot_sync(0xFFFFFFFFu, record);
+  const unsigned deltas = __ballot_sync(0xFFFFFFFFu, record && (kind & kHasDelta));
+  const unsigned raws = __ballot_sync(0xFFFFFFFFu, record && (kind & kValueMask) == kValueRaw);
+  // 32 consecutive elements span at most two tiles.
+  const size_t tile = i / kTile;
+  const size_t first_tile = __shfl_sync(0xFFFFFFFFu, tile, 0);
+  const unsigned in_first = __ballot_sync(0xFFFFFFFFu, tile == first_tile);
+  if (lane == 0) {
+#pragma unroll
+    for (unsigned part = 0; part < 2; ++part) {
+      const unsigned m = part == 0 ? in_first : ~in_first;
+      const unsigned long long c = static_cast<unsigned long long>(__popc(records & m)) |
+                                   (static_cast<unsigned long long>(__popc(deltas & m)) << 21) |
+                                   (static_cast<unsigned long long>(__popc(raws & m)) << 42);
+      if (c) atomicAdd(&tile_counts[first_tile + part], c);
+    }
+  }
+}
+
+template <typename U, unsigned K>
+__global__ void __launch_bounds__(kThreads)
+    row_codes(const U* __restrict__ p, Shape s, size_t rows, size_t segments, U code_limit,
+              uint16_t* __restrict__ codes, unsigned long long* tile_counts) {
+  const unsigned lane = threadIdx.x & 31u;
+  const size_t task = static_cast<size_t>(blockIdx.x) * kRowWarps + (threadIdx.x >> 5);
+  if (task >= s.nz * segments) return;  // the whole warp
+  const size_t z = task / segments, segment = task % segments;
+  const size_t y0 = segment * rows, y1 = y0 + rows < s.ny ? y0 + rows : s.ny;
+  const size_t plane = s.nx * s.ny;
+  const bool back = z > 0;
+  // Words of row y of this plane and the one before (x clamped into the row:
+  // every load unconditional).
+  const unsigned nx = static_cast<unsigned>(s.nx);
+  auto load_row = [&](size_t y, U (&here)[K], U (&behind)[K]) {
+    const U* row = p + (z * s.ny + y) * s.nx;
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) here[j] = row[min(lane + 32 * j, nx - 1)];
+    if (back) {
+      row -= plane;
+#pragma unroll
+      for (unsigned j = 0; j < K; ++j) behind[j] = row[min(lane + 32 * j, nx - 1)];
+    }
+  };
+  auto r_of = [&](U here, U behind) { return static_cast<U>(p_of(here) - (back ? p_of(behind) : U{0})); };
+  U above[K];  // r of the row before
+  U here[K], behind[K];
+  if (y0 > 0) {
+    load_row(y0 - 1, here, behind);
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) above[j] = r_of(here[j], behind[j]);
+  } else {
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) above[j] = 0;
+  }
+  for (size_t y = y0; y < y1; ++y) {
+    load_row(y, here, behind);
+    const size_t row = (z * s.ny + y) * s.nx;
+    U last = 0;  // t of the element before this step's first
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) {
+      if (32 * j >= s.nx) break;  // uniform
+      const U r = r_of(here[j], behind[j]);
+      const U t = r - above[j];
+      above[j] = r;
+      U left = __shfl_up_sync(0xFFFFFFFFu, t, 1);
+      if (lane == 0) left = last;
+      last = __shfl_sync(0xFFFFFFFFu, t, 31);
+      const U delta = t - left;
+      const U zz = zigzag(delta);
+      const bool fits = zz < code_limit;
+      const uint8_t kind = static_cast<uint8_t>((fits ? 0 : kHasDelta) | value_kind_of(here[j]));
+      const size_t x = lane + 32 * j;
+      const bool inside = x < s.nx;
+      if (inside) codes[row + x] = fits ? static_cast<uint16_t>(zz) : uint16_t{0};
+      const bool record = inside && kind != 0;
+      if (__any_sync(0xFFFFFFFFu, record)) count_records<U>(record, kind, row + (inside ? x : s.nx - 1), lane,
+                                                            tile_counts);
+    }
+  }
+}
+
+// The packed per-tile counts into the three arrays the scans read.
+__global__ void __launch_bounds__(kThreads)
+    unpack_tile_counts(const unsigned long long* tile_counts, size_t tiles, uint64_t* records, uint64_t* deltas,
+                       uint64_t* raws) {
+  const size_t t = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (t >= tiles) return;
+  constexpr uint64_t kField = (1ull << 21) - 1;
+  const uint64_t c = tile_counts[t];
+  records[t] = c & kField;
+  deltas[t] = (c >> 21) & kField;
+  raws[t] = (c >> 42) & kField;
+}
+
 struct Totals {
   uint64_t count, deltas, raws;
 };
@@ -330,6 +485,7 @@ size_t exclusive_scan_bytes(size_t items) {
 
 struct EncodeLayout {
   void* p;
+  unsigned long long* tile_counts;  // row_codes' packed per-tile counts
   uint64_t* counts[3];
   uint64_t* offsets[3];
   void* scan;
@@ -344,6 +500,8 @@ EncodeLayout encode_layout(void* scratch, size_t n, unsigned width) {
   size_t at = 0;
   l.p = base + at;
   at += aligned(n * width);
+  l.tile_counts = reinterpret_cast<unsigned long long*>(base + at);
+  at += aligned(tiles * 8);
   for (int k = 0; k < 3; ++k) {
     l.counts[k] = reinterpret_cast<uint64_t*>(base + at);
     at += aligned(tiles * 8);
@@ -385,9 +543,31 @@ cudaError_t encode_typed(const uint8_t* in, const Shape& s, const Config& config
     const size_t blocks = (n + kThreads - 1) / kThreads;
     if (blocks > 0x7FFFFFFFu) return cudaErrorInvalidValue;
     const Grid g = grid_of(s);
-    prequantize<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(in, n, quantizer, p);
-    count_tiles<U><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(p, g, code_limit, codes, l.counts[0],
-                                                                           l.counts[1], l.counts[2]);
+    // 16-byte vectors where the input allows, the rest one element per thread.
+    const size_t vectors = (reinterpret_cast<uintptr_t>(in) & 15) == 0 ? n * sizeof(T) / 16 : 0;
+    const size_t first = vectors * 16 / sizeof(T);
+    if (vectors > 0)
+      prequantize_vectors<T><<<stride_grid(vectors), kThreads, 0, stream>>>(
+          reinterpret_cast<const uint4*>(in), vectors, quantizer, reinterpret_cast<uint4*>(p));
+    if (n > first)
+      prequantize<T><<<static_cast<unsigned>((n - first + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+          in, first, n, quantizer, p);
+    if (decodes_by_rows(s) && (reinterpret_cast<uintptr_t>(codes) & 1) == 0) {
+      const cudaError_t err = cudaMemsetAsync(l.tile_counts, 0, tiles * 8, stream);
+      if (err != cudaSuccess) return err;
+      const size_t rows = rows_per_segment(s), segments = (s.ny + rows - 1) / rows;
+      const unsigned warps_grid = static_cast<unsigned>((s.nz * segments + kRowWarps - 1) / kRowWarps);
+      const size_t k = (s.nx + 31) / 32;
+      auto kernel = k <= 1 ? row_codes<U, 1> : k <= 2 ? row_codes<U, 2> : k <= 4 ? row_codes<U, 4>
+                  : k <= 8 ? row_codes<U, 8> : k <= 16 ? row_codes<U, 16> : row_codes<U, 32>;
+      kernel<<<warps_grid, kThreads, 0, stream>>>(p, s, rows, segments, code_limit,
+                                                  reinterpret_cast<uint16_t*>(codes), l.tile_counts);
+      unpack_tile_counts<<<static_cast<unsigned>((tiles + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+          l.tile_counts, tiles, l.counts[0], l.counts[1], l.counts[2]);
+    } else {
+      count_tiles<U><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(p, g, code_limit, codes, l.counts[0],
+                                                                             l.counts[1], l.counts[2]);
+    }
     for (int k = 0; k < 3; ++k) {
       size_t scan_bytes = l.scan_bytes;
       const cudaError_t err = cub::DeviceScan::ExclusiveSum(l.scan, scan_bytes, l.counts[k], l.offsets[k],
@@ -482,17 +662,21 @@ __global__ void check_counts(size_t capacity, const uint64_t* delta_flag, const 
 }
 
 // only_with_deltas: nothing to do unless the (valid) outlier stream stores
-// deltas (the row kernel reads the codes itself otherwise).
+// deltas (the row kernel reads the codes itself otherwise). Grid-stride, so
+// that skipping costs one small launch.
 template <typename U>
 __global__ void __launch_bounds__(kThreads)
     unpack_codes(const uint8_t* codes, size_t n, U code_limit, U* d, uint32_t* status, const OutlierLayout* layout,
                  bool only_with_deltas) {
-  const size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (i >= n) return;
   if (only_with_deltas && !(layout->ok && layout->deltas > 0)) return;
-  const U code = load_word<uint16_t>(codes + 2 * i);
-  if (!(code < code_limit)) atomicOr(status, kCodeOutOfRadius);
-  d[i] = unzigzag(code);
+  const size_t stride = static_cast<size_t>(gridDim.x) * kThreads;
+  uint32_t bad = 0;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
+    const U code = load_word<uint16_t>(codes + 2 * i);
+    if (!(code < code_limit)) bad = kCodeOutOfRadius;
+    d[i] = unzigzag(code);
+  }
+  if (bad) atomicOr(status, bad);
 }
 
 template <typename U>
@@ -527,9 +711,6 @@ __global__ void __launch_bounds__(kThreads)
 // x); depth_sums walks z per (y, x), adding both, and converts to values.
 // Three passes over the data instead of seven.
 
-constexpr size_t kMaxRowLength = 1024;
-constexpr unsigned kRowWarps = kThreads / 32;
-
 template <typename U>
 __device__ __forceinline__ U warp_inclusive_sum(U v, unsigned lane) {
 #pragma unroll
@@ -541,47 +722,70 @@ __device__ __forceinline__ U warp_inclusive_sum(U v, unsigned lane) {
 }
 
 // Deltas come from the codes, or (when the outlier stream stores deltas)
-// from `deltas`, which unpack_codes and place_deltas filled.
+// from `deltas`, which unpack_codes and place_deltas filled. The next row is
+// loaded while this one is summed, and the row's K warp scans are independent
+// (their carries are added afterwards), so neither memory nor shuffle latency
+// serialises a warp.
 template <typename U, unsigned K>
 __global__ void __launch_bounds__(kThreads)
-    plane_sums(const uint8_t* codes, const U* deltas, const OutlierLayout* layout, Shape s, size_t rows,
-               size_t segments, U code_limit, U* sums, U* totals, uint32_t* status) {
+    plane_sums(const uint16_t* __restrict__ codes, const U* __restrict__ deltas, const OutlierLayout* layout, Shape s,
+               size_t rows, size_t segments, U code_limit, U* __restrict__ sums, U* __restrict__ totals,
+               uint32_t* status) {
   const unsigned lane = threadIdx.x & 31u;
   const size_t task = static_cast<size_t>(blockIdx.x) * kRowWarps + (threadIdx.x >> 5);
   if (task >= s.nz * segments) return;  // the whole warp
   const size_t z = task / segments, segment = task % segments;
   const size_t y0 = segment * rows, y1 = y0 + rows < s.ny ? y0 + rows : s.ny;
   const bool stored = layout->ok && layout->deltas > 0;
-  U column[K];
-#pragma unroll
-  for (unsigned j = 0; j < K; ++j) column[j] = 0;
   bool bad = false;
-  for (size_t y = y0; y < y1; ++y) {
+  // Raw words of a row (codes or deltas; x clamped into the row, so every
+  // load is unconditional and all K are in flight together) ...
+  auto load_row = [&](size_t y, U (&v)[K]) {
     const size_t row = (z * s.ny + y) * s.nx;
-    U v[K];
+    if (stored) {
+#pragma unroll
+      for (unsigned j = 0; j < K; ++j) v[j] = deltas[row + (lane + 32 * j < s.nx ? lane + 32 * j : s.nx - 1)];
+    } else {
+#pragma unroll
+      for (unsigned j = 0; j < K; ++j) v[j] = codes[row + (lane + 32 * j < s.nx ? lane + 32 * j : s.nx - 1)];
+    }
+  };
+  // ... turned into deltas only when the next row's loads are on their way.
+  auto deltas_of = [&](U (&v)[K]) {
 #pragma unroll
     for (unsigned j = 0; j < K; ++j) {
-      const size_t x = lane + 32 * j;
-      v[j] = 0;
-      if (x < s.nx) {
-        if (stored) {
-          v[j] = deltas[row + x];
-        } else {
-          const U code = load_word<uint16_t>(codes + 2 * (row + x));
-          bad |= !(code < code_limit);
-          v[j] = unzigzag(code);
-        }
+      const bool inside = lane + 32 * j < s.nx;
+      U d = v[j];
+      if (!stored) {
+        bad |= inside && !(d < code_limit);
+        d = unzigzag(d);
       }
+      v[j] = inside ? d : U{0};
     }
+  };
+  U column[K], v[K];
+#pragma unroll
+  for (unsigned j = 0; j < K; ++j) column[j] = 0;
+  load_row(y0, v);
+  for (size_t y = y0; y < y1; ++y) {
+    U next[K];
+    if (y + 1 < y1) load_row(y + 1, next);  // uniform
+    deltas_of(v);
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) v[j] = warp_inclusive_sum(v[j], lane);
     U carry = 0;
 #pragma unroll
     for (unsigned j = 0; j < K; ++j) {
-      if (32 * j >= s.nx) break;  // uniform
-      const U e = warp_inclusive_sum(v[j], lane) + carry;
-      carry = __shfl_sync(0xFFFFFFFFu, e, 31);
-      column[j] += e;
+      const U total = __shfl_sync(0xFFFFFFFFu, v[j], 31);
+      column[j] += v[j] + carry;
+      carry += total;
+    }
+    const size_t row = (z * s.ny + y) * s.nx;
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) {
       const size_t x = lane + 32 * j;
       if (x < s.nx) sums[row + x] = column[j];
+      v[j] = next[j];
     }
   }
   U* total = totals + (z * segments + segment) * s.nx;
@@ -593,17 +797,23 @@ __global__ void __launch_bounds__(kThreads)
   if (__any_sync(0xFFFFFFFFu, bad) && lane == 0) atomicOr(status, kCodeOutOfRadius);
 }
 
-// totals[z][k][x] becomes the sum of totals[z][0..k-1][x].
+// totals[z][k][x] becomes the sum of totals[z][0..k-1][x]; eight loads in
+// flight at a time.
 template <typename U>
 __global__ void __launch_bounds__(kThreads) segment_offsets(U* totals, Shape s, size_t segments) {
   const size_t c = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (c >= s.nz * s.nx) return;
   U* at = totals + (c / s.nx) * segments * s.nx + c % s.nx;
   U acc = 0;
-  for (size_t k = 0; k < segments; ++k, at += s.nx) {
-    const U t = *at;
-    *at = acc;
-    acc += t;
+  for (size_t k = 0; k < segments; k += 8, at += 8 * s.nx) {
+    U t[8];
+#pragma unroll
+    for (unsigned q = 0; q < 8; ++q) t[q] = k + q < segments ? at[q * s.nx] : U{0};
+#pragma unroll
+    for (unsigned q = 0; q < 8; ++q) {
+      if (k + q < segments) at[q * s.nx] = acc;
+      acc += t[q];
+    }
   }
 }
 
@@ -649,16 +859,7 @@ __global__ void __launch_bounds__(kThreads)
   if (bad) atomicOr(status, kValueOutOfRange);
 }
 
-// Rows per segment: about 8192 warps of plane_sums over the chunk (every SM
-// busy), each still summing several rows.
-size_t rows_per_segment(const Shape& s) {
-  size_t rows = s.nz * s.ny / 8192;
-  if (rows < 4) rows = 4;
-  if (rows > 64) rows = 64;
-  return rows < s.ny ? rows : s.ny;
-}
 
-bool decodes_by_rows(const Shape& s) { return s.n > 0 && s.nx <= kMaxRowLength; }
 
 // Inclusive sums along y (Axis 1) or z (Axis 2), one thread per column.
 template <typename U, int Axis>
@@ -856,8 +1057,8 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   U* d = static_cast<U*>(l.d);
   U* e = static_cast<U*>(l.e);
   const T eb2 = static_cast<T>(config.eb) * 2;
-  if (decodes_by_rows(s)) {
-    unpack_codes<U><<<blocks_for(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status, l.layout, true);
+  if (decodes_by_rows(s) && (reinterpret_cast<uintptr_t>(codes) & 1) == 0) {
+    unpack_codes<U><<<stride_grid(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status, l.layout, true);
     if (capacity > 0)
       place_deltas<U><<<blocks_for(capacity), kThreads, 0, stream>>>(outliers, codes, n, capacity, code_limit,
                                                                     l.layout, l.delta_rank, d, status);
@@ -867,8 +1068,8 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
     const size_t k = (s.nx + 31) / 32;
     auto rows_kernel = k <= 1 ? plane_sums<U, 1> : k <= 2 ? plane_sums<U, 2> : k <= 4 ? plane_sums<U, 4>
                      : k <= 8 ? plane_sums<U, 8> : k <= 16 ? plane_sums<U, 16> : plane_sums<U, 32>;
-    rows_kernel<<<warps_grid, kThreads, 0, stream>>>(codes, d, l.layout, s, rows, segments, code_limit, e, totals,
-                                                     status);
+    rows_kernel<<<warps_grid, kThreads, 0, stream>>>(reinterpret_cast<const uint16_t*>(codes), d, l.layout, s, rows,
+                                                     segments, code_limit, e, totals, status);
     segment_offsets<U><<<blocks_for(s.nz * s.nx), kThreads, 0, stream>>>(totals, s, segments);
     depth_sums<T><<<blocks_for(s.ny * s.nx), kThreads, 0, stream>>>(e, totals, s, rows, segments, eb2, out, status);
     if (capacity > 0)
@@ -876,7 +1077,7 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
           outliers, n, capacity, static_cast<U>(config.fill_bits), l.layout, l.raw_rank, out, status);
     return cudaGetLastError();
   }
-  unpack_codes<U><<<blocks_for(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status, l.layout, false);
+  unpack_codes<U><<<stride_grid(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status, l.layout, false);
   if (capacity > 0)
     place_deltas<U><<<blocks_for(capacity), kThreads, 0, stream>>>(outliers, codes, n, capacity, code_limit, l.layout,
                                                                   l.delta_rank, d, status);
