@@ -29,6 +29,11 @@ namespace {
 // for tiny chunks); a frame that claims more is hostile or corrupt.
 uint64_t stream_limit(uint64_t original_bytes) { return 2 * original_bytes + 65536; }
 
+// Under H5Z_FZ_DEVICE=auto, chunks smaller than this stay on the CPU both
+// ways: the GPU chunk path costs 50-300 us per chunk (H100,
+// docs/PERFORMANCE.md), which one core beats on chunks of tens of KB.
+constexpr uint64_t kAutoGpuMinChunkBytes = uint64_t{256} << 10;
+
 // HDF5 chunks are limited to 4 GiB; so are our frames' decoded sizes, so that a
 // hostile frame cannot make us allocate more.
 constexpr uint64_t kMaxChunkBytes = uint64_t(1) << 32;
@@ -95,15 +100,13 @@ size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity,
     // The GPU decodes into the caller's buffer (the filter's path); decoding
     // into a new Bytes stays on the CPU, which sizes nothing before the streams
     // are checked (a hostile frame cannot make it allocate its claimed size).
-    // Under auto, only the predictor presets' chunks of 256 KiB or more go to
-    // the GPU: measured on the H100 with 16 host cores (docs/PERFORMANCE.md),
-    // it decodes fzgpu and cusz 3-5x faster than the CPU, while the CPU's
-    // fused block decoders beat it on lossless and pfpl frames.
-    constexpr uint64_t kAutoGpuMinChunkBytes = uint64_t{256} << 10;
-    const bool predictor = info.preset == Preset::Fzgpu || info.preset == Preset::Cusz;
+    // Under auto, chunks of 256 KiB or more go to the GPU, as for compression:
+    // measured on the H100 against its 16-core host (docs/PERFORMANCE.md),
+    // one chunk at a time (HDF5's way), the GPU decodes every preset faster
+    // from 1 MiB up (1.3x lossless to 6x fzgpu at 1 MiB, 1.4x to 9x at 16 MiB).
     const bool gpu = use == BackendUse::kGpu ||
                      (use == BackendUse::kChosen &&
-                      (backend.explicit_cuda || (predictor && info.original_bytes >= kAutoGpuMinChunkBytes)));
+                      (backend.explicit_cuda || info.original_bytes >= kAutoGpuMinChunkBytes));
     if (into && backend.backend == engine::Backend::Cuda && gpu)
       on_device = engine::inverse_on_device(pipeline, parsed.stored, dst, static_cast<size_t>(capacity),
                                             ctx.max_stream_bytes, backend.device, threads);
@@ -221,10 +224,7 @@ Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const
       engine::fault_injection::maybe_fail(engine::fault_injection::pipeline_failures);
       const ByteSpan chunk(static_cast<const uint8_t*>(data), bytes);
       const engine::BackendChoice& backend = engine::chosen_backend();
-      // Under auto, small chunks stay on the CPU: the GPU chunk path has a fixed
-      // cost of ~130 us per chunk today (H100, docs/PERFORMANCE.md: 16-30 KB
-      // chunks compressed at 140-250 MB/s there against 670-950 on one core).
-      constexpr size_t kAutoGpuMinChunkBytes = size_t{256} << 10;
+      // Under auto, small chunks stay on the CPU (kAutoGpuMinChunkBytes).
       std::optional<engine::DeviceCompressed> on_device;
       const bool gpu = use == BackendUse::kGpu ||
                        (use == BackendUse::kChosen && (backend.explicit_cuda || bytes >= kAutoGpuMinChunkBytes));

@@ -66,8 +66,7 @@ BackendChoice decide() {
     c.reason = "CUDA device " + std::to_string(device) + " of " + std::to_string(devices) +
                " (stages without a GPU version, and chunks the GPU fails on, run on the CPU" +
                (c.explicit_cuda ? std::string(")")
-                                : "; under auto, chunks under 256 KiB, and lossless and pfpl decompression, "
-                                  "run on the CPU, faster for them)");
+                                : "; under auto, chunks under 256 KiB run on the CPU, faster for them)");
   } else if (wanted == "auto") {
     c.reason = "CPU backend (" + std::to_string(devices) + " CUDA device(s) usable)";
   } else {  // asked for explicitly: said even without H5Z_FZ_VERBOSE
