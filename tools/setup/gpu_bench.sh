@@ -13,11 +13,11 @@ step "device-resident, 512 MiB (wmag91 mirrored to 512^3), one chunk, then 16 Mi
 $b/fz_device_bench --reps 5 2>&1 | tee "$out/device_resident.md" || status=1
 $b/fz_device_bench --reps 3 --chunk-mib 16 2>&1 | tee "$out/device_resident_16mib.md" || status=1
 step "chunk path (host buffer in, frame out): GPU, then the host's 16 cores"
-H5Z_FZ_DEVICE=cuda $b/fz_chunk_bench --sizes 1,4,16,64 --inflight 1,4 --api batch 2>&1 | tee "$out/chunk_gpu.md" || status=1
+H5Z_FZ_DEVICE=cuda $b/fz_chunk_bench --sizes 1,4,16,64 --inflight 1,4 --api batch --reps 3 2>&1 | tee "$out/chunk_gpu.md" || status=1
 H5Z_FZ_DEVICE=cuda H5Z_FZ_GPU_COPY=direct $b/fz_chunk_bench --sizes 16,64 --inflight 1,4 --api batch \
   --presets lossless,fzgpu 2>&1 | tee "$out/chunk_gpu_direct.md" || status=1
-H5Z_FZ_DEVICE=cpu $b/fz_chunk_bench --sizes 1,4,16,64 --inflight 1,4 --api batch 2>&1 | tee "$out/chunk_cpu.md" || status=1
-step "h5py, 1 GiB dataset in 16 MiB chunks: plugin (GPU both ways) vs uncompressed vs gzip"
-H5Z_FZ_DEVICE=cuda python3 tools/bench/h5py_bench.py --plugin-dir build-gpu/plugin --dir "${TMPDIR:-/tmp}" 2>&1 \
-  | tee "$out/h5py_cuda.md" || status=1
+H5Z_FZ_DEVICE=cpu $b/fz_chunk_bench --sizes 1,16,64 --inflight 1 --api batch --reps 2 2>&1 | tee "$out/chunk_cpu.md" || status=1
+step "h5py, 1 GiB dataset in 16 MiB chunks: plugin (auto: GPU both ways at this size) vs uncompressed vs gzip"
+H5Z_FZ_DEVICE=auto python3 tools/bench/h5py_bench.py --plugin-dir build-gpu/plugin --slow-reps 1 2>&1 \
+  | tee "$out/h5py_auto.md" || status=1
 exit $status
