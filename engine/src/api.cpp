@@ -238,15 +238,7 @@ Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const
         const engine::Pipeline pipeline = engine::build_pipeline(dtype, dims, effective, chunk, *exec);
         engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
         std::vector<Bytes> stored = pipeline.forward(chunk, ctx);
-        for (const auto& node : pipeline.nodes()) {
-          StageInfo s;
-          s.type_id = static_cast<uint16_t>(node.stage->type());
-          s.name = node.stage->name();
-          s.config = node.stage->config();
-          s.inputs = node.inputs;
-          s.outputs = node.output_count;
-          info.stages.push_back(std::move(s));
-        }
+        info.stages = pipeline.stage_infos();
         Bytes frame = engine::write_frame(info, stored);
         for (Bytes& b : stored) engine::release_buffer(std::move(b));
         if (frame.size() < bytes) return frame;

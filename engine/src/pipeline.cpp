@@ -34,6 +34,20 @@ std::vector<uint8_t> Pipeline::add(std::unique_ptr<Stage> stage, std::vector<uin
   return ids;
 }
 
+std::vector<StageInfo> Pipeline::stage_infos() const {
+  std::vector<StageInfo> infos;
+  for (const StageNode& node : nodes_) {
+    StageInfo s;
+    s.type_id = static_cast<uint16_t>(node.stage->type());
+    s.name = node.stage->name();
+    s.config = node.stage->config();
+    s.inputs = node.inputs;
+    s.outputs = node.output_count;
+    infos.push_back(std::move(s));
+  }
+  return infos;
+}
+
 std::vector<uint8_t> Pipeline::stored_buffers() const {
   std::vector<uint8_t> ids;
   for (size_t i = 0; i < consumed_.size(); ++i)

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "fz/fz.hpp"
 #include "stage.hpp"
 
 namespace fz::engine {
@@ -34,6 +35,8 @@ class Pipeline {
   size_t buffer_count() const { return consumed_.size(); }
   // Unconsumed buffers, ascending: what the frame stores.
   std::vector<uint8_t> stored_buffers() const;
+  // The stages as the frame header records them (type, config, inputs).
+  std::vector<StageInfo> stage_infos() const;
 
   // Runs every stage; returns the stored buffers in stored_buffers() order.
   std::vector<Bytes> forward(ByteSpan chunk, const StageContext& ctx) const;

@@ -260,15 +260,7 @@ FrameInfo frame_info_for(const Pipeline& pipeline, const DataType& dtype, const 
   info.dtype = dtype;
   info.dims = dims;
   info.original_bytes = bytes;
-  for (const auto& node : pipeline.nodes()) {
-    StageInfo s;
-    s.type_id = static_cast<uint16_t>(node.stage->type());
-    s.name = node.stage->name();
-    s.config = node.stage->config();
-    s.inputs = node.inputs;
-    s.outputs = node.output_count;
-    info.stages.push_back(std::move(s));
-  }
+  info.stages = pipeline.stage_infos();
   return info;
 }
 
