@@ -19,9 +19,19 @@
 namespace fz {
 namespace {
 
-// Chunks on the GPU at once: one uploading, one in kernels, one downloading,
-// and one being framed on the host. More lanes only add pinned memory.
+// Chunks on the GPU at once, at least: one uploading, one in kernels, one
+// downloading, and one being framed on the host. With more CPU threads than
+// that there is one worker (and one lane) per thread, since each chunk's
+// copies through pinned memory are CPU work too.
 constexpr unsigned kGpuChunksInFlight = 4;
+
+// The workers a batch of `items` runs on, and the CPU threads each item may
+// use, out of `threads`.
+struct WorkSplit {
+  unsigned workers = 1;
+  unsigned threads_per_item = 1;
+};
+WorkSplit split_work(unsigned threads, size_t items);
 
 // Runs body(i) for every i in [0, count) on `workers` threads (the caller
 // included). Every item runs even when some throw; the first failure (lowest
@@ -55,6 +65,15 @@ void run_items(size_t count, unsigned workers, const char* item, Body body) {
 
 bool gpu_chosen() { return engine::chosen_backend().backend == engine::Backend::Cuda; }
 
+WorkSplit split_work(unsigned threads, size_t items) {
+  WorkSplit split;
+  split.workers = gpu_chosen() ? std::max(kGpuChunksInFlight, threads) : threads;
+  // Each worker gets an equal share of the CPU threads for its own item.
+  split.threads_per_item =
+      std::max(1u, threads / std::max<unsigned>(1, static_cast<unsigned>(std::min<size_t>(split.workers, items))));
+  return split;
+}
+
 }  // namespace
 
 std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const DataType& dtype,
@@ -67,25 +86,23 @@ std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const Da
       throw Error("compress_batch: chunk " + std::to_string(i) + ": " + e.what());
     }
   }
-  const unsigned threads = options.threads ? options.threads : engine::default_thread_count();
-  const unsigned workers = gpu_chosen() ? std::max(kGpuChunksInFlight, threads) : threads;
-  // Each worker gets an equal share of the CPU threads for its own chunk.
+  const WorkSplit split =
+      split_work(options.threads ? options.threads : engine::default_thread_count(), chunks.size());
   Options per_chunk = options;
-  per_chunk.threads = std::max(1u, threads / std::max<unsigned>(1, std::min<size_t>(workers, chunks.size())));
+  per_chunk.threads = split.threads_per_item;
   std::vector<Bytes> frames(chunks.size());
-  run_items(chunks.size(), workers, "compress_batch: chunk", [&](size_t i) {
+  run_items(chunks.size(), split.workers, "compress_batch: chunk", [&](size_t i) {
     frames[i] = compress(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims, per_chunk);
   });
   return frames;
 }
 
 std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, unsigned threads) {
-  if (!threads) threads = engine::default_thread_count();
-  const unsigned workers = gpu_chosen() ? std::max(kGpuChunksInFlight, threads) : threads;
-  const unsigned per_frame = std::max(1u, threads / std::max<unsigned>(1, std::min<size_t>(workers, frames.size())));
+  const WorkSplit split = split_work(threads ? threads : engine::default_thread_count(), frames.size());
   std::vector<size_t> lengths(frames.size(), 0);
-  run_items(frames.size(), workers, "decompress_batch: frame", [&](size_t i) {
-    lengths[i] = decompress_into_on(frames[i].frame, frames[i].frame_bytes, frames[i].out, frames[i].capacity, per_frame);
+  run_items(frames.size(), split.workers, "decompress_batch: frame", [&](size_t i) {
+    lengths[i] = decompress_into_on(frames[i].frame, frames[i].frame_bytes, frames[i].out, frames[i].capacity,
+                                    split.threads_per_item);
   });
   return lengths;
 }

@@ -78,43 +78,34 @@ uint8_t lossy_source(Pipeline& p, const DataType& dtype, const Options& options,
   return streams[0];
 }
 
-// The absolute bound a lossy preset enforces for this chunk: the user's bound
-// (ABS), or the largest double <= bound x (max - min) over the chunk's finite
-// values other than the fill value and +0.0 (NOA; see finite_range). Empty when
-// NOA has nothing to be relative to (no such value, or zero range): the chunk
-// is then stored losslessly. NOA's pass over the chunk also finds fill values;
-// the other modes look for them separately.
-ChunkFacts chunk_facts(const DataType& dtype, const Options& options, ByteSpan chunk, const Executor& exec) {
+// The absolute bound a lossy preset enforces for this chunk, from what is
+// known of its values (`range`: NOA's range and the fill test, found on the
+// host by chunk_values or on the GPU): the user's bound (ABS, REL), or the
+// largest double <= bound x (max - min) over the chunk's finite values other
+// than the fill value and +0.0 (NOA; see finite_range). Empty when NOA has
+// nothing to be relative to (no such value, or zero range): the chunk is then
+// stored losslessly.
+ChunkFacts facts_from_range(const Options& options, const FiniteRange& range) {
   ChunkFacts facts;
-  const auto fill = fill_bits(dtype, options);
-  const bool big_endian = dtype.order == ByteOrder::Big;
+  facts.has_fill = range.has_fill;
   if (options.mode != ErrorMode::Noa) {
     facts.enforced = options.bound;
-    facts.has_fill = fill && contains_element(chunk, dtype.size, big_endian, *fill);
     return facts;
   }
-  const FiniteRange range = finite_range(chunk, dtype.size, big_endian, fill, exec);
-  facts.has_fill = range.has_fill;
   const double eb = noa_absolute_bound(options.bound, range);
   if (eb > 0) facts.enforced = eb;
   return facts;
 }
 
-// The same from facts found elsewhere (the GPU).
-ChunkFacts facts_from_values(const Options& options, const ChunkValues& values) {
-  ChunkFacts facts;
-  facts.has_fill = values.has_fill;
-  if (options.mode != ErrorMode::Noa) {
-    facts.enforced = options.bound;
-    return facts;
-  }
-  FiniteRange range;
-  range.any = values.noa_min.has_value() && values.noa_max.has_value();
-  if (range.any) range.min = *values.noa_min, range.max = *values.noa_max;
-  range.has_fill = values.has_fill;
-  const double eb = noa_absolute_bound(options.bound, range);
-  if (eb > 0) facts.enforced = eb;
-  return facts;
+// What facts_from_range needs, found on the host: NOA's pass over the chunk
+// also finds fill values; the other modes look for them separately.
+FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan chunk, const Executor& exec) {
+  const auto fill = fill_bits(dtype, options);
+  const bool big_endian = dtype.order == ByteOrder::Big;
+  if (options.mode == ErrorMode::Noa) return finite_range(chunk, dtype.size, big_endian, fill, exec);
+  FiniteRange values;
+  values.has_fill = fill && contains_element(chunk, dtype.size, big_endian, *fill);
+  return values;
 }
 
 // Preset 2 (PFPL design): every element quantized on its own; the codes are
@@ -138,7 +129,7 @@ std::optional<Pipeline> pfpl_pipeline(const DataType& dtype, const Options& opti
 
 // A predictor's bounds: the absolute bound it enforces and its working bound
 // (a value of the element type, rounded toward zero). Empty when the chunk
-// cannot be quantized usefully (see chunk_facts; also a working bound below
+// cannot be quantized usefully (see facts_from_range; also a working bound below
 // the smallest normal): the preset then stores it losslessly.
 struct PredictorBound {
   double enforced = 0;
@@ -228,13 +219,13 @@ FactsNeeded facts_needed(const DataType& dtype, const Options& options) {
 Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                         ByteSpan chunk, const Executor& exec) {
   if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return lossless_pipeline(dtype);
-  return pipeline_for(dtype, dims, options, chunk_facts(dtype, options, chunk, exec));
+  return build_pipeline_from_range(dtype, dims, options, chunk_values(dtype, options, chunk, exec));
 }
 
-Pipeline build_pipeline_from_facts(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
-                                   const ChunkValues& values) {
+Pipeline build_pipeline_from_range(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                                   const FiniteRange& range) {
   if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return lossless_pipeline(dtype);
-  return pipeline_for(dtype, dims, options, facts_from_values(options, values));
+  return pipeline_for(dtype, dims, options, facts_from_range(options, range));
 }
 
 }  // namespace fz::engine

@@ -148,9 +148,9 @@ void download(cuda::Lane& lane, const uint8_t* device, size_t bytes, uint8_t* ho
 
 // The facts a lossy preset needs of a chunk in device memory (presets.hpp),
 // found on the device and read back in one small copy.
-ChunkValues device_chunk_values(const uint8_t* chunk, size_t bytes, const DataType& dtype, const Options& options,
+FiniteRange device_chunk_values(const uint8_t* chunk, size_t bytes, const DataType& dtype, const Options& options,
                                 ChunkWork& work, cuda::Lane& lane) {
-  ChunkValues values;
+  FiniteRange values;
   const FactsNeeded needed = facts_needed(dtype, options);
   if (needed == FactsNeeded::kNone) return values;
   const auto fill = fill_bits(dtype, options);
@@ -170,10 +170,7 @@ ChunkValues device_chunk_values(const uint8_t* chunk, size_t bytes, const DataTy
              "NOA range (GPU)");
   cuda::DeviceRange host_range;
   work.read_back(reinterpret_cast<const uint8_t*>(range), sizeof host_range, reinterpret_cast<uint8_t*>(&host_range));
-  const FiniteRange r = cuda::to_finite_range(host_range, dtype.size);
-  values.has_fill = r.has_fill;
-  if (r.any) values.noa_min = r.min, values.noa_max = r.max;
-  return values;
+  return cuda::to_finite_range(host_range, dtype.size);
 }
 
 // Every stage's forward on the device; returns every buffer of the pipeline.
@@ -307,17 +304,21 @@ Bytes frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer
   return frame;
 }
 
-// Any status word set: a GPU decoder found its stream malformed.
-bool any_status_set(ChunkWork& work, cuda::Lane& lane) {
+// The decoders' status words, read back with whatever the caller enqueues
+// next (one synchronisation for both): valid once the stream is synchronised.
+const uint32_t* enqueue_status_read(ChunkWork& work, cuda::Lane& lane) {
   const size_t n = work.status_words().size();
-  if (!n) return false;
-  auto* pinned = reinterpret_cast<uint32_t*>(lane.scalars.reserve(4 * n));
+  auto* pinned = reinterpret_cast<uint32_t*>(lane.scalars.reserve(4 * std::max<size_t>(n, 1)));
   for (size_t k = 0; k < n; ++k)
     cuda::check(cudaMemcpyAsync(pinned + k, work.status_words()[k], 4, cudaMemcpyDeviceToHost, lane.stream),
                 "status download");
-  cuda::check(cudaStreamSynchronize(lane.stream), "GPU pipeline inverse");
-  for (size_t k = 0; k < n; ++k)
-    if (pinned[k] != 0) return true;
+  return pinned;
+}
+
+// Any status word set: a GPU decoder found its stream malformed.
+bool any_status_set(const uint32_t* statuses, const ChunkWork& work) {
+  for (size_t k = 0; k < work.status_words().size(); ++k)
+    if (statuses[k] != 0) return true;
   return false;
 }
 
@@ -389,7 +390,7 @@ std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataTyp
     constexpr size_t kHostFactsBytes = size_t{256} << 10;
     DeviceCompressed result{chunk.size <= kHostFactsBytes
                                 ? build_pipeline(dtype, dims, options, chunk, *exec)
-                                : build_pipeline_from_facts(
+                                : build_pipeline_from_range(
                                       dtype, dims, options,
                                       device_chunk_values(device_chunk, chunk.size, dtype, options, work, *lane)),
                             {}};
@@ -448,14 +449,9 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
     // The status words come back with the chunk, in one synchronisation; a
     // set one means a malformed stream (dst then holds garbage, which the
     // CPU decoder overwrites or reports).
-    const size_t statuses = work.status_words().size();
-    auto* status = reinterpret_cast<uint32_t*>(lane->scalars.reserve(4 * std::max<size_t>(statuses, 1)));
-    for (size_t k = 0; k < statuses; ++k)
-      cuda::check(cudaMemcpyAsync(status + k, work.status_words()[k], 4, cudaMemcpyDeviceToHost, lane->stream),
-                  "status download");
+    const uint32_t* statuses = enqueue_status_read(work, *lane);
     download(*lane, chunk.data, chunk.size, dst, *exec);
-    for (size_t k = 0; k < statuses; ++k)
-      if (status[k] != 0) return std::nullopt;  // the CPU decoder names the problem
+    if (any_status_set(statuses, work)) return std::nullopt;  // the CPU decoder names the problem
     return chunk.size;
   } catch (const cuda::CudaError& e) {
     give_up_on_gpu(context, e, "decompress");
@@ -486,8 +482,8 @@ std::optional<size_t> compress_device_resident(const uint8_t* chunk, size_t byte
   cuda::CurrentDeviceGuard guard(device);
   cuda::LaneLease lane = context.lease();
   ChunkWork work(context, *lane);
-  const ChunkValues values = device_chunk_values(chunk, bytes, dtype, options, work, *lane);
-  const Pipeline pipeline = build_pipeline_from_facts(dtype, dims, options, values);
+  const FiniteRange values = device_chunk_values(chunk, bytes, dtype, options, work, *lane);
+  const Pipeline pipeline = build_pipeline_from_range(dtype, dims, options, values);
   if (!runs_on_device(pipeline)) return std::nullopt;
   const std::vector<DeviceBuffer> buffers = run_forward(pipeline, {const_cast<uint8_t*>(chunk), bytes}, work);
   const std::vector<uint64_t> sizes = stored_sizes(pipeline, buffers, *lane);
@@ -584,10 +580,13 @@ std::optional<size_t> decompress_device_resident(const Pipeline& pipeline, const
   try {
     const DeviceBuffer chunk = run_inverse(pipeline, view, work, max_stream_bytes);
     if (chunk.size != info.original_bytes || chunk.size > capacity) return std::nullopt;
-    if (any_status_set(work, *lane)) return std::nullopt;
+    // As in inverse_on_device: statuses and the chunk in one synchronisation;
+    // on a set status `out` holds garbage that the host path overwrites.
+    const uint32_t* statuses = enqueue_status_read(work, *lane);
     if (chunk.size)
       cuda::check(cudaMemcpyAsync(out, chunk.data, chunk.size, cudaMemcpyDeviceToDevice, lane->stream), "chunk");
     cuda::check(cudaStreamSynchronize(lane->stream), "GPU pipeline inverse");
+    if (any_status_set(statuses, work)) return std::nullopt;
     return chunk.size;
   } catch (const FormatError&) {
     return std::nullopt;  // the host decoder reports it

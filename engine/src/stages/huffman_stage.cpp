@@ -69,9 +69,7 @@ class HuffmanStage final : public Stage {
                                           reinterpret_cast<uint32_t*>(device + flag_at), stream),
                  "Huffman histogram (GPU)");
       counts.resize(config_.alphabet + 1);
-      work.check(cudaMemcpyAsync(counts.data(), device, flag_at + sizeof(uint64_t), cudaMemcpyDeviceToHost, stream),
-                 "Huffman histogram download");
-      work.check(cudaStreamSynchronize(stream), "Huffman histogram download");
+      work.read_back(device, flag_at + sizeof(uint64_t), reinterpret_cast<uint8_t*>(counts.data()));
       if (static_cast<uint32_t>(counts[config_.alphabet]) != 0)
         throw UsageError("Huffman input holds a symbol outside the alphabet");
     }
@@ -83,9 +81,7 @@ class HuffmanStage final : public Stage {
     work.check(huffman::cuda::encode(symbols.data, plan, out[0].data, encoded_size, scratch, stream),
                "Huffman (GPU)");
     uint64_t size = 0;
-    work.check(cudaMemcpyAsync(&size, encoded_size, sizeof size, cudaMemcpyDeviceToHost, stream),
-               "Huffman size download");
-    work.check(cudaStreamSynchronize(stream), "Huffman size download");
+    work.read_back(reinterpret_cast<const uint8_t*>(encoded_size), sizeof size, reinterpret_cast<uint8_t*>(&size));
     if (size == 0) throw UsageError("Huffman input too large: over 2^32 coded words");
     out[0].size = static_cast<size_t>(size);
   }
@@ -109,10 +105,7 @@ class HuffmanStage final : public Stage {
       constexpr size_t kFirstRead = size_t{16} << 10;
       const auto read = [&](size_t bytes) {
         downloaded.resize(bytes);
-        if (bytes == 0) return;
-        work.check(cudaMemcpyAsync(downloaded.data(), stream.data, bytes, cudaMemcpyDeviceToHost, cuda_stream),
-                   "Huffman header download");
-        work.check(cudaStreamSynchronize(cuda_stream), "Huffman header download");
+        work.read_back(stream.data, bytes, downloaded.data());
       };
       read(std::min(stream.size, kFirstRead));
       const size_t needed = huffman::cuda::decode_prefix_bytes(downloaded.data(), downloaded.size(), stream.size);

@@ -59,15 +59,16 @@ class MergeStage final : public Stage {
   void inverse_device(const std::vector<DeviceBuffer>& out, std::vector<DeviceBuffer>& in, DeviceWork& work,
                       size_t max_stream_bytes) const override {
     const DeviceBuffer& merged = out.at(0);
-    merge::cuda::Layout layout;
-    if (merged.host) {
-      const size_t header = merge::cuda::header_bytes(merged.size, parts_);
-      layout = merge::cuda::read_layout(ByteSpan(merged.host, header), merged.size, max_stream_bytes, parts_);
-    } else {
-      work.check(merge::cuda::read_layout(merged.data, merged.size, max_stream_bytes, parts_, layout,
-                                          static_cast<cudaStream_t>(work.stream())),
-                 "merge header download (GPU)");
+    const size_t header_size = merge::cuda::header_bytes(merged.size, parts_);
+    Bytes downloaded;
+    const uint8_t* header = merged.host;
+    if (!header) {
+      downloaded.resize(header_size);
+      work.read_back(merged.data, header_size, downloaded.data());
+      header = downloaded.data();
     }
+    const merge::cuda::Layout layout =
+        merge::cuda::read_layout(ByteSpan(header, header_size), merged.size, max_stream_bytes, parts_);
     require_format(layout.status == 0, "merge: malformed stream header");
     require_format(layout.sizes.size() == parts_, "merge stream holds the wrong number of parts");
     in.clear();

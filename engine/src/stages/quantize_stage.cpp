@@ -123,10 +123,7 @@ class QuantizeStage final : public Stage {
                               DeviceWork& work) {
     require_format(params.size == quantize::kParamsBytes, "quantize: params have the wrong size");
     if (params.host) return ByteSpan(params.host, params.size);
-    const auto stream = static_cast<cudaStream_t>(work.stream());
-    work.check(cudaMemcpyAsync(downloaded, params.data, quantize::kParamsBytes, cudaMemcpyDeviceToHost, stream),
-               "quantize params download");
-    work.check(cudaStreamSynchronize(stream), "quantize params download");
+    work.read_back(params.data, quantize::kParamsBytes, downloaded);
     return ByteSpan(downloaded, quantize::kParamsBytes);
   }
 #endif
