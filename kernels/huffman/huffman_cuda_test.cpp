@@ -140,23 +140,8 @@ bool check_case(const Bytes& in, const Config& c, const std::string& what, size_
 
 // ---- real fields: the Lorenzo codes the cusz preset feeds to Huffman --------
 
-struct Field {
-  std::string name;
-  std::vector<size_t> dims;
-  bool f64;
-};
-
-const std::vector<Field>& fields() {
-  static const std::vector<Field> list = {
-      {"wmag91.float", {91, 91, 91}, false},
-      {"vorticity.128_128_41", {41, 128, 128}, false},
-      {"vorticity.512_512", {512, 512}, false},
-      {"999x999.float", {999, 999}, false},
-      {"const32x32x59.float", {59, 32, 32}, false},
-      {"pressure.384_384.f64", {384, 384}, true},
-  };
-  return list;
-}
+using testing::RealField;
+using testing::real_fields;
 
 template <typename T>
 double finite_range(const Bytes& raw) {
@@ -171,7 +156,7 @@ double finite_range(const Bytes& raw) {
 // The codes lorenzo::encode gives the field at `fraction` of its range (radius
 // 512, as presets.cpp builds cusz), with a working bound of the element type
 // rounded toward zero as the engine's.
-Bytes lorenzo_codes(const Field& f, const Bytes& raw, double fraction) {
+Bytes lorenzo_codes(const RealField& f, const Bytes& raw, double fraction) {
   const double user = fraction * (f.f64 ? finite_range<double>(raw) : finite_range<float>(raw));
   lorenzo::Config c;
   c.width = f.f64 ? 8 : 4;
@@ -191,7 +176,7 @@ Bytes lorenzo_codes(const Field& f, const Bytes& raw, double fraction) {
 TEST(HuffmanCuda, RealFieldLorenzoCodes) {
   FZ_SKIP_WITHOUT_CUDA();
   size_t checked = 0;
-  for (const Field& f : fields()) {
+  for (const RealField& f : real_fields()) {
     const Bytes raw = testing::read_field(f.name);
     for (double fraction : {1e-2, 1e-3, 1e-4, 1e-5}) {
       const Bytes codes = lorenzo_codes(f, raw, fraction);
@@ -200,7 +185,7 @@ TEST(HuffmanCuda, RealFieldLorenzoCodes) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, fields().size() * 4);
+  EXPECT_EQ(checked, real_fields().size() * 4);
 }
 
 // ---- synthetic distributions, sizes and alphabets -------------------------------
@@ -456,7 +441,7 @@ double elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
 // decode = the decode kernels after the host planned from the stream's prefix.
 TEST(HuffmanCuda, Throughput) {
   FZ_SKIP_WITHOUT_CUDA();
-  const Field& wmag = fields()[0];
+  const RealField& wmag = real_fields()[0];
   const Bytes raw = testing::read_field(wmag.name);
   constexpr size_t kSymbols = size_t{32} << 20;  // 64 MiB
   std::printf("\nHuffman on the GPU, wmag91 Lorenzo codes (R 512) tiled to %zu MiB of u16 symbols, device-resident\n",

@@ -138,41 +138,14 @@ bool check_case(const Bytes& in, const Dims& dims, const lorenzo::Config& c, dou
 
 // ---- real fields -------------------------------------------------------------
 
-struct Field {
-  std::string name;
-  Dims dims;
-  bool f64;
-};
-
-const std::vector<Field>& fields() {
-  static const std::vector<Field> list = {
-      {"wmag91.float", {91, 91, 91}, false},
-      {"vorticity.128_128_41", {41, 128, 128}, false},
-      {"vorticity.512_512", {512, 512}, false},
-      {"999x999.float", {999, 999}, false},
-      {"const32x32x59.float", {59, 32, 32}, false},
-      {"pressure.384_384.f64", {384, 384}, true},
-  };
-  return list;
-}
-
-template <typename T>
-std::vector<T> field_as(const Field& f) {
-  const Bytes raw = testing::read_field(f.name);
-  std::vector<T> v;
-  if (f.f64) {
-    for (size_t i = 0; i + 8 <= raw.size(); i += 8) v.push_back(static_cast<T>(load_le<double>(raw.data() + i)));
-  } else {
-    for (size_t i = 0; i + 4 <= raw.size(); i += 4) v.push_back(static_cast<T>(load_le<float>(raw.data() + i)));
-  }
-  return v;
-}
+using testing::RealField;
+using testing::real_fields;
 
 template <typename T>
 void sweep_fields() {
-  for (const Field& f : fields()) {
+  for (const RealField& f : real_fields()) {
     if (f.f64 && sizeof(T) == 4) continue;
-    const std::vector<T> v = field_as<T>(f);
+    const std::vector<T> v = testing::field_values<T>(f);
     ASSERT_EQ(v.size(), product(f.dims)) << f.name;
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (T x : v)

@@ -133,35 +133,8 @@ Outcome round_trip(const std::vector<T>& x, const Dims& dims, double user_bound,
 
 // ---- real fields -------------------------------------------------------------
 
-struct Field {
-  std::string name;
-  Dims dims;
-  bool f64;
-};
-
-const std::vector<Field>& fields() {
-  static const std::vector<Field> list = {
-      {"wmag91.float", {91, 91, 91}, false},
-      {"vorticity.128_128_41", {41, 128, 128}, false},
-      {"vorticity.512_512", {512, 512}, false},
-      {"999x999.float", {999, 999}, false},
-      {"const32x32x59.float", {59, 32, 32}, false},
-      {"pressure.384_384.f64", {384, 384}, true},
-  };
-  return list;
-}
-
-template <typename T>
-std::vector<T> field_as(const Field& f) {
-  const Bytes raw = testing::read_field(f.name);
-  std::vector<T> v;
-  if (f.f64) {
-    for (double d : from_bytes<double>(raw)) v.push_back(static_cast<T>(d));
-  } else {
-    for (float d : from_bytes<float>(raw)) v.push_back(static_cast<T>(d));
-  }
-  return v;
-}
+using testing::RealField;
+using testing::real_fields;
 
 template <typename T>
 double finite_range(const std::vector<T>& v) {
@@ -176,9 +149,9 @@ double finite_range(const std::vector<T>& v) {
 
 template <typename T>
 void sweep_fields() {
-  for (const Field& f : fields()) {
+  for (const RealField& f : real_fields()) {
     if (f.f64 && sizeof(T) == 4) continue;  // narrowing the f64 field would change the data
-    const std::vector<T> v = field_as<T>(f);
+    const std::vector<T> v = testing::field_values<T>(f);
     const double range = finite_range(v);
     size_t total_violations = 0;
     for (double noa : {1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6}) {
@@ -318,8 +291,8 @@ void expect_same_bytes_any_threads(const std::vector<T>& v, const Dims& dims, do
 }
 
 TEST(Lorenzo, SameBytesWithAnyThreadCount) {
-  const Field& wmag = fields()[0];
-  const std::vector<float> v = field_as<float>(wmag);
+  const RealField& wmag = real_fields()[0];
+  const std::vector<float> v = testing::field_values<float>(wmag);
   expect_same_bytes_any_threads(v, wmag.dims, 1e-3 * finite_range(v), 512);
   expect_same_bytes_any_threads(v, {v.size()}, 1e-4 * finite_range(v), 32768);
   for (const Dims& dims : synthetic_dims()) {
@@ -962,9 +935,9 @@ double entropy_bytes(const Bytes& codes) {
 }
 
 TEST(Lorenzo, RatioIndication) {
-  for (const Field& f : fields()) {
+  for (const RealField& f : real_fields()) {
     if (f.f64) continue;
-    const std::vector<float> v = field_as<float>(f);
+    const std::vector<float> v = testing::field_values<float>(f);
     const double range = finite_range(v);
     const double raw = static_cast<double>(v.size() * 4);
     const Outcome o3 = round_trip(v, f.dims, 1e-3 * range, 32768);

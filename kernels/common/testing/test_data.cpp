@@ -65,6 +65,18 @@ const std::vector<std::string>& field_names() {
   return names;
 }
 
+const std::vector<RealField>& real_fields() {
+  static const std::vector<RealField> fields = {
+      {"wmag91.float", {91, 91, 91}, false},
+      {"vorticity.128_128_41", {41, 128, 128}, false},
+      {"vorticity.512_512", {512, 512}, false},
+      {"999x999.float", {999, 999}, false},
+      {"const32x32x59.float", {59, 32, 32}, false},
+      {"pressure.384_384.f64", {384, 384}, true},
+  };
+  return fields;
+}
+
 std::vector<NamedInput> standard_inputs() {
   std::vector<NamedInput> inputs;
   for (size_t n : edge_sizes()) {

@@ -27,6 +27,27 @@ Bytes read_field(const std::string& name);
 // Names of the real fields of ../shared/data/README.md.
 const std::vector<std::string>& field_names();
 
+// The real fields with their shapes (slowest extent first, as the predictors
+// take them) and element type; wmag91 first.
+struct RealField {
+  std::string name;
+  std::vector<size_t> dims;
+  bool f64;
+};
+const std::vector<RealField>& real_fields();
+
+// A real field's values as T (a float64 field is narrowed when T is float).
+template <typename T>
+std::vector<T> field_values(const RealField& field) {
+  const Bytes raw = read_field(field.name);
+  std::vector<T> values;
+  const size_t width = field.f64 ? 8 : 4;
+  for (size_t i = 0; i + width <= raw.size(); i += width)
+    values.push_back(field.f64 ? static_cast<T>(load_le<double>(raw.data() + i))
+                               : static_cast<T>(load_le<float>(raw.data() + i)));
+  return values;
+}
+
 struct NamedInput {
   std::string name;
   Bytes bytes;
