@@ -78,15 +78,21 @@ engine::Pipeline pipeline_from_frame(const FrameInfo& info) {
 // (capacity bytes; null when capacity is 0). Returns the chunk's length.
 size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity, uint8_t* dst, Bytes* chunk,
                     FrameInfo* info_out, unsigned threads = 0, BackendUse use = BackendUse::kChosen) {
-  engine::ParsedFrame parsed = engine::parse_frame(frame, frame_bytes);
+  // The payload CRC waits until the backend is known: the GPU decoder checks
+  // it on the device (the payload goes there anyway), where it costs
+  // microseconds instead of the host's pass over the frame.
+  engine::ParsedFrame parsed = engine::parse_frame(frame, frame_bytes, engine::PayloadCheck::kDeferred);
   const FrameInfo& info = parsed.info;
-  if (info.original_bytes > capacity)
+  if (info.original_bytes > capacity) {
+    engine::check_payload_crc(parsed);  // a corrupted frame is reported as such first
     throw FormatError("frame decodes to " + std::to_string(info.original_bytes) + " bytes, more than the " +
                       std::to_string(capacity) + " allowed");
+  }
   if (info_out) *info_out = info;
   size_t length = 0;
   const bool into = chunk == nullptr;
   if (info.raw) {
+    engine::check_payload_crc(parsed);
     const ByteSpan raw = parsed.stored[0];
     if (into && raw.size) std::memcpy(dst, raw.data, raw.size);
     if (!into) chunk->assign(raw.data, raw.data + raw.size);
@@ -109,14 +115,19 @@ size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity,
                       (backend.explicit_cuda || info.original_bytes >= kAutoGpuMinChunkBytes));
     if (into && backend.backend == engine::Backend::Cuda && gpu)
       on_device = engine::inverse_on_device(pipeline, parsed.stored, dst, static_cast<size_t>(capacity),
-                                            ctx.max_stream_bytes, backend.device, threads);
+                                            ctx.max_stream_bytes, backend.device, threads, info.payload_crc);
     if (on_device) {
       length = *on_device;
-    } else if (into) {
-      length = pipeline.inverse_into(parsed.stored, dst, static_cast<size_t>(capacity), ctx);
     } else {
-      *chunk = pipeline.inverse(parsed.stored, ctx);
-      length = chunk->size();
+      // The GPU did not decode it (or found the payload corrupted): the host
+      // checks the CRC and decodes, and reports what is wrong.
+      engine::check_payload_crc(parsed);
+      if (into) {
+        length = pipeline.inverse_into(parsed.stored, dst, static_cast<size_t>(capacity), ctx);
+      } else {
+        *chunk = pipeline.inverse(parsed.stored, ctx);
+        length = chunk->size();
+      }
     }
   }
   if (length != info.original_bytes)

@@ -14,7 +14,7 @@ int cuda_device_count() { return 0; }
 std::optional<std::vector<Bytes>> forward_on_device(const Pipeline&, ByteSpan, int) { return std::nullopt; }
 bool runs_on_device(const Pipeline&) { return false; }
 std::optional<size_t> inverse_on_device(const Pipeline&, const std::vector<ByteSpan>&, uint8_t*, size_t, size_t, int,
-                                        unsigned) {
+                                        unsigned, std::optional<uint32_t>) {
   return std::nullopt;
 }
 bool inverse_runs_on_device(const Pipeline&) { return false; }

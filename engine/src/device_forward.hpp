@@ -45,9 +45,12 @@ std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataTyp
 // into dst (capacity bytes) and returns its length, when every stage has a GPU
 // inverse. Returns nothing when it cannot, when CUDA fails, or when a stream
 // is malformed: the caller then decodes on the CPU, which reports the error.
+// With `payload_crc`, the stored buffers' CRC32C (of their concatenation, the
+// frame's payload) must equal it, else nothing is returned either (the caller
+// checks it on the host before decoding there, which reports the corruption).
 std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vector<ByteSpan>& stored,
                                         uint8_t* dst, size_t capacity, size_t max_stream_bytes, int device,
-                                        unsigned threads = 0);
+                                        unsigned threads = 0, std::optional<uint32_t> payload_crc = std::nullopt);
 
 bool inverse_runs_on_device(const Pipeline& pipeline);
 

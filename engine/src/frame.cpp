@@ -219,20 +219,27 @@ FrameInfo parse_frame_header(const uint8_t* frame, size_t available, uint64_t fr
   return info;
 }
 
-ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes) {
+ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes, PayloadCheck check) {
   ParsedFrame parsed;
   parsed.info = parse_frame_header(frame, frame_bytes, frame_bytes);
   const FrameInfo& info = parsed.info;
-#ifndef FZ_FUZZ_SKIP_CRC
-  if (crc32c(frame + info.header_bytes, frame_bytes - info.header_bytes) != info.payload_crc)
-    throw FormatError("FZM frame payload checksum mismatch (corrupted)");
-#endif
+  parsed.payload = ByteSpan(frame + info.header_bytes, frame_bytes - info.header_bytes);
+  if (check == PayloadCheck::kNow) check_payload_crc(parsed);
   size_t offset = info.header_bytes;
   for (uint64_t size : info.stored_sizes) {
     parsed.stored.emplace_back(frame + offset, static_cast<size_t>(size));
     offset += size;
   }
   return parsed;
+}
+
+void check_payload_crc(const ParsedFrame& parsed) {
+#ifndef FZ_FUZZ_SKIP_CRC
+  if (crc32c(parsed.payload.data, parsed.payload.size) != parsed.info.payload_crc)
+    throw FormatError("FZM frame payload checksum mismatch (corrupted)");
+#else
+  (void)parsed;
+#endif
 }
 
 }  // namespace fz::engine

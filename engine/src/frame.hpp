@@ -26,11 +26,22 @@ Bytes write_frame_header(FrameInfo& info, const std::vector<uint64_t>& stored_si
 struct ParsedFrame {
   FrameInfo info;
   std::vector<ByteSpan> stored;  // views into the frame, in payload order
+  ByteSpan payload;              // all of them: the bytes the payload CRC covers
 };
+
+// Whether parse_frame checks the payload CRC itself, or leaves it to the
+// caller (the GPU decoder checks it on the device, where the payload is
+// uploaded anyway; a caller that decodes on the host after all calls
+// check_payload_crc first).
+enum class PayloadCheck { kNow, kDeferred };
 
 // Parses and fully checks a frame (sizes, version, flags, CRC32C of header and
 // payload). Throws FormatError with a message naming what is wrong.
-ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes);
+ParsedFrame parse_frame(const uint8_t* frame, size_t frame_bytes, PayloadCheck check = PayloadCheck::kNow);
+
+// The payload CRC check that PayloadCheck::kDeferred skipped; throws
+// FormatError on a mismatch, with parse_frame's message.
+void check_payload_crc(const ParsedFrame& parsed);
 
 // For a frame whose payload is elsewhere (GPU memory): the header's length,
 // read from its first `available` (>= 12) bytes after checking the magic...

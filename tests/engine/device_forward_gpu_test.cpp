@@ -19,6 +19,7 @@
 #include "common/testing/test_data.hpp"
 #include "cuda/device_context.hpp"
 #include "fault_injection.hpp"
+#include "frame.hpp"
 #include "fz/fz.hpp"
 #include "presets.hpp"
 #include "quantize/quantize.hpp"
@@ -285,6 +286,40 @@ TEST(DeviceForward, PublicApiRoundTripOnTheGpu) {
     Bytes into(c.data.size(), 0xA5);  // decompress_into decodes on the GPU
     EXPECT_EQ(decompress_into(frame.data(), frame.size(), into.data(), into.size()), c.data.size()) << c.what;
     EXPECT_TRUE(into == c.data) << c.what;
+  }
+}
+
+// The GPU decoder checks the frame's payload CRC itself (on the device for
+// payloads of 64 KiB or more, on the host below): a wrong checksum refuses the
+// frame, the right one decodes it; through the public API a corrupted payload
+// is reported as such, whichever side checked it.
+TEST(DeviceInverse, PayloadChecksumIsCheckedOnTheGpuPath) {
+  FZ_SKIP_WITHOUT_CUDA();
+  setenv("H5Z_FZ_DEVICE", "cuda", 1);
+  const Bytes field = testing::read_field("wmag91.float");
+  for (size_t bytes : {size_t{4096}, size_t{60000}, field.size()}) {  // small payloads and a 2.9 MB one
+    const Bytes chunk(field.begin(), field.begin() + bytes);
+    const Bytes frame = compress(chunk.data(), chunk.size(), DataType::of<float>(), {bytes / 4}, Options{});
+    const ParsedFrame parsed = parse_frame(frame.data(), frame.size());
+    ASSERT_FALSE(parsed.info.raw) << bytes;
+    Pipeline p;
+    for (const StageInfo& st : parsed.info.stages) p.add(parse_stage(st.type_id, ByteSpan(st.config)), st.inputs);
+    Bytes out(bytes, 0xA5);
+    const uint32_t crc = parsed.info.payload_crc;
+    EXPECT_EQ(inverse_on_device(p, parsed.stored, out.data(), out.size(), bytes + 4096, 0, 0, crc), bytes) << bytes;
+    EXPECT_TRUE(out == chunk) << bytes;
+    EXPECT_FALSE(inverse_on_device(p, parsed.stored, out.data(), out.size(), bytes + 4096, 0, 0, crc ^ 1u)) << bytes;
+
+    // A flipped payload bit: the GPU refuses it (its checksum), and the API
+    // names the corruption after the host's check.
+    Bytes corrupted = frame;
+    corrupted[parsed.info.header_bytes + (parsed.info.frame_bytes - parsed.info.header_bytes) / 2] ^= 0x10;
+    try {
+      decompress_into(corrupted.data(), corrupted.size(), out.data(), out.size());
+      ADD_FAILURE() << bytes << ": a corrupted payload decoded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("payload checksum mismatch"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -114,6 +114,7 @@ LaneLease DeviceContext::lease() {
   }
   CurrentDeviceGuard guard(device_);
   auto lane = std::make_unique<Lane>();
+  lane->device = device_;
   check(cudaStreamCreateWithFlags(&lane->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   std::lock_guard<std::mutex> lock(mutex_);
   ++lanes_made_;

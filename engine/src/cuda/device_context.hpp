@@ -78,9 +78,13 @@ class PinnedBuffer {
 };
 
 struct Lane {
+  int device = 0;  // the stream's; pool threads that enqueue on it make it current
   cudaStream_t stream = nullptr;
   PinnedBuffer staging;  // chunks and streams on their way up or down
   PinnedBuffer scalars;  // small values read back (sizes, ranges, checksums, headers)
+  // Events marking the pieces of a staged download, made when first needed and
+  // reused by every later download on this lane.
+  std::vector<cudaEvent_t> piece_events;
 };
 
 class DeviceContext;
