@@ -54,6 +54,16 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
 
 bool inverse_runs_on_device(const Pipeline& pipeline);
 
+// For tests: the forward pipelines one idle lane of `device` holds as CUDA
+// graphs, the ones it found it cannot capture, and whether the one it used
+// last is a graph. A caller on one thread gets the lane its own last call used.
+struct ForwardGraphCounts {
+  size_t captured = 0;
+  size_t uncapturable = 0;
+  bool last_is_graph = false;
+};
+ForwardGraphCounts forward_graph_counts(int device);
+
 // ---- Device-resident chunks and frames (pointers into `device`'s memory) ----
 
 // The CUDA device that owns `pointer`, or nothing when it is not device memory

@@ -97,9 +97,10 @@ ChunkFacts facts_from_range(const Options& options, const FiniteRange& range) {
   return facts;
 }
 
-// What facts_from_range needs, found on the host: NOA's pass over the chunk
-// also finds fill values; the other modes look for them separately.
+}  // namespace
+
 FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan chunk, const Executor& exec) {
+  if (facts_needed(dtype, options) == FactsNeeded::kNone) return {};
   const auto fill = fill_bits(dtype, options);
   const bool big_endian = dtype.order == ByteOrder::Big;
   if (options.mode == ErrorMode::Noa) return finite_range(chunk, dtype.size, big_endian, fill, exec);
@@ -107,6 +108,8 @@ FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan
   values.has_fill = fill && contains_element(chunk, dtype.size, big_endian, *fill);
   return values;
 }
+
+namespace {
 
 // Preset 2 (PFPL design): every element quantized on its own; the codes are
 // smooth where the data is, so the lossless chain compresses them. NOA is

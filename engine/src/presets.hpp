@@ -35,4 +35,10 @@ std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options)
 Pipeline build_pipeline_from_range(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                                    const FiniteRange& range);
 
+// The facts found on the host, as build_pipeline finds them: NOA's pass over
+// the chunk also finds fill values; the other modes look for them separately;
+// nothing when facts_needed says none. build_pipeline equals
+// build_pipeline_from_range of these.
+FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan chunk, const Executor& exec);
+
 }  // namespace fz::engine

@@ -74,6 +74,10 @@ struct DeviceBuffer {
   // frame in host memory; nullptr otherwise (frames in device memory), when a
   // stage that needs a header reads it with DeviceWork::read_back.
   const uint8_t* host = nullptr;
+  // For a size on the device: the bytes allocated at `data`, which it never
+  // exceeds (0: not said). Small chunks download their streams whole with
+  // their sizes, in one trip (cuda/device_forward.cpp).
+  size_t capacity = 0;
 };
 
 // What a stage's GPU forward may use. No CUDA type appears here so that CPU

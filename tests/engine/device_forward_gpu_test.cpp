@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "api_internal.hpp"
 #include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
 #include "cuda/device_context.hpp"
@@ -319,6 +320,58 @@ TEST(DeviceInverse, PayloadChecksumIsCheckedOnTheGpuPath) {
       ADD_FAILURE() << bytes << ": a corrupted payload decoded";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("payload checksum mismatch"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Pipelines that come again run as CUDA graphs on the lane (device_forward.cpp):
+// the first chunk of a key launches stage by stage, the second captures the
+// graph, later ones replay it, each with its own data. Every frame equals the
+// CPU's. The chunks of a key share their size and (NOA) value range: a chunk,
+// its reverse, and two more permutations of it. Huffman's pipeline (cusz)
+// reads back midway and is remembered as not capturable.
+TEST(DeviceForward, RepeatedPipelinesReplayAsGraphsWithTheCpusFrames) {
+  FZ_SKIP_WITHOUT_CUDA();
+  setenv("H5Z_FZ_DEVICE", "cuda", 1);
+  const Bytes field = testing::read_field("wmag91.float");
+  struct Config {
+    Preset preset;
+    ErrorMode mode;
+    double bound;
+    size_t bytes;
+    bool capturable;
+  };
+  const Config configs[] = {
+      {Preset::Lossless, ErrorMode::Abs, 0, 4096, true},       {Preset::Fzgpu, ErrorMode::Noa, 1e-3, 65536, true},
+      {Preset::Pfpl, ErrorMode::Noa, 1e-3, 16384, true},       {Preset::Fzgpu, ErrorMode::Abs, 0.05, 4096, true},
+      {Preset::Pfpl, ErrorMode::Rel, 1e-2, 512 << 10, true},   {Preset::Cusz, ErrorMode::Noa, 1e-4, 65536, false},
+      {Preset::Fzgpu, ErrorMode::Noa, 1e-3, 512 << 10, true},  {Preset::Lossless, ErrorMode::Abs, 0, 1 << 20, true},
+  };
+  for (const Config& c : configs) {
+    const size_t n = c.bytes / 4;
+    std::vector<float> base(n);
+    for (size_t i = 0; i < n; ++i) std::memcpy(&base[i], field.data() + 4 * (i % (field.size() / 4)), 4);
+    Options o;
+    o.preset = c.preset;
+    o.mode = c.mode;
+    o.bound = c.bound;
+    const std::vector<uint64_t> dims = {n / 64, 4, 16};
+    for (int round = 0; round < 4; ++round) {
+      std::vector<float> chunk = base;
+      if (round == 1) std::reverse(chunk.begin(), chunk.end());
+      if (round >= 2) std::rotate(chunk.begin(), chunk.begin() + (round * 997) % n, chunk.end());
+      const std::string what = std::string(preset_name(c.preset)) + " " + std::to_string(c.bytes) + " round " +
+                               std::to_string(round);
+      const Bytes cpu = compress_with(chunk.data(), c.bytes, DataType::of<float>(), dims, o, BackendUse::kCpu);
+      const Bytes gpu = compress_with(chunk.data(), c.bytes, DataType::of<float>(), dims, o, BackendUse::kGpu);
+      EXPECT_TRUE(gpu == cpu) << what;
+      std::vector<float> back(n);
+      EXPECT_EQ(decompress_into(gpu.data(), gpu.size(), back.data(), c.bytes), c.bytes) << what;
+    }
+    const ForwardGraphCounts counts = forward_graph_counts(0);
+    EXPECT_EQ(counts.last_is_graph, c.capturable) << preset_name(c.preset) << " " << c.bytes;
+    if (!c.capturable) {
+      EXPECT_GE(counts.uncapturable, 1u) << preset_name(c.preset) << " " << c.bytes;
     }
   }
 }

@@ -77,6 +77,10 @@ class PinnedBuffer {
   size_t capacity_ = 0;
 };
 
+// A pipeline's forward captured as a CUDA graph (defined where it is used,
+// engine/src/cuda/device_forward.cpp).
+struct CapturedForward;
+
 struct Lane {
   int device = 0;  // the stream's; pool threads that enqueue on it make it current
   cudaStream_t stream = nullptr;
@@ -85,6 +89,20 @@ struct Lane {
   // Events marking the pieces of a staged download, made when first needed and
   // reused by every later download on this lane.
   std::vector<cudaEvent_t> piece_events;
+  // Device memory lent to one chunk at a time, in order, and taken back whole
+  // when the chunk is done (device_forward.cpp's ChunkWork), so a chunk's
+  // buffers cost no pool allocation and release each (1.4 us a pair on the
+  // H100 machine, a dozen or more per chunk). It grows, before a chunk starts,
+  // to what the most demanding chunk so far needed, up to a cap; buffers
+  // beyond it come from the pool.
+  uint8_t* arena = nullptr;
+  size_t arena_capacity = 0;
+  size_t arena_wanted = 0;
+  // Forward pipelines this lane captured as CUDA graphs, least recently used
+  // first, and the keys of the pipelines it ran lately (a pipeline is captured
+  // when it comes again).
+  std::vector<std::shared_ptr<CapturedForward>> captured;
+  std::vector<std::string> recent_keys;
 };
 
 class DeviceContext;

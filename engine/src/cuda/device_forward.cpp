@@ -11,6 +11,7 @@
 #include "cuda/crc32c_cuda.hpp"
 #include "cuda/device_context.hpp"
 #include "cuda/value_range_cuda.hpp"
+#include "fault_injection.hpp"
 #include "frame.hpp"
 #include "presets.hpp"
 #include "thread_pool.hpp"
@@ -18,14 +19,37 @@
 namespace fz::engine {
 namespace {
 
-// Device memory for one chunk, given back (stream-ordered) when the chunk is done.
+// The most a lane's arena grows to (Lane::arena): chunks that need more take
+// the rest from the pool, where its cost is small beside theirs.
+constexpr size_t kArenaMaxBytes = size_t{64} << 20;
+
+// Device memory for one chunk: from the lane's arena while it lasts, then from
+// the pool; all of it given back (stream-ordered) when the chunk is done.
 class ChunkWork final : public DeviceWork {
  public:
-  ChunkWork(cuda::DeviceContext& context, cuda::Lane& lane) : context_(context), lane_(lane) {}
+  ChunkWork(cuda::DeviceContext& context, cuda::Lane& lane) : context_(context), lane_(lane) {
+    if (lane.arena_wanted > lane.arena_capacity) {
+      context.release(lane.arena, lane.stream);
+      lane.arena = nullptr;
+      lane.arena_capacity = 0;
+      lane.arena = static_cast<uint8_t*>(context.allocate(lane.arena_wanted, lane.stream));
+      lane.arena_capacity = lane.arena_wanted;
+    }
+  }
   ~ChunkWork() override {
     for (void* p : allocations_) context_.release(p, lane_.stream);
+    lane_.arena_wanted = std::min(std::max(lane_.arena_wanted, requested_), kArenaMaxBytes);
   }
   uint8_t* allocate(size_t bytes) override {
+    if (fault_injection::take(fault_injection::device_allocation_failures))
+      throw cuda::CudaError(cudaErrorMemoryAllocation, "injected device allocation failure");
+    const size_t aligned = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;  // as the pool aligns
+    requested_ += aligned;
+    if (lane_.arena && arena_used_ + aligned <= lane_.arena_capacity) {
+      uint8_t* p = lane_.arena + arena_used_;
+      arena_used_ += aligned;
+      return p;
+    }
     void* p = context_.allocate(bytes, lane_.stream);
     allocations_.push_back(p);
     return static_cast<uint8_t*>(p);
@@ -50,7 +74,9 @@ class ChunkWork final : public DeviceWork {
  private:
   cuda::DeviceContext& context_;
   cuda::Lane& lane_;
-  std::vector<void*> allocations_;
+  std::vector<void*> allocations_;  // from the pool
+  size_t arena_used_ = 0;
+  size_t requested_ = 0;
   std::vector<uint32_t*> status_words_;
 };
 
@@ -199,7 +225,7 @@ FiniteRange device_chunk_values(const uint8_t* chunk, size_t bytes, const DataTy
 }
 
 // Every stage's forward on the device; returns every buffer of the pipeline.
-std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chunk, ChunkWork& work) {
+std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chunk, DeviceWork& work) {
   std::vector<DeviceBuffer> buffers{chunk};
   for (const StageNode& node : pipeline.nodes()) {
     std::vector<DeviceBuffer> in;
@@ -211,6 +237,149 @@ std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chu
     for (size_t i = 0; i < out.size(); ++i) buffers[node.first_output + i] = out[i];
   }
   return buffers;
+}
+
+// ---- Forward pipelines replayed as CUDA graphs ----
+//
+// A small chunk's time on the GPU is mostly the host's: each launch, memset and
+// pool allocation costs 1.5-4 us on the H100 machine, and a 4 KiB fzgpu chunk
+// makes about twenty (docs/PERFORMANCE.md). So a lane keeps the forward of a
+// pipeline that comes again as a CUDA graph, which owns its device buffers and
+// replays all of the pipeline's launches as one. The key names everything the
+// launches depend on: the chunk's size, data type and dims, the options, and
+// the chunk's facts (the pipeline is a function of these, presets.hpp). NOA
+// pipelines carry the chunk's value range, so they come again only when chunks
+// share it. A key seen once is not captured: capturing and instantiating cost
+// more than launching once. A pipeline whose stage reads a value back midway
+// (Huffman's histogram) cannot be captured and always runs launch by launch.
+constexpr size_t kGraphMaxChunkBytes = size_t{1} << 20;  // beyond, launches are a small share
+constexpr size_t kGraphsPerLane = 4;                     // each owns a few times its chunk size
+constexpr size_t kRecentKeys = 8;
+
+}  // namespace
+
+namespace cuda {
+
+struct CapturedForward {
+  std::string key;
+  cudaGraphExec_t exec = nullptr;    // none: the pipeline cannot be captured
+  uint8_t* input = nullptr;          // where the chunk goes before a replay
+  std::vector<DeviceBuffer> buffers;  // every buffer of the pipeline, as run_forward returns them
+  std::vector<void*> memory;          // owned
+  CapturedForward() = default;
+  CapturedForward(const CapturedForward&) = delete;
+  CapturedForward& operator=(const CapturedForward&) = delete;
+  ~CapturedForward() {
+    if (exec) (void)cudaGraphExecDestroy(exec);
+    for (void* p : memory) (void)cudaFree(p);
+  }
+};
+
+}  // namespace cuda
+
+namespace {
+
+struct NotCapturable {};
+
+// Device memory for a graph being captured: its own (cudaMalloc, once per
+// graph), kept as long as the graph.
+class CaptureWork final : public DeviceWork {
+ public:
+  CaptureWork(cuda::CapturedForward& graph, cuda::Lane& lane) : graph_(graph), lane_(lane) {}
+  uint8_t* allocate(size_t bytes) override {
+    void* p = nullptr;
+    cuda::check(cudaMalloc(&p, std::max<size_t>(bytes, 1)), "cudaMalloc (graph buffers)");
+    graph_.memory.push_back(p);
+    return static_cast<uint8_t*>(p);
+  }
+  void* stream() const override { return lane_.stream; }
+  void check(int cuda_error, const char* what) override { cuda::check(static_cast<cudaError_t>(cuda_error), what); }
+  uint32_t* status_word() override {
+    auto* word = reinterpret_cast<uint32_t*>(allocate(sizeof(uint32_t)));
+    cuda::check(cudaMemsetAsync(word, 0, sizeof(uint32_t), lane_.stream), "status word");
+    return word;
+  }
+  void read_back(const uint8_t*, size_t, uint8_t*) override { throw NotCapturable{}; }
+
+ private:
+  cuda::CapturedForward& graph_;
+  cuda::Lane& lane_;
+};
+
+std::string forward_key(size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                        const FiniteRange& facts) {
+  std::string key;
+  auto put = [&key](const auto& value) { key.append(reinterpret_cast<const char*>(&value), sizeof value); };
+  put(uint64_t{bytes});
+  put(static_cast<uint32_t>(dtype.element_class));
+  put(dtype.size);
+  put(static_cast<uint32_t>(dtype.order));
+  put(uint64_t{dims.size()});
+  for (uint64_t d : dims) put(d);
+  put(static_cast<uint32_t>(options.preset));
+  put(static_cast<uint32_t>(options.mode));
+  put(options.bound);
+  put(uint64_t{options.fill_value.size()});
+  key.append(options.fill_value.begin(), options.fill_value.end());
+  put(facts.any);
+  put(facts.min);
+  put(facts.max);
+  put(facts.has_fill);
+  return key;
+}
+
+// The forward of `pipeline` for chunks of `bytes`, captured on the lane.
+std::shared_ptr<cuda::CapturedForward> capture_forward(const Pipeline& pipeline, size_t bytes, cuda::Lane& lane,
+                                                       const std::string& key) {
+  auto graph = std::make_shared<cuda::CapturedForward>();
+  graph->key = key;
+  CaptureWork work(*graph, lane);
+  graph->input = work.allocate(bytes);
+  cuda::check(cudaStreamBeginCapture(lane.stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+  cudaGraph_t captured = nullptr;
+  try {
+    graph->buffers = run_forward(pipeline, {graph->input, bytes}, work);
+  } catch (...) {
+    // Leave the stream out of capture mode whatever went wrong.
+    if (cudaStreamEndCapture(lane.stream, &captured) == cudaSuccess && captured) (void)cudaGraphDestroy(captured);
+    (void)cudaGetLastError();
+    throw;
+  }
+  cuda::check(cudaStreamEndCapture(lane.stream, &captured), "cudaStreamEndCapture");
+  const cudaError_t instantiated = cudaGraphInstantiate(&graph->exec, captured, 0);
+  (void)cudaGraphDestroy(captured);
+  cuda::check(instantiated, "cudaGraphInstantiate");
+  return graph;
+}
+
+// The lane's graph for `key`: kept from before, or captured now when the key
+// came lately; nothing when it did not or the pipeline cannot be captured.
+cuda::CapturedForward* forward_graph(const Pipeline& pipeline, size_t bytes, cuda::Lane& lane,
+                                     const std::string& key) {
+  auto& graphs = lane.captured;
+  for (size_t i = 0; i < graphs.size(); ++i)
+    if (graphs[i]->key == key) {
+      std::rotate(graphs.begin() + i, graphs.begin() + i + 1, graphs.end());  // most recently used last
+      return graphs.back()->exec ? graphs.back().get() : nullptr;
+    }
+  auto& recent = lane.recent_keys;
+  const auto seen = std::find(recent.begin(), recent.end(), key);
+  if (seen == recent.end()) {
+    recent.push_back(key);
+    if (recent.size() > kRecentKeys) recent.erase(recent.begin());
+    return nullptr;
+  }
+  recent.erase(seen);
+  std::shared_ptr<cuda::CapturedForward> graph;
+  try {
+    graph = capture_forward(pipeline, bytes, lane, key);
+  } catch (const NotCapturable&) {
+    graph = std::make_shared<cuda::CapturedForward>();  // remembered, so never tried again
+    graph->key = key;
+  }
+  if (graphs.size() >= kGraphsPerLane) graphs.erase(graphs.begin());
+  graphs.push_back(graph);
+  return graph->exec ? graph.get() : nullptr;
 }
 
 // The stored streams' sizes, those only the device knows read back in one copy.
@@ -302,9 +471,61 @@ uint32_t device_crc32c(const uint8_t* data, size_t bytes, ChunkWork& work, cuda:
   return host;
 }
 
+// Streams whose allocations come to no more than this go down whole with
+// their sizes, in one synchronisation instead of two (sizes, then streams):
+// the extra bytes cost less than a round trip (8 us; 128 KiB take 3 us).
+constexpr size_t kOneTripMaxBytes = size_t{128} << 10;
+
+// The frame of a small chunk in one trip, or nothing when a stored stream's
+// allocation is unknown or the streams are too large for it.
+std::optional<Bytes> small_frame_from_device(const std::vector<uint8_t>& ids, const std::vector<DeviceBuffer>& buffers,
+                                             FrameInfo& info, cuda::Lane& lane) {
+  size_t bound = 0;
+  for (uint8_t id : ids) {
+    const DeviceBuffer& b = buffers[id];
+    if (b.device_size && !b.capacity) return std::nullopt;
+    bound += b.device_size ? b.capacity : b.size;
+  }
+  if (bound > kOneTripMaxBytes) return std::nullopt;
+  if (bound > lane.staging.capacity()) cuda::check(cudaStreamSynchronize(lane.stream), "download");
+  uint8_t* staging = lane.staging.reserve(std::max<size_t>(bound, 1));
+  auto* device_sizes = reinterpret_cast<uint64_t*>(lane.scalars.reserve(8 * std::max<size_t>(ids.size(), 1)));
+  std::vector<size_t> at(ids.size());
+  size_t offset = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const DeviceBuffer& b = buffers[ids[k]];
+    const size_t whole = b.device_size ? b.capacity : b.size;
+    at[k] = offset;
+    if (b.device_size)
+      cuda::check(cudaMemcpyAsync(device_sizes + k, b.device_size, sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                                  lane.stream),
+                  "size download");
+    if (whole)
+      cuda::check(cudaMemcpyAsync(staging + offset, b.data, whole, cudaMemcpyDeviceToHost, lane.stream),
+                  "stream download");
+    offset += whole;
+  }
+  cuda::check(cudaStreamSynchronize(lane.stream), "stream download");
+  std::vector<uint64_t> sizes(ids.size());
+  uint32_t crc = 0;
+  size_t total = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const DeviceBuffer& b = buffers[ids[k]];
+    sizes[k] = b.device_size ? device_sizes[k] : b.size;
+    if (b.device_size && sizes[k] > b.capacity) throw std::logic_error("a GPU stage wrote past its allocation");
+    crc = crc32c(staging + at[k], sizes[k], crc);
+    total += sizes[k];
+  }
+  Bytes frame = write_frame_header(info, sizes, crc);
+  frame.reserve(frame.size() + total);
+  for (size_t k = 0; k < ids.size(); ++k) frame.insert(frame.end(), staging + at[k], staging + at[k] + sizes[k]);
+  return frame;
+}
+
 Bytes frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers, FrameInfo info,
                         ChunkWork& work, cuda::Lane& lane, const Executor& exec) {
   const std::vector<uint8_t> ids = pipeline.stored_buffers();
+  if (std::optional<Bytes> frame = small_frame_from_device(ids, buffers, info, lane)) return std::move(*frame);
   const std::vector<uint64_t> sizes = stored_sizes(pipeline, buffers, lane);
   std::vector<cuda::DeviceSpan> spans;
   size_t total = 0;
@@ -416,20 +637,41 @@ std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataTyp
     cuda::CurrentDeviceGuard guard(device);
     cuda::LaneLease lane = context->lease();
     ChunkWork work(*context, *lane);
-    uint8_t* device_chunk = work.allocate(chunk.size);
     const auto exec = make_pool_executor(threads);
-    upload(*lane, chunk, device_chunk, *exec);
     // A small chunk's facts cost less on the host (a pass over L2-resident
     // bytes) than the synchronisation that reads them back from the device.
     constexpr size_t kHostFactsBytes = size_t{256} << 10;
-    DeviceCompressed result{chunk.size <= kHostFactsBytes
-                                ? build_pipeline(dtype, dims, options, chunk, *exec)
-                                : build_pipeline_from_range(
-                                      dtype, dims, options,
-                                      device_chunk_values(device_chunk, chunk.size, dtype, options, work, *lane)),
-                            {}};
+    uint8_t* device_chunk = nullptr;
+    FiniteRange values;
+    if (chunk.size <= kHostFactsBytes) {
+      values = chunk_values(dtype, options, chunk, *exec);
+    } else {
+      device_chunk = work.allocate(chunk.size);
+      upload(*lane, chunk, device_chunk, *exec);
+      values = device_chunk_values(device_chunk, chunk.size, dtype, options, work, *lane);
+    }
+    DeviceCompressed result{build_pipeline_from_range(dtype, dims, options, values), {}};
     if (!runs_on_device(result.pipeline)) return std::nullopt;
-    const std::vector<DeviceBuffer> buffers = run_forward(result.pipeline, {device_chunk, chunk.size}, work);
+    cuda::CapturedForward* graph =
+        chunk.size <= kGraphMaxChunkBytes
+            ? forward_graph(result.pipeline, chunk.size, *lane, forward_key(chunk.size, dtype, dims, options, values))
+            : nullptr;
+    std::vector<DeviceBuffer> buffers;
+    if (graph) {
+      if (device_chunk)
+        cuda::check(cudaMemcpyAsync(graph->input, device_chunk, chunk.size, cudaMemcpyDeviceToDevice, lane->stream),
+                    "chunk into graph");
+      else
+        upload(*lane, chunk, graph->input, *exec);
+      cuda::check(cudaGraphLaunch(graph->exec, lane->stream), "cudaGraphLaunch");
+      buffers = graph->buffers;
+    } else {
+      if (!device_chunk) {
+        device_chunk = work.allocate(chunk.size);
+        upload(*lane, chunk, device_chunk, *exec);
+      }
+      buffers = run_forward(result.pipeline, {device_chunk, chunk.size}, work);
+    }
     result.frame = frame_from_device(result.pipeline, buffers,
                                      frame_info_for(result.pipeline, dtype, dims, options.preset, chunk.size), work,
                                      *lane, *exec);
@@ -438,6 +680,14 @@ std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataTyp
     give_up_on_gpu(context, e, "compress");
     return std::nullopt;
   }
+}
+
+ForwardGraphCounts forward_graph_counts(int device) {
+  cuda::LaneLease lane = cuda::DeviceContext::of(device).lease();
+  ForwardGraphCounts counts;
+  for (const auto& graph : lane->captured) ++(graph->exec ? counts.captured : counts.uncapturable);
+  counts.last_is_graph = !lane->captured.empty() && lane->captured.back()->exec;
+  return counts;
 }
 
 bool inverse_runs_on_device(const Pipeline& pipeline) {

@@ -64,7 +64,8 @@ class LorenzoStage final : public Stage {
     auto* outliers_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
     out.resize(2);
     out[0] = {work.allocate(2 * elements), 2 * elements, nullptr, nullptr};
-    out[1] = {work.allocate(lorenzo::cuda::max_outliers_bytes(dims_, config_.width)), 0, outliers_size, nullptr};
+    const size_t outliers_capacity = lorenzo::cuda::max_outliers_bytes(dims_, config_.width);
+    out[1] = {work.allocate(outliers_capacity), 0, outliers_size, nullptr, outliers_capacity};
     void* scratch = work.allocate(lorenzo::cuda::encode_scratch_bytes(dims_, config_.width));
     work.check(lorenzo::cuda::encode(in.at(0).data, dims_, config_, enforced_bound_, out[0].data, out[1].data,
                                      outliers_size, scratch, static_cast<cudaStream_t>(work.stream())),

@@ -66,7 +66,7 @@ class QuantizeStage final : public Stage {
     auto* sizes = reinterpret_cast<uint64_t*>(work.allocate(2 * sizeof(uint64_t)));
     out.resize(3);
     out[0] = {work.allocate(n), lossless ? 0 : n, nullptr, nullptr};
-    out[1] = {work.allocate(n), 0, sizes + 1, nullptr};
+    out[1] = {work.allocate(n), 0, sizes + 1, nullptr, n};
     out[2] = {work.allocate(quantize::kParamsBytes), quantize::kParamsBytes, nullptr, nullptr};
     void* scratch = work.allocate(quantize::cuda::encode_scratch_bytes(n, config_.width));
     work.check(quantize::cuda::encode(in[0].data, n, config_, out[0].data, out[1].data, out[2].data, sizes, scratch,

@@ -107,7 +107,8 @@ void elimination_device_inverse(const DeviceBuffer& out, DeviceBuffer& in, unsig
 
 template <elimination::Rule rule>
 void elimination_device(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
-  out.data = work.allocate(elimination::cuda::max_encoded_bytes(in.size));
+  out.capacity = elimination::cuda::max_encoded_bytes(in.size);
+  out.data = work.allocate(out.capacity);
   out.size = 0;
   out.device_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
   void* scratch = work.allocate(elimination::cuda::encode_scratch_bytes(in.size));
