@@ -35,6 +35,11 @@ TEST(RreCuda, HostileStreamsAreJudgedLikeTheCpu) {
   testing::expect_hostile_streams_judged_like_the_cpu(kRre, hostile_trials());
 }
 
+TEST(RreCuda, LargeSizeTablesAreJudgedLikeTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  testing::expect_large_size_tables_judged_like_the_cpu(kRre);
+}
+
 TEST(RreCuda, RefusesBadWordSizes) {
   FZ_SKIP_WITHOUT_CUDA();
   testing::expect_bad_word_sizes_refused_on_gpu(kRre);

@@ -35,6 +35,11 @@ TEST(RzeCuda, HostileStreamsAreJudgedLikeTheCpu) {
   testing::expect_hostile_streams_judged_like_the_cpu(kRze, hostile_trials());
 }
 
+TEST(RzeCuda, LargeSizeTablesAreJudgedLikeTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  testing::expect_large_size_tables_judged_like_the_cpu(kRze);
+}
+
 TEST(RzeCuda, RefusesBadWordSizes) {
   FZ_SKIP_WITHOUT_CUDA();
   testing::expect_bad_word_sizes_refused_on_gpu(kRze);

@@ -177,6 +177,29 @@ inline void expect_hostile_streams_judged_like_the_cpu(const CudaWordCoder& c, s
   }
 }
 
+// Size tables longer than one block reads in one launch (4096 entries, 64 MiB
+// of output) go through the device-wide scan: both sides of that line, intact
+// and with a wrong size, a truncation and a tight max_out.
+inline void expect_large_size_tables_judged_like_the_cpu(const CudaWordCoder& c) {
+  for (size_t blocks : {size_t{4096}, size_t{4100}}) {
+    Bytes in(blocks * kBlockBytes, 0);
+    std::mt19937_64 rng(blocks);
+    for (size_t i = 0; i < in.size(); i += 1 + rng() % 3000) in[i] = static_cast<uint8_t>(rng());
+    for (unsigned k : {1u, 8u}) {
+      const Bytes coded = c.cpu.encode(in, k);
+      const std::string what = std::to_string(blocks) + " blocks";
+      expect_same_verdict(c, coded, k, in.size(), what + ", intact");
+      expect_same_verdict(c, coded, k, in.size() - 1, what + ", max_out below n");
+      expect_same_verdict(c, Bytes(coded.begin(), coded.end() - 1), k, in.size(), what + ", truncated by one");
+      for (size_t i : {size_t{0}, blocks - 1}) {
+        Bytes hostile = coded;
+        store_le<uint16_t>(hostile.data() + 8 + 2 * i, static_cast<uint16_t>(stored_size(coded, i) + 1));
+        expect_same_verdict(c, hostile, k, in.size(), what + ", size[" + std::to_string(i) + "] + 1");
+      }
+    }
+  }
+}
+
 inline void expect_bad_word_sizes_refused_on_gpu(const CudaWordCoder& c) {
   const DeviceBuffer in(64), out(1024), scratch(c.decode_scratch_bytes(64, 1024) + c.encode_scratch_bytes(64)),
       size(8), status(4);
