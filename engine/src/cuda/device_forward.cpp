@@ -57,8 +57,7 @@ class ChunkWork final : public DeviceWork {
   void* stream() const override { return lane_.stream; }
   void check(int cuda_error, const char* what) override { cuda::check(static_cast<cudaError_t>(cuda_error), what); }
   uint32_t* status_word() override {
-    auto* word = reinterpret_cast<uint32_t*>(allocate(sizeof(uint32_t)));
-    cuda::check(cudaMemsetAsync(word, 0, sizeof(uint32_t), lane_.stream), "status word");
+    uint32_t* word = zeroed_word();
     status_words_.push_back(word);
     return word;
   }
@@ -71,6 +70,22 @@ class ChunkWork final : public DeviceWork {
   }
   const std::vector<uint32_t*>& status_words() const { return status_words_; }
 
+  // A zeroed device word. Status words and the like sit side by side in
+  // blocks of kBlockWords, each cleared by one memset, so that one copy can
+  // read them all back (WordsOnHost).
+  static constexpr size_t kBlockWords = 16;
+  uint32_t* zeroed_word() {
+    if (word_blocks_.empty() || words_in_last_block_ == kBlockWords) {
+      auto* block = reinterpret_cast<uint32_t*>(allocate(kBlockWords * sizeof(uint32_t)));
+      cuda::check(cudaMemsetAsync(block, 0, kBlockWords * sizeof(uint32_t), lane_.stream), "status words");
+      word_blocks_.push_back(block);
+      words_in_last_block_ = 0;
+    }
+    return word_blocks_.back() + words_in_last_block_++;
+  }
+  const std::vector<uint32_t*>& word_blocks() const { return word_blocks_; }
+  size_t words_in_last_block() const { return words_in_last_block_; }
+
  private:
   cuda::DeviceContext& context_;
   cuda::Lane& lane_;
@@ -78,6 +93,8 @@ class ChunkWork final : public DeviceWork {
   size_t arena_used_ = 0;
   size_t requested_ = 0;
   std::vector<uint32_t*> status_words_;
+  std::vector<uint32_t*> word_blocks_;
+  size_t words_in_last_block_ = 0;
 };
 
 bool verbose() { return std::getenv("H5Z_FZ_VERBOSE") != nullptr; }
@@ -556,26 +573,50 @@ Bytes frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer
   return frame;
 }
 
-// The decoders' status words, read back with whatever the caller enqueues
-// next (one synchronisation for both): valid once the stream is synchronised.
-// With `extra`, one more device word is read back after them (a checksum).
-const uint32_t* enqueue_status_read(ChunkWork& work, cuda::Lane& lane, const uint32_t* extra = nullptr) {
-  const size_t n = work.status_words().size();
-  auto* pinned = reinterpret_cast<uint32_t*>(lane.scalars.reserve(4 * (n + 1)));
-  for (size_t k = 0; k < n; ++k)
-    cuda::check(cudaMemcpyAsync(pinned + k, work.status_words()[k], 4, cudaMemcpyDeviceToHost, lane.stream),
-                "status download");
-  if (extra)
-    cuda::check(cudaMemcpyAsync(pinned + n, extra, 4, cudaMemcpyDeviceToHost, lane.stream), "checksum download");
-  return pinned;
-}
+// The decoders' status words (and `extra`, a checksum: both from
+// ChunkWork::zeroed_word) read back with whatever the caller enqueues next,
+// in one synchronisation; valid once the stream is synchronised. Words in one
+// block come back in one copy.
+class WordsOnHost {
+ public:
+  WordsOnHost(ChunkWork& work, cuda::Lane& lane, const uint32_t* extra) {
+    const auto& blocks = work.word_blocks();
+    if (blocks.size() == 1) {
+      const size_t used = work.words_in_last_block();
+      words_ = reinterpret_cast<const uint32_t*>(lane.scalars.reserve(used * sizeof(uint32_t)));
+      cuda::check(cudaMemcpyAsync(const_cast<uint32_t*>(words_), blocks[0], used * sizeof(uint32_t),
+                                  cudaMemcpyDeviceToHost, lane.stream),
+                  "status download");
+      for (const uint32_t* w : work.status_words()) status_at_.push_back(static_cast<size_t>(w - blocks[0]));
+      if (extra) extra_at_ = static_cast<size_t>(extra - blocks[0]);
+      return;
+    }
+    const size_t n = work.status_words().size();
+    auto* pinned = reinterpret_cast<uint32_t*>(lane.scalars.reserve((n + 1) * sizeof(uint32_t)));
+    for (size_t k = 0; k < n; ++k) {
+      cuda::check(cudaMemcpyAsync(pinned + k, work.status_words()[k], 4, cudaMemcpyDeviceToHost, lane.stream),
+                  "status download");
+      status_at_.push_back(k);
+    }
+    if (extra) {
+      cuda::check(cudaMemcpyAsync(pinned + n, extra, 4, cudaMemcpyDeviceToHost, lane.stream), "checksum download");
+      extra_at_ = n;
+    }
+    words_ = pinned;
+  }
+  // A GPU decoder found its stream malformed.
+  bool any_status_set() const {
+    for (size_t at : status_at_)
+      if (words_[at] != 0) return true;
+    return false;
+  }
+  uint32_t extra() const { return words_[extra_at_]; }
 
-// Any status word set: a GPU decoder found its stream malformed.
-bool any_status_set(const uint32_t* statuses, const ChunkWork& work) {
-  for (size_t k = 0; k < work.status_words().size(); ++k)
-    if (statuses[k] != 0) return true;
-  return false;
-}
+ private:
+  const uint32_t* words_ = nullptr;
+  std::vector<size_t> status_at_;
+  size_t extra_at_ = 0;
+};
 
 // Every stage's inverse on the device, from the stored streams' views; returns
 // the chunk's view.
@@ -749,7 +790,7 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
     }
     uint32_t* device_crc = nullptr;
     if (crc_on_device) {
-      device_crc = reinterpret_cast<uint32_t*>(work.allocate(sizeof(uint32_t)));
+      device_crc = work.zeroed_word();
       void* scratch = work.allocate(std::max<size_t>(cuda::crc32c_scratch_bytes(total), 1));
       work.check(cuda::crc32c(device_streams, total, device_crc, scratch, lane->stream), "CRC32C (GPU)");
     }
@@ -759,10 +800,10 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
     // synchronisation; a set word or a wrong checksum means a malformed or
     // corrupted frame (dst then holds garbage, which the CPU decoder
     // overwrites or reports).
-    const uint32_t* words = enqueue_status_read(work, *lane, device_crc);
+    const WordsOnHost words(work, *lane, device_crc);
     download(*lane, chunk.data, chunk.size, dst, *exec);
-    if (any_status_set(words, work)) return std::nullopt;  // the CPU decoder names the problem
-    if (crc_on_device && words[work.status_words().size()] != *payload_crc) return std::nullopt;
+    if (words.any_status_set()) return std::nullopt;  // the CPU decoder names the problem
+    if (crc_on_device && words.extra() != *payload_crc) return std::nullopt;
     return chunk.size;
   } catch (const cuda::CudaError& e) {
     give_up_on_gpu(context, e, "decompress");
@@ -893,11 +934,11 @@ std::optional<size_t> decompress_device_resident(const Pipeline& pipeline, const
     if (chunk.size != info.original_bytes || chunk.size > capacity) return std::nullopt;
     // As in inverse_on_device: statuses and the chunk in one synchronisation;
     // on a set status `out` holds garbage that the host path overwrites.
-    const uint32_t* statuses = enqueue_status_read(work, *lane);
+    const WordsOnHost words(work, *lane, nullptr);
     if (chunk.size)
       cuda::check(cudaMemcpyAsync(out, chunk.data, chunk.size, cudaMemcpyDeviceToDevice, lane->stream), "chunk");
     cuda::check(cudaStreamSynchronize(lane->stream), "GPU pipeline inverse");
-    if (any_status_set(statuses, work)) return std::nullopt;
+    if (words.any_status_set()) return std::nullopt;
     return chunk.size;
   } catch (const FormatError&) {
     return std::nullopt;  // the host decoder reports it
