@@ -39,6 +39,7 @@
 #include <type_traits>
 
 #include "common/float_state.hpp"
+#include "common/one_block_scan_cuda.cuh"
 #include "common/words_cuda.cuh"
 #include "lorenzo/lorenzo_rules.hpp"
 
@@ -568,11 +569,18 @@ cudaError_t encode_typed(const uint8_t* in, const Shape& s, const Config& config
       count_tiles<U><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(p, g, code_limit, codes, l.counts[0],
                                                                              l.counts[1], l.counts[2]);
     }
-    for (int k = 0; k < 3; ++k) {
-      size_t scan_bytes = l.scan_bytes;
-      const cudaError_t err = cub::DeviceScan::ExclusiveSum(l.scan, scan_bytes, l.counts[k], l.offsets[k],
-                                                            static_cast<uint64_t>(tiles), stream);
-      if (err != cudaSuccess) return err;
+    if (tiles <= cuda_detail::kOneBlockScanItems) {
+      cuda_detail::OneBlockScans scans;
+      for (int k = 0; k < 3; ++k) scans.in[k] = l.counts[k], scans.out[k] = l.offsets[k];
+      scans.count = 3;
+      cuda_detail::exclusive_sums_one_block<<<1, cuda_detail::kOneBlockScanThreads, 0, stream>>>(scans, tiles, false);
+    } else {
+      for (int k = 0; k < 3; ++k) {
+        size_t scan_bytes = l.scan_bytes;
+        const cudaError_t err = cub::DeviceScan::ExclusiveSum(l.scan, scan_bytes, l.counts[k], l.offsets[k],
+                                                              static_cast<uint64_t>(tiles), stream);
+        if (err != cudaSuccess) return err;
+      }
     }
     write_records<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, p, g, code_limit, c, tiles,
                                                                              outliers);
@@ -1041,14 +1049,23 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   if (capacity > 0) {
     check_records<<<blocks_for(capacity), kThreads, 0, stream>>>(outliers, n, capacity, config.has_fill, l.layout,
                                                                 l.delta_flag, l.raw_flag, status);
-    size_t bytes = l.scan_bytes;
-    err = cub::DeviceScan::ExclusiveSum(l.scan, bytes, l.delta_flag, l.delta_rank, static_cast<uint64_t>(capacity),
-                                        stream);
-    if (err != cudaSuccess) return err;
-    bytes = l.scan_bytes;
-    err = cub::DeviceScan::ExclusiveSum(l.scan, bytes, l.raw_flag, l.raw_rank, static_cast<uint64_t>(capacity),
-                                        stream);
-    if (err != cudaSuccess) return err;
+    if (capacity <= cuda_detail::kOneBlockScanItems) {
+      cuda_detail::OneBlockScans scans;
+      scans.in[0] = l.delta_flag, scans.out[0] = l.delta_rank;
+      scans.in[1] = l.raw_flag, scans.out[1] = l.raw_rank;
+      scans.count = 2;
+      cuda_detail::exclusive_sums_one_block<<<1, cuda_detail::kOneBlockScanThreads, 0, stream>>>(scans, capacity,
+                                                                                                 false);
+    } else {
+      size_t bytes = l.scan_bytes;
+      err = cub::DeviceScan::ExclusiveSum(l.scan, bytes, l.delta_flag, l.delta_rank,
+                                          static_cast<uint64_t>(capacity), stream);
+      if (err != cudaSuccess) return err;
+      bytes = l.scan_bytes;
+      err = cub::DeviceScan::ExclusiveSum(l.scan, bytes, l.raw_flag, l.raw_rank, static_cast<uint64_t>(capacity),
+                                          stream);
+      if (err != cudaSuccess) return err;
+    }
   }
   check_counts<<<1, 1, 0, stream>>>(capacity, l.delta_flag, l.raw_flag, l.delta_rank, l.raw_rank, l.layout, status);
   if (n == 0) return cudaGetLastError();

@@ -241,6 +241,22 @@ void sweep_shapes(uint64_t seed) {
   }
 }
 
+// Per-tile counts of up to 4096 tiles (8 Mi elements) are scanned by one block
+// in one launch, more by cub's device-wide scan: both sides of that line, with
+// the CPU's streams and decode.
+TEST(LorenzoCuda, OneBlockAndDeviceWideTileScansMatchTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  const Bytes field = testing::read_field("wmag91.float");
+  const size_t plane = 256 * 256;
+  for (size_t nz : {size_t{128}, size_t{130}}) {  // 4096 and 4160 tiles of 2048 elements
+    std::vector<float> v(nz * plane);
+    for (size_t i = 0; i < v.size(); ++i) std::memcpy(&v[i], field.data() + 4 * (i % (field.size() / 4)), 4);
+    const double bound = 1e-3;
+    EXPECT_TRUE(check_case(to_bytes(v), {nz, 256, 256}, make_config<float>(bound, 512), bound,
+                           std::to_string(nz) + " planes"));
+  }
+}
+
 TEST(LorenzoCuda, OddShapesAndSpecialsFloat32) {
   FZ_SKIP_WITHOUT_CUDA();
   for (uint64_t seed : {1u, 2u}) sweep_shapes<float>(seed);

@@ -26,6 +26,7 @@
 #include <cstring>
 
 #include "common/blocks.hpp"
+#include "common/one_block_scan_cuda.cuh"
 #include "common/words_cuda.cuh"
 #include "quantize/quantize_plan.hpp"
 #include "quantize/quantize_rules.hpp"
@@ -380,6 +381,14 @@ cudaError_t scan_counts(const Scratch& s, void* scratch, cudaStream_t stream) {
   uint8_t* base = static_cast<uint8_t*>(scratch);
   auto* counts = reinterpret_cast<uint64_t*>(base + s.counts);
   auto* offsets = reinterpret_cast<uint64_t*>(base + s.offsets);
+  if (s.blocks <= cuda_detail::kOneBlockScanItems) {  // offsets[blocks] = the total, counts[blocks] unused
+    cuda_detail::OneBlockScans scans;
+    scans.in[0] = counts;
+    scans.out[0] = offsets;
+    scans.count = 1;
+    cuda_detail::exclusive_sums_one_block<<<1, cuda_detail::kOneBlockScanThreads, 0, stream>>>(scans, s.blocks, true);
+    return cudaGetLastError();
+  }
   cudaError_t err = cudaMemsetAsync(counts + s.blocks, 0, sizeof(uint64_t), stream);
   if (err != cudaSuccess) return err;
   size_t temp_bytes = s.temp_bytes;

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/blocks.hpp"
 #include "common/error.hpp"
 #include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
@@ -226,6 +227,23 @@ Bytes float_field_as_double(const Bytes& f32) {
 TEST(QuantizeCuda, RealFloatFieldsMatchTheCpu) {
   FZ_SKIP_WITHOUT_CUDA();
   for (const auto& name : kFloatFields) field_sweep<float>(testing::read_field(name), name);
+}
+
+// Outlier counts of up to 4096 blocks (64 MiB) are scanned by one block in one
+// launch, longer ones by cub's device-wide scan: both sides of that line.
+TEST(QuantizeCuda, OneBlockAndDeviceWideOutlierScansMatchTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  const Bytes field = testing::read_field("wmag91.float");
+  const auto values = as_values<float>(field);
+  for (size_t blocks : {size_t{4096}, size_t{4097}}) {
+    std::vector<float> v(blocks * (kBlockBytes / sizeof(float)));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = values[i % values.size()];
+    Config c;
+    c.width = 4;
+    c.mode = Mode::kAbs;
+    c.bound = 1e-3;  // a tight bound: outliers in many blocks
+    expect_matches_cpu(as_bytes(v), c, std::to_string(blocks) + " blocks");
+  }
 }
 
 TEST(QuantizeCuda, RealFieldsAsDoubleMatchTheCpu) {
