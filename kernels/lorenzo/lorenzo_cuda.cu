@@ -669,6 +669,100 @@ __global__ void check_counts(size_t capacity, const uint64_t* delta_flag, const 
   }
 }
 
+// check_header, check_records, the two rank scans and check_counts in one
+// block, for outlier streams of at most kOneBlockScanItems records (a small
+// chunk's: one launch where there were six, about 4 us of host time each),
+// with the same layout, flags, ranks and status; the status word is set here
+// (the general path clears it first).
+__global__ void __launch_bounds__(cuda_detail::kOneBlockScanThreads)
+    check_small_outliers(const uint8_t* o, size_t size, size_t n, unsigned width, size_t capacity, bool has_fill,
+                         OutlierLayout* layout, uint64_t* delta_flag, uint64_t* raw_flag, uint64_t* delta_rank,
+                         uint64_t* raw_rank, uint32_t* status) {
+  constexpr unsigned kPer = cuda_detail::kOneBlockScanPerThread;
+  using Scan = cub::BlockScan<uint64_t, cuda_detail::kOneBlockScanThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  __shared__ OutlierLayout shared_layout;
+  __shared__ uint32_t flags;
+  if (threadIdx.x == 0) {
+    OutlierLayout l{};
+    uint32_t bad = 0;
+    if (size < kHeaderBytes) {
+      bad = kOutliersTruncated;
+    } else {
+      l.count = load_word<uint64_t>(o);
+      l.deltas = load_word<uint64_t>(o + 8);
+      l.raws = load_word<uint64_t>(o + 16);
+      if (!(l.count <= n && l.deltas <= l.count && l.raws <= l.count)) {
+        bad = kCountsOutOfRange;
+      } else {
+        l.kind_at = kHeaderBytes + l.count * index_width_of(n);
+        l.delta_at = l.kind_at + l.count;
+        l.raw_at = l.delta_at + l.deltas * width;
+        if (size != l.raw_at + l.raws * width) bad = kOutlierSizeMismatch;
+      }
+    }
+    l.ok = bad == 0;
+    if (bad) l.count = l.deltas = l.raws = 0;
+    shared_layout = l;
+    flags = bad;
+  }
+  __syncthreads();
+  const OutlierLayout l = shared_layout;
+  const size_t first = static_cast<size_t>(threadIdx.x) * kPer;
+  const size_t iw = index_width_of(n);
+  uint64_t deltas[kPer], raws[kPer];
+  uint64_t my_deltas = 0, my_raws = 0;
+  uint32_t bad = 0;
+#pragma unroll
+  for (unsigned j = 0; j < kPer; ++j) {
+    const size_t r = first + j;
+    uint64_t has_delta = 0, is_raw = 0;
+    if (r < capacity && r < l.count) {  // as check_records
+      const uint64_t index = index_at(o, iw, r);
+      if (!(index < n && (r == 0 || index > index_at(o, iw, r - 1)))) bad |= kIndicesNotIncreasing;
+      const uint8_t kind = o[l.kind_at + r];
+      if (!(kind != 0 && kind <= 7)) bad |= kBadKind;
+      if ((kind & kValueMask) == kValueFill && !has_fill) bad |= kFillWithoutFillValue;
+      has_delta = (kind & kHasDelta) != 0;
+      is_raw = (kind & kValueMask) == kValueRaw;
+    }
+    if (r < capacity) {
+      delta_flag[r] = has_delta;
+      raw_flag[r] = is_raw;
+    }
+    deltas[j] = has_delta;
+    raws[j] = is_raw;
+    my_deltas += has_delta;
+    my_raws += is_raw;
+  }
+  if (bad) atomicOr(&flags, bad);
+  uint64_t delta_before = 0, all_deltas = 0, raw_before = 0, all_raws = 0;
+  Scan(temp).ExclusiveSum(my_deltas, delta_before, all_deltas);
+  __syncthreads();
+  Scan(temp).ExclusiveSum(my_raws, raw_before, all_raws);
+#pragma unroll
+  for (unsigned j = 0; j < kPer; ++j) {
+    const size_t r = first + j;
+    if (r < capacity) {
+      delta_rank[r] = delta_before;
+      raw_rank[r] = raw_before;
+    }
+    delta_before += deltas[j];
+    raw_before += raws[j];
+  }
+  __syncthreads();  // every flag is in
+  if (threadIdx.x == 0) {
+    OutlierLayout out = l;
+    uint32_t all = flags;
+    if (out.ok && (all_deltas != out.deltas || all_raws != out.raws)) {  // as check_counts
+      all |= kKindCountMismatch;
+      out.ok = 0;
+    }
+    *layout = out;
+    *status = all;
+  }
+}
+
 // only_with_deltas: nothing to do unless the (valid) outlier stream stores
 // deltas (the row kernel reads the codes itself otherwise). Grid-stride, so
 // that skipping costs one small launch.
@@ -1043,31 +1137,28 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   if ((n + kThreads - 1) / kThreads > 0x7FFFFFFFu) return cudaErrorInvalidValue;
   const size_t capacity = record_capacity(n, outliers_size);
   const DecodeLayout l = decode_layout<U>(scratch, s, outliers_size);
-  cudaError_t err = cudaMemsetAsync(status, 0, sizeof(uint32_t), stream);
-  if (err != cudaSuccess) return err;
-  check_header<<<1, 1, 0, stream>>>(outliers, outliers_size, n, sizeof(T), l.layout, status);
-  if (capacity > 0) {
+  cudaError_t err = cudaSuccess;
+  if (capacity <= cuda_detail::kOneBlockScanItems) {
+    check_small_outliers<<<1, cuda_detail::kOneBlockScanThreads, 0, stream>>>(
+        outliers, outliers_size, n, sizeof(T), capacity, config.has_fill, l.layout, l.delta_flag, l.raw_flag,
+        l.delta_rank, l.raw_rank, status);
+  } else {
+    err = cudaMemsetAsync(status, 0, sizeof(uint32_t), stream);
+    if (err != cudaSuccess) return err;
+    check_header<<<1, 1, 0, stream>>>(outliers, outliers_size, n, sizeof(T), l.layout, status);
     check_records<<<blocks_for(capacity), kThreads, 0, stream>>>(outliers, n, capacity, config.has_fill, l.layout,
                                                                 l.delta_flag, l.raw_flag, status);
-    if (capacity <= cuda_detail::kOneBlockScanItems) {
-      cuda_detail::OneBlockScans scans;
-      scans.in[0] = l.delta_flag, scans.out[0] = l.delta_rank;
-      scans.in[1] = l.raw_flag, scans.out[1] = l.raw_rank;
-      scans.count = 2;
-      cuda_detail::exclusive_sums_one_block<<<1, cuda_detail::kOneBlockScanThreads, 0, stream>>>(scans, capacity,
-                                                                                                 false);
-    } else {
-      size_t bytes = l.scan_bytes;
-      err = cub::DeviceScan::ExclusiveSum(l.scan, bytes, l.delta_flag, l.delta_rank,
-                                          static_cast<uint64_t>(capacity), stream);
-      if (err != cudaSuccess) return err;
-      bytes = l.scan_bytes;
-      err = cub::DeviceScan::ExclusiveSum(l.scan, bytes, l.raw_flag, l.raw_rank, static_cast<uint64_t>(capacity),
-                                          stream);
-      if (err != cudaSuccess) return err;
-    }
+    size_t bytes = l.scan_bytes;
+    err = cub::DeviceScan::ExclusiveSum(l.scan, bytes, l.delta_flag, l.delta_rank, static_cast<uint64_t>(capacity),
+                                        stream);
+    if (err != cudaSuccess) return err;
+    bytes = l.scan_bytes;
+    err = cub::DeviceScan::ExclusiveSum(l.scan, bytes, l.raw_flag, l.raw_rank, static_cast<uint64_t>(capacity),
+                                        stream);
+    if (err != cudaSuccess) return err;
+    check_counts<<<1, 1, 0, stream>>>(capacity, l.delta_flag, l.raw_flag, l.delta_rank, l.raw_rank, l.layout,
+                                      status);
   }
-  check_counts<<<1, 1, 0, stream>>>(capacity, l.delta_flag, l.raw_flag, l.delta_rank, l.raw_rank, l.layout, status);
   if (n == 0) return cudaGetLastError();
 
   const U code_limit = static_cast<U>(2 * config.radius);
