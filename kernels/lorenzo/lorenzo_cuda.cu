@@ -597,10 +597,11 @@ struct OutlierLayout {
   size_t kind_at, delta_at, raw_at;
 };
 
-__global__ void check_header(const uint8_t* o, size_t size, size_t n, unsigned width, OutlierLayout* layout,
-                             uint32_t* status) {
+// The outlier stream's header as a layout; a bad one sets `bad` and counts
+// nothing (ok = 0, no records).
+__device__ OutlierLayout read_outlier_header(const uint8_t* o, size_t size, size_t n, unsigned width, uint32_t& bad) {
   OutlierLayout l{};
-  uint32_t bad = 0;
+  bad = 0;
   if (size < kHeaderBytes) {
     bad = kOutliersTruncated;
   } else {
@@ -617,16 +618,36 @@ __global__ void check_header(const uint8_t* o, size_t size, size_t n, unsigned w
     }
   }
   l.ok = bad == 0;
-  if (bad) {
-    l.count = l.deltas = l.raws = 0;
-    atomicOr(status, bad);
-  }
+  if (bad) l.count = l.deltas = l.raws = 0;
+  return l;
+}
+
+__global__ void check_header(const uint8_t* o, size_t size, size_t n, unsigned width, OutlierLayout* layout,
+                             uint32_t* status) {
+  uint32_t bad = 0;
+  const OutlierLayout l = read_outlier_header(o, size, n, width, bad);
+  if (bad) atomicOr(status, bad);
   *layout = l;
 }
 
 __device__ inline uint64_t index_at(const uint8_t* o, size_t index_width, uint64_t r) {
   return index_width == 4 ? load_word<uint32_t>(o + kHeaderBytes + 4 * r)
                           : load_word<uint64_t>(o + kHeaderBytes + 8 * r);
+}
+
+// Record r (< l.count): its flags, and the checks it fails.
+__device__ uint32_t check_record(const uint8_t* o, size_t n, size_t r, const OutlierLayout& l, bool has_fill,
+                                 uint64_t& has_delta, uint64_t& is_raw) {
+  const size_t iw = index_width_of(n);
+  const uint64_t index = index_at(o, iw, r);
+  uint32_t bad = 0;
+  if (!(index < n && (r == 0 || index > index_at(o, iw, r - 1)))) bad |= kIndicesNotIncreasing;
+  const uint8_t kind = o[l.kind_at + r];
+  if (!(kind != 0 && kind <= 7)) bad |= kBadKind;
+  if ((kind & kValueMask) == kValueFill && !has_fill) bad |= kFillWithoutFillValue;
+  has_delta = (kind & kHasDelta) != 0;
+  is_raw = (kind & kValueMask) == kValueRaw;
+  return bad;
 }
 
 // Flags for records [0, capacity): 0 beyond the header's count.
@@ -638,15 +659,7 @@ __global__ void __launch_bounds__(kThreads)
   const OutlierLayout l = *layout;
   uint64_t has_delta = 0, is_raw = 0;
   if (r < l.count) {
-    const size_t iw = index_width_of(n);
-    const uint64_t index = index_at(o, iw, r);
-    uint32_t bad = 0;
-    if (!(index < n && (r == 0 || index > index_at(o, iw, r - 1)))) bad |= kIndicesNotIncreasing;
-    const uint8_t kind = o[l.kind_at + r];
-    if (!(kind != 0 && kind <= 7)) bad |= kBadKind;
-    if ((kind & kValueMask) == kValueFill && !has_fill) bad |= kFillWithoutFillValue;
-    has_delta = (kind & kHasDelta) != 0;
-    is_raw = (kind & kValueMask) == kValueRaw;
+    const uint32_t bad = check_record(o, n, r, l, has_fill, has_delta, is_raw);
     if (bad) atomicOr(status, bad);
   }
   delta_flag[r] = has_delta;
@@ -684,32 +697,13 @@ __global__ void __launch_bounds__(cuda_detail::kOneBlockScanThreads)
   __shared__ OutlierLayout shared_layout;
   __shared__ uint32_t flags;
   if (threadIdx.x == 0) {
-    OutlierLayout l{};
     uint32_t bad = 0;
-    if (size < kHeaderBytes) {
-      bad = kOutliersTruncated;
-    } else {
-      l.count = load_word<uint64_t>(o);
-      l.deltas = load_word<uint64_t>(o + 8);
-      l.raws = load_word<uint64_t>(o + 16);
-      if (!(l.count <= n && l.deltas <= l.count && l.raws <= l.count)) {
-        bad = kCountsOutOfRange;
-      } else {
-        l.kind_at = kHeaderBytes + l.count * index_width_of(n);
-        l.delta_at = l.kind_at + l.count;
-        l.raw_at = l.delta_at + l.deltas * width;
-        if (size != l.raw_at + l.raws * width) bad = kOutlierSizeMismatch;
-      }
-    }
-    l.ok = bad == 0;
-    if (bad) l.count = l.deltas = l.raws = 0;
-    shared_layout = l;
+    shared_layout = read_outlier_header(o, size, n, width, bad);
     flags = bad;
   }
   __syncthreads();
   const OutlierLayout l = shared_layout;
   const size_t first = static_cast<size_t>(threadIdx.x) * kPer;
-  const size_t iw = index_width_of(n);
   uint64_t deltas[kPer], raws[kPer];
   uint64_t my_deltas = 0, my_raws = 0;
   uint32_t bad = 0;
@@ -717,15 +711,7 @@ __global__ void __launch_bounds__(cuda_detail::kOneBlockScanThreads)
   for (unsigned j = 0; j < kPer; ++j) {
     const size_t r = first + j;
     uint64_t has_delta = 0, is_raw = 0;
-    if (r < capacity && r < l.count) {  // as check_records
-      const uint64_t index = index_at(o, iw, r);
-      if (!(index < n && (r == 0 || index > index_at(o, iw, r - 1)))) bad |= kIndicesNotIncreasing;
-      const uint8_t kind = o[l.kind_at + r];
-      if (!(kind != 0 && kind <= 7)) bad |= kBadKind;
-      if ((kind & kValueMask) == kValueFill && !has_fill) bad |= kFillWithoutFillValue;
-      has_delta = (kind & kHasDelta) != 0;
-      is_raw = (kind & kValueMask) == kValueRaw;
-    }
+    if (r < capacity && r < l.count) bad |= check_record(o, n, r, l, has_fill, has_delta, is_raw);
     if (r < capacity) {
       delta_flag[r] = has_delta;
       raw_flag[r] = is_raw;
