@@ -131,9 +131,13 @@ size_t DeviceContext::lanes_made() const {
   return lanes_made_;
 }
 
-void* DeviceContext::allocate(size_t bytes, cudaStream_t stream) {
+void DeviceContext::take_injected_allocation_failure() {
   if (fault_injection::take(fault_injection::device_allocation_failures))
     throw CudaError(cudaErrorMemoryAllocation, "injected device allocation failure");
+}
+
+void* DeviceContext::allocate(size_t bytes, cudaStream_t stream) {
+  take_injected_allocation_failure();
   void* pointer = nullptr;
   check(cudaMallocFromPoolAsync(&pointer, bytes == 0 ? 1 : bytes, pool_, stream), "cudaMallocFromPoolAsync");
   return pointer;

@@ -137,6 +137,10 @@ class DeviceContext {
   // CudaError (cudaErrorMemoryAllocation when the device is full).
   void* allocate(size_t bytes, cudaStream_t stream);
   void release(void* pointer, cudaStream_t stream);
+  // Throws CudaError (cudaErrorMemoryAllocation) when a test injected an
+  // allocation failure (fault_injection.hpp); allocate() and every other way
+  // a chunk gets device memory (a lane's arena) call it.
+  static void take_injected_allocation_failure();
 
   // A sticky error was seen on this device: do not use it again.
   bool broken() const { return broken_.load(); }

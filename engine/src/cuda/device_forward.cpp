@@ -5,13 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "common/error.hpp"
 #include "crc32c.hpp"
 #include "cuda/crc32c_cuda.hpp"
 #include "cuda/device_context.hpp"
 #include "cuda/value_range_cuda.hpp"
-#include "fault_injection.hpp"
 #include "frame.hpp"
 #include "presets.hpp"
 #include "thread_pool.hpp"
@@ -41,8 +41,7 @@ class ChunkWork final : public DeviceWork {
     lane_.arena_wanted = std::min(std::max(lane_.arena_wanted, requested_), kArenaMaxBytes);
   }
   uint8_t* allocate(size_t bytes) override {
-    if (fault_injection::take(fault_injection::device_allocation_failures))
-      throw cuda::CudaError(cudaErrorMemoryAllocation, "injected device allocation failure");
+    cuda::DeviceContext::take_injected_allocation_failure();  // the arena counts as an allocation too
     const size_t aligned = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;  // as the pool aligns
     requested_ += aligned;
     if (lane_.arena && arena_used_ + aligned <= lane_.arena_capacity) {
@@ -588,29 +587,25 @@ Bytes frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer
 class WordsOnHost {
  public:
   WordsOnHost(ChunkWork& work, cuda::Lane& lane, const uint32_t* extra) {
+    constexpr size_t kWords = ChunkWork::kBlockWords;
     const auto& blocks = work.word_blocks();
-    if (blocks.size() == 1) {
-      const size_t used = work.words_in_last_block();
-      words_ = reinterpret_cast<const uint32_t*>(lane.scalars.reserve(used * sizeof(uint32_t)));
-      cuda::check(cudaMemcpyAsync(const_cast<uint32_t*>(words_), blocks[0], used * sizeof(uint32_t),
-                                  cudaMemcpyDeviceToHost, lane.stream),
+    auto* pinned = reinterpret_cast<uint32_t*>(lane.scalars.reserve(std::max<size_t>(blocks.size(), 1) * kWords * 4));
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const size_t used = k + 1 == blocks.size() ? work.words_in_last_block() : kWords;
+      cuda::check(cudaMemcpyAsync(pinned + k * kWords, blocks[k], used * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                  lane.stream),
                   "status download");
-      for (const uint32_t* w : work.status_words()) status_at_.push_back(static_cast<size_t>(w - blocks[0]));
-      if (extra) extra_at_ = static_cast<size_t>(extra - blocks[0]);
-      return;
-    }
-    const size_t n = work.status_words().size();
-    auto* pinned = reinterpret_cast<uint32_t*>(lane.scalars.reserve((n + 1) * sizeof(uint32_t)));
-    for (size_t k = 0; k < n; ++k) {
-      cuda::check(cudaMemcpyAsync(pinned + k, work.status_words()[k], 4, cudaMemcpyDeviceToHost, lane.stream),
-                  "status download");
-      status_at_.push_back(k);
-    }
-    if (extra) {
-      cuda::check(cudaMemcpyAsync(pinned + n, extra, 4, cudaMemcpyDeviceToHost, lane.stream), "checksum download");
-      extra_at_ = n;
     }
     words_ = pinned;
+    // Where a word lands: its block's place, then its place in the block.
+    auto slot = [&](const uint32_t* word) {
+      for (size_t k = 0; k < blocks.size(); ++k)
+        if (std::less_equal<const uint32_t*>()(blocks[k], word) && std::less<const uint32_t*>()(word, blocks[k] + kWords))
+          return k * kWords + static_cast<size_t>(word - blocks[k]);
+      throw std::logic_error("a word read back that ChunkWork::zeroed_word did not make");
+    };
+    for (const uint32_t* w : work.status_words()) status_at_.push_back(slot(w));
+    if (extra) extra_at_ = slot(extra);
   }
   // A GPU decoder found its stream malformed.
   bool any_status_set() const {
