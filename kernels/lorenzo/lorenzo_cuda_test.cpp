@@ -257,6 +257,32 @@ TEST(LorenzoCuda, OneBlockAndDeviceWideTileScansMatchTheCpu) {
   }
 }
 
+// Chunks of at most 4096 elements decode in one launch (decode_small), larger
+// ones on the general path: both sides of that line, in shapes whose long axis
+// is x, y or z (the one-launch path scans every axis as a block), with many
+// outliers of every kind, against the CPU's bytes.
+template <typename T>
+void sweep_small_decode_line() {
+  const std::vector<Dims> shapes = {{4096},      {4097},    {1, 4096}, {4096, 1}, {16, 16, 16}, {17, 241},
+                                    {1, 4096, 1}, {4096, 1, 1}, {2, 2048}, {64, 64},  {3, 1365},    {1, 1, 4097},
+                                    {4, 1024, 1}, {1025, 4}};
+  std::mt19937_64 rng(sizeof(T));
+  for (const Dims& dims : shapes)
+    for (unsigned odds : {3u, 40u}) {
+      lorenzo::Config c = make_config<T>(1e-3, odds == 3 ? 4 : 512, true, bits_of(static_cast<T>(-1e34)));
+      const Bytes in = to_bytes(adversarial<T>(product(dims), static_cast<T>(c.eb) * 2, static_cast<T>(-1e34), rng, odds));
+      std::string what = "dims";
+      for (size_t e : dims) what += " " + std::to_string(e);
+      if (!check_case(in, dims, c, 1e-3, what + " odds " + std::to_string(odds))) return;
+    }
+}
+
+TEST(LorenzoCuda, OneLaunchSmallDecodeAndGeneralPathMatchTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  sweep_small_decode_line<float>();
+  sweep_small_decode_line<double>();
+}
+
 TEST(LorenzoCuda, OddShapesAndSpecialsFloat32) {
   FZ_SKIP_WITHOUT_CUDA();
   for (uint64_t seed : {1u, 2u}) sweep_shapes<float>(seed);
@@ -398,7 +424,15 @@ TEST(LorenzoCuda, RandomDamageSameVerdictAsTheCpu) {
     const std::vector<double> v = adversarial<double>(product(large.dims), 2e-3, -1e34, rng, 8);
     lorenzo::encode(to_bytes(v), large.dims, large.config, 1e-3, large.streams);
   }
-  for (const Sample* s : std::vector<const Sample*>{&small, &large}) {
+  // ... and a 3-D one of 4080 elements: the one-launch decode's size.
+  Sample medium;
+  medium.dims = {6, 20, 34};
+  medium.config = make_config<float>(1e-3, 8, true, bits_of(-1e34f));
+  {
+    const std::vector<float> v = adversarial<float>(product(medium.dims), 2e-3f, -1e34f, rng, 8);
+    lorenzo::encode(to_bytes(v), medium.dims, medium.config, 1e-3, medium.streams);
+  }
+  for (const Sample* s : std::vector<const Sample*>{&small, &medium, &large}) {
     for (int trial = 0; trial < 600; ++trial) {
       Bytes cc = s->streams.codes, o = s->streams.outliers;
       Bytes& target = trial % 2 ? cc : o;

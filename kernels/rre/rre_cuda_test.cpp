@@ -40,6 +40,11 @@ TEST(RreCuda, LargeSizeTablesAreJudgedLikeTheCpu) {
   testing::expect_large_size_tables_judged_like_the_cpu(kRre);
 }
 
+TEST(RreCuda, OneBlockAndPerSubchunkDecodesJudgedLikeTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  testing::expect_few_and_many_subchunks_judged_like_the_cpu(kRre);
+}
+
 TEST(RreCuda, RefusesBadWordSizes) {
   FZ_SKIP_WITHOUT_CUDA();
   testing::expect_bad_word_sizes_refused_on_gpu(kRre);

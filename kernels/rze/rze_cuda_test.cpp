@@ -40,6 +40,11 @@ TEST(RzeCuda, LargeSizeTablesAreJudgedLikeTheCpu) {
   testing::expect_large_size_tables_judged_like_the_cpu(kRze);
 }
 
+TEST(RzeCuda, OneBlockAndPerSubchunkDecodesJudgedLikeTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  testing::expect_few_and_many_subchunks_judged_like_the_cpu(kRze);
+}
+
 TEST(RzeCuda, RefusesBadWordSizes) {
   FZ_SKIP_WITHOUT_CUDA();
   testing::expect_bad_word_sizes_refused_on_gpu(kRze);

@@ -200,6 +200,33 @@ inline void expect_large_size_tables_judged_like_the_cpu(const CudaWordCoder& c)
   }
 }
 
+// Streams of up to 4 sub-chunks decode in one launch of one block, longer ones
+// with a block per sub-chunk: both sides of that line (4 and 5 sub-chunks),
+// intact and damaged, judged and decoded as the CPU does.
+inline void expect_few_and_many_subchunks_judged_like_the_cpu(const CudaWordCoder& c) {
+  std::mt19937_64 rng(4);
+  for (size_t bytes : {size_t{4} * kBlockBytes, size_t{4} * kBlockBytes + 1}) {
+    const Bytes in = bitshuffled_smooth(bytes);
+    for (unsigned k : kWordSizes) {
+      const Bytes coded = c.cpu.encode(in, k);
+      const std::string what = std::to_string(block_count(bytes)) + " sub-chunks";
+      expect_same_verdict(c, coded, k, in.size(), what + ", intact");
+      expect_same_verdict(c, coded, k, in.size() - 1, what + ", max_out below n");
+      expect_same_verdict(c, Bytes(coded.begin(), coded.end() - 1), k, in.size(), what + ", truncated by one");
+      for (size_t i = 0; i < block_count(bytes); ++i) {
+        Bytes hostile = coded;
+        store_le<uint16_t>(hostile.data() + 8 + 2 * i, static_cast<uint16_t>(stored_size(coded, i) - 1));
+        expect_same_verdict(c, hostile, k, in.size(), what + ", size[" + std::to_string(i) + "] - 1");
+      }
+      for (int trial = 0; trial < 60; ++trial) {
+        Bytes hostile = coded;
+        hostile[rng() % hostile.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+        expect_same_verdict(c, hostile, k, in.size(), what + ", bit flip " + std::to_string(trial));
+      }
+    }
+  }
+}
+
 inline void expect_bad_word_sizes_refused_on_gpu(const CudaWordCoder& c) {
   const DeviceBuffer in(64), out(1024), scratch(c.decode_scratch_bytes(64, 1024) + c.encode_scratch_bytes(64)),
       size(8), status(4);
