@@ -689,12 +689,15 @@ __global__ void check_counts(size_t capacity, const uint64_t* delta_flag, const 
 // chunk's: one launch where there were six, about 4 us of host time each),
 // with the same layout, flags, ranks and status; the status word is set here
 // (the general path clears it first).
-// (The body is a device function so that decode_small runs it too.)
+// (The body is a device function so that decode_small runs it too, with
+// kPer records per thread: fewer when there are fewer records, so that the
+// work spreads over the whole block instead of a few threads' serial loops.)
+template <unsigned kPer = cuda_detail::kOneBlockScanPerThread>
 __device__ void check_outliers_in_one_block(const uint8_t* o, size_t size, size_t n, unsigned width, size_t capacity,
                                             bool has_fill, OutlierLayout* layout, uint64_t* delta_flag,
                                             uint64_t* raw_flag, uint64_t* delta_rank, uint64_t* raw_rank,
                                             uint32_t* status) {
-  constexpr unsigned kPer = cuda_detail::kOneBlockScanPerThread;
+  static_assert(kPer * cuda_detail::kOneBlockScanThreads <= cuda_detail::kOneBlockScanItems, "one block's records");
   using Scan = cub::BlockScan<uint64_t, cuda_detail::kOneBlockScanThreads>;
   __shared__ typename Scan::TempStorage temp;
   __shared__ OutlierLayout shared_layout;
@@ -756,8 +759,8 @@ __global__ void __launch_bounds__(cuda_detail::kOneBlockScanThreads)
     check_small_outliers(const uint8_t* o, size_t size, size_t n, unsigned width, size_t capacity, bool has_fill,
                          OutlierLayout* layout, uint64_t* delta_flag, uint64_t* raw_flag, uint64_t* delta_rank,
                          uint64_t* raw_rank, uint32_t* status) {
-  check_outliers_in_one_block(o, size, n, width, capacity, has_fill, layout, delta_flag, raw_flag, delta_rank,
-                              raw_rank, status);
+  check_outliers_in_one_block<>(o, size, n, width, capacity, has_fill, layout, delta_flag, raw_flag, delta_rank,
+                                raw_rank, status);
 }
 
 // only_with_deltas: nothing to do unless the (valid) outlier stream stores
@@ -1099,7 +1102,11 @@ __global__ void __launch_bounds__(kThreads)
 // runs in parallel, whatever its longest axis.
 constexpr size_t kSmallElements = cuda_detail::kOneBlockScanItems;
 constexpr unsigned kSmallThreads = cuda_detail::kOneBlockScanThreads;
-constexpr unsigned kSmallPerThread = cuda_detail::kOneBlockScanPerThread;
+// Chunks of at most kSmallerElements take 4 elements (and records) per
+// thread instead of 16: the whole block works on a 4 KiB chunk. (On the H100
+// machine, at its idle clock, 16 per thread took 31 us of GPU time for a
+// 4 KiB chunk, most of the chunk's decode.)
+constexpr size_t kSmallerElements = size_t{kSmallThreads} * 4;
 
 // A running sum that restarts at a line's first element: (start, sum) pairs
 // combine associatively, which lets a block scan carry sums across threads.
@@ -1116,8 +1123,9 @@ struct CombineLineSums {
 };
 
 // Inclusive sums of v (the chunk's n elements, x fastest) along `axis`.
-template <typename U>
-__device__ void small_axis_sums(U* v, const Shape& s, int axis, typename cub::BlockScan<LineSum<U>, kSmallThreads>::TempStorage& temp) {
+template <unsigned kPer, typename U>
+__device__ void small_axis_sums(U* v, const Shape& s, int axis,
+                                typename cub::BlockScan<LineSum<U>, kSmallThreads>::TempStorage& temp) {
   const unsigned n = static_cast<unsigned>(s.n);
   const unsigned nx = static_cast<unsigned>(s.nx), ny = static_cast<unsigned>(s.ny), nz = static_cast<unsigned>(s.nz);
   const unsigned length = axis == 0 ? nx : axis == 1 ? ny : nz;
@@ -1131,11 +1139,11 @@ __device__ void small_axis_sums(U* v, const Shape& s, int axis, typename cub::Bl
     const unsigned z = j % nz, yx = j / nz;  // j = (y * nx + x) * nz + z
     return z * ny * nx + yx;
   };
-  const unsigned first = threadIdx.x * kSmallPerThread;
-  U sums[kSmallPerThread];
+  const unsigned first = threadIdx.x * kPer;
+  U sums[kPer];
   LineSum<U> mine{0, 0};
 #pragma unroll
-  for (unsigned k = 0; k < kSmallPerThread; ++k) {
+  for (unsigned k = 0; k < kPer; ++k) {
     const unsigned j = first + k;
     const U x = j < n ? v[element(j)] : U{0};
     const bool starts = j < n && j % length == 0;
@@ -1149,7 +1157,7 @@ __device__ void small_axis_sums(U* v, const Shape& s, int axis, typename cub::Bl
   // adding what the line carried in until the thread's first line start.
   bool carried = true;
 #pragma unroll
-  for (unsigned k = 0; k < kSmallPerThread; ++k) {
+  for (unsigned k = 0; k < kPer; ++k) {
     const unsigned j = first + k;
     if (j >= n) break;
     if (j % length == 0) carried = false;
@@ -1158,7 +1166,7 @@ __device__ void small_axis_sums(U* v, const Shape& s, int axis, typename cub::Bl
   __syncthreads();  // before the next axis reads, and before temp is reused
 }
 
-template <typename T>
+template <typename T, unsigned kPer>
 __global__ void __launch_bounds__(kSmallThreads)
     decode_small(const uint8_t* codes, const uint8_t* o, size_t outliers_size, Shape s, size_t capacity,
                  bool has_fill, typename Traits<T>::U code_limit, T eb2, typename Traits<T>::U fill_bits,
@@ -1167,8 +1175,8 @@ __global__ void __launch_bounds__(kSmallThreads)
   using U = typename Traits<T>::U;
   __shared__ U v[kSmallElements];
   __shared__ typename cub::BlockScan<LineSum<U>, kSmallThreads>::TempStorage temp;
-  check_outliers_in_one_block(o, outliers_size, s.n, sizeof(T), capacity, has_fill, layout, delta_flag, raw_flag,
-                              delta_rank, raw_rank, status);
+  check_outliers_in_one_block<kPer>(o, outliers_size, s.n, sizeof(T), capacity, has_fill, layout, delta_flag,
+                                    raw_flag, delta_rank, raw_rank, status);
   __syncthreads();  // the layout, the ranks and the status word are written
   const OutlierLayout l = *layout;
   const unsigned n = static_cast<unsigned>(s.n);
@@ -1184,7 +1192,7 @@ __global__ void __launch_bounds__(kSmallThreads)
   __syncthreads();
   for (int axis = 0; axis < 3; ++axis) {
     const size_t length = axis == 0 ? s.nx : axis == 1 ? s.ny : s.nz;
-    if (length > 1) small_axis_sums(v, s, axis, temp);
+    if (length > 1) small_axis_sums<kPer>(v, s, axis, temp);
   }
   for (unsigned i = threadIdx.x; i < n; i += kSmallThreads)  // convert
     if (!store_value<T>(v[i], eb2, out, i)) bad |= kValueOutOfRange;
@@ -1257,10 +1265,11 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   const DecodeLayout l = decode_layout<U>(scratch, s, outliers_size);
   cudaError_t err = cudaSuccess;
   if (n > 0 && n <= kSmallElements) {  // (then capacity <= n fits the one-block checks too)
-    decode_small<T><<<1, kSmallThreads, 0, stream>>>(
-        codes, outliers, outliers_size, s, capacity, config.has_fill, static_cast<U>(2 * config.radius),
-        static_cast<T>(config.eb) * 2, static_cast<U>(config.fill_bits), l.layout, l.delta_flag, l.raw_flag,
-        l.delta_rank, l.raw_rank, out, status);
+    auto kernel = n <= kSmallerElements ? decode_small<T, 4> : decode_small<T, cuda_detail::kOneBlockScanPerThread>;
+    kernel<<<1, kSmallThreads, 0, stream>>>(codes, outliers, outliers_size, s, capacity, config.has_fill,
+                                            static_cast<U>(2 * config.radius), static_cast<T>(config.eb) * 2,
+                                            static_cast<U>(config.fill_bits), l.layout, l.delta_flag, l.raw_flag,
+                                            l.delta_rank, l.raw_rank, out, status);
     return cudaGetLastError();
   }
   if (capacity <= cuda_detail::kOneBlockScanItems) {

@@ -257,15 +257,17 @@ TEST(LorenzoCuda, OneBlockAndDeviceWideTileScansMatchTheCpu) {
   }
 }
 
-// Chunks of at most 4096 elements decode in one launch (decode_small), larger
-// ones on the general path: both sides of that line, in shapes whose long axis
+// Chunks of at most 4096 elements decode in one launch (decode_small; up to
+// 1024 elements with 4 per thread, above with 16), larger ones on the general
+// path: both sides of each line, in shapes whose long axis
 // is x, y or z (the one-launch path scans every axis as a block), with many
 // outliers of every kind, against the CPU's bytes.
 template <typename T>
 void sweep_small_decode_line() {
   const std::vector<Dims> shapes = {{4096},      {4097},    {1, 4096}, {4096, 1}, {16, 16, 16}, {17, 241},
                                     {1, 4096, 1}, {4096, 1, 1}, {2, 2048}, {64, 64},  {3, 1365},    {1, 1, 4097},
-                                    {4, 1024, 1}, {1025, 4}};
+                                    {4, 1024, 1}, {1025, 4},  {1024},   {1025},    {8, 128},  {1025, 1},
+                                    {4, 16, 16},  {5, 205},   {1, 1024, 1}};
   std::mt19937_64 rng(sizeof(T));
   for (const Dims& dims : shapes)
     for (unsigned odds : {3u, 40u}) {
