@@ -380,4 +380,10 @@ FrameInfo inspect(const void* frame, size_t frame_bytes) {
   });
 }
 
+FrameInfo inspect_header(const void* frame, size_t frame_bytes) {
+  return translate_errors("inspect_header", [&]() -> FrameInfo {
+    return engine::parse_frame(static_cast<const uint8_t*>(frame), frame_bytes, engine::PayloadCheck::kDeferred).info;
+  });
+}
+
 }  // namespace fz

@@ -165,6 +165,40 @@ TEST(Api, EmptyChunkDecodesIntoANullBuffer) {
   EXPECT_THROW(decompress_into(frame.data(), frame.size(), nullptr, 4), Error);
 }
 
+// inspect_header skips only the payload checksum (the filter's path, which
+// decodes next): a damaged payload passes it and is still reported as
+// corruption by the decoder; a damaged header is refused by both inspections.
+TEST(Api, InspectHeaderLeavesThePayloadChecksumToTheDecoder) {
+  const auto v = test::smooth_field<float>(300000, 4);
+  Options o;
+  o.preset = Preset::Pfpl;
+  o.mode = ErrorMode::Noa;
+  o.bound = 1e-3;
+  const Bytes frame = compress(v.data(), v.size() * 4, DataType::of<float>(), {300000}, o);
+  const FrameInfo whole = inspect(frame.data(), frame.size());
+  const FrameInfo header = inspect_header(frame.data(), frame.size());
+  EXPECT_EQ(header.original_bytes, whole.original_bytes);
+  EXPECT_EQ(header.payload_crc, whole.payload_crc);
+  EXPECT_EQ(header.stored_sizes, whole.stored_sizes);
+
+  Bytes payload_flipped = frame;
+  payload_flipped[whole.header_bytes + (frame.size() - whole.header_bytes) / 2] ^= 0x10;
+  EXPECT_EQ(inspect_header(payload_flipped.data(), payload_flipped.size()).original_bytes, whole.original_bytes);
+  EXPECT_THROW(inspect(payload_flipped.data(), payload_flipped.size()), Error);
+  std::vector<float> out(v.size());
+  try {
+    decompress_into(payload_flipped.data(), payload_flipped.size(), out.data(), out.size() * 4);
+    ADD_FAILURE() << "a damaged payload decoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
+  }
+
+  Bytes header_flipped = frame;
+  header_flipped[10] ^= 0x01;
+  EXPECT_THROW(inspect_header(header_flipped.data(), header_flipped.size()), Error);
+  EXPECT_THROW(inspect(header_flipped.data(), header_flipped.size()), Error);
+}
+
 TEST(Api, DefaultPresetIsRecordedAsLossless) {
   const auto v = test::smooth_field<int32_t>(5000, 9);
   Options o;

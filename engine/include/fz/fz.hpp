@@ -158,6 +158,12 @@ struct FrameInfo {
 };
 // Parses and checks a frame's header (and payload checksum) without decoding.
 FrameInfo inspect(const void* frame, size_t frame_bytes);
+// The same checks but the payload checksum: for a caller that decodes the
+// frame next (decompress_into checks the payload then, on the GPU when it
+// decodes there, and reports a mismatch as corruption). A pass over the
+// payload on the host costs about 0.65 ms for a 2.5 MB frame on the H100
+// machine's host, a third of an HDF5 read of a 16 MiB chunk.
+FrameInfo inspect_header(const void* frame, size_t frame_bytes);
 
 // Library version, "major.minor.patch"; the frame format version is separate.
 const char* version();
