@@ -285,6 +285,31 @@ TEST(LorenzoCuda, OneLaunchSmallDecodeAndGeneralPathMatchTheCpu) {
   sweep_small_decode_line<double>();
 }
 
+// Chunks of few, deep columns sum z in depth segments (depth_segment_totals),
+// others one walk per column: shapes on both sides (16 and 33 planes of
+// 64x64; 1024 of 8x8; depths not a multiple of the segment length), against
+// the CPU's bytes.
+TEST(LorenzoCuda, DeepColumnsSummedInDepthSegmentsMatchTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  const std::vector<Dims> shapes = {{16, 64, 64}, {33, 64, 64}, {1024, 8, 8}, {1000, 16, 16},
+                                    {4099, 2, 3}, {200, 3, 17}, {257, 32, 1024}};
+  std::mt19937_64 rng(11);
+  for (const Dims& dims : shapes)
+    for (int width : {4, 8}) {
+      std::string what = "dims";
+      for (size_t e : dims) what += " " + std::to_string(e);
+      if (width == 4) {
+        const lorenzo::Config c = make_config<float>(1e-3, 512, true, bits_of(-1e34f));
+        const Bytes in = to_bytes(adversarial<float>(product(dims), static_cast<float>(c.eb) * 2, -1e34f, rng, 50));
+        if (!check_case(in, dims, c, 1e-3, what + " float")) return;
+      } else {
+        const lorenzo::Config c = make_config<double>(1e-6, 32768, true, bits_of(-1e34));
+        const Bytes in = to_bytes(adversarial<double>(product(dims), c.eb * 2, -1e34, rng, 50));
+        if (!check_case(in, dims, c, 1e-6, what + " double")) return;
+      }
+    }
+}
+
 TEST(LorenzoCuda, OddShapesAndSpecialsFloat32) {
   FZ_SKIP_WITHOUT_CUDA();
   for (uint64_t seed : {1u, 2u}) sweep_shapes<float>(seed);
