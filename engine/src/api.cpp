@@ -211,14 +211,17 @@ std::vector<uint64_t> checked_chunk_dims(const void* data, size_t bytes, const D
   return dims;
 }
 
-Bytes compress(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
-               const Options& options) {
-  return compress_with(data, bytes, dtype, dims_in, options, BackendUse::kChosen);
-}
+namespace {
 
-Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
-                    const Options& options, BackendUse use) {
-  return translate_errors("compress", [&]() -> Bytes {
+// A frame in Bytes, or its length when the GPU wrote it into the target.
+struct Compressed {
+  Bytes frame;
+  size_t written = 0;
+};
+
+Compressed compress_to(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
+                       const Options& options, BackendUse use, engine::FrameTarget target) {
+  return translate_errors("compress", [&]() -> Compressed {
     validate(options, dtype);
     const std::vector<uint64_t> dims = checked_chunk_dims(data, bytes, dtype, dims_in);
 
@@ -240,10 +243,13 @@ Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const
       const bool gpu = use == BackendUse::kGpu ||
                        (use == BackendUse::kChosen && (backend.explicit_cuda || bytes >= kAutoGpuMinChunkBytes));
       if (backend.backend == engine::Backend::Cuda && gpu)
-        on_device = engine::compress_on_device(chunk, dtype, dims, effective, backend.device, options.threads);
+        on_device =
+            engine::compress_on_device(chunk, dtype, dims, effective, backend.device, options.threads, target);
       if (on_device) {
-        // The GPU wrote the frame itself (its payload CRC computed there).
-        if (on_device->frame.size() < bytes) return std::move(on_device->frame);
+        // The GPU wrote the frame itself (its payload CRC computed there),
+        // into the target when it went there.
+        if (on_device->written) return Compressed{{}, on_device->written};
+        if (on_device->frame.size() < bytes) return Compressed{std::move(on_device->frame), 0};
       } else {
         auto exec = engine::make_pool_executor(options.threads);
         const engine::Pipeline pipeline = engine::build_pipeline(dtype, dims, effective, chunk, *exec);
@@ -252,7 +258,7 @@ Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const
         info.stages = pipeline.stage_infos();
         Bytes frame = engine::write_frame(info, stored);
         for (Bytes& b : stored) engine::release_buffer(std::move(b));
-        if (frame.size() < bytes) return frame;
+        if (frame.size() < bytes) return Compressed{std::move(frame), 0};
       }
     } catch (const std::exception& e) {
       // The write path must not fail once the options were accepted (an HDF5
@@ -267,8 +273,41 @@ Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const
     const auto* p = static_cast<const uint8_t*>(data);
     info.flags = engine::kFlagRaw;
     info.stages.clear();
-    return engine::write_frame(info, {Bytes(p, p + bytes)});
+    return Compressed{engine::write_frame(info, {Bytes(p, p + bytes)}), 0};
   });
+}
+
+}  // namespace
+
+Bytes compress(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
+               const Options& options) {
+  return compress_with(data, bytes, dtype, dims_in, options, BackendUse::kChosen);
+}
+
+Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
+                    const Options& options, BackendUse use) {
+  return compress_to(data, bytes, dtype, dims_in, options, use, {}).frame;
+}
+
+size_t compress_into(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims,
+                     const Options& options, void* frame, size_t capacity, Bytes* spill) {
+  return compress_into_with(data, bytes, dtype, dims, options, frame, capacity, spill, BackendUse::kChosen);
+}
+
+size_t compress_into_with(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims,
+                          const Options& options, void* frame, size_t capacity, Bytes* spill, BackendUse use) {
+  if (frame == nullptr && capacity > 0) throw Error("compress_into: null frame buffer");
+  Compressed c = compress_to(data, bytes, dtype, dims, options, use, {static_cast<uint8_t*>(frame), capacity});
+  if (c.written) return c.written;
+  if (c.frame.size() <= capacity) {  // its own memory: safe over the chunk too
+    std::memcpy(frame, c.frame.data(), c.frame.size());
+    return c.frame.size();
+  }
+  if (spill == nullptr)
+    throw Error("compress_into: the frame needs " + std::to_string(c.frame.size()) + " bytes, more than the " +
+                std::to_string(capacity) + " given");
+  *spill = std::move(c.frame);
+  return 0;
 }
 
 Decoded decompress(const void* frame, size_t frame_bytes) {

@@ -22,6 +22,9 @@ enum class BackendUse { kChosen, kCpu, kGpu };
 // compress() on the backend `use` allows.
 Bytes compress_with(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims,
                     const Options& options, BackendUse use);
+// compress_into() on the backend `use` allows.
+size_t compress_into_with(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims,
+                          const Options& options, void* frame, size_t capacity, Bytes* spill, BackendUse use);
 
 // decompress_into() with its CPU work on at most `threads` threads (0 = the
 // default: H5Z_FZ_THREADS or all cores), on the backend `use` allows.

@@ -19,7 +19,7 @@ std::optional<size_t> inverse_on_device(const Pipeline&, const std::vector<ByteS
 }
 bool inverse_runs_on_device(const Pipeline&) { return false; }
 std::optional<DeviceCompressed> compress_on_device(ByteSpan, const DataType&, const std::vector<uint64_t>&,
-                                                   const Options&, int, unsigned) {
+                                                   const Options&, int, unsigned, FrameTarget) {
   return std::nullopt;
 }
 std::optional<int> device_of_pointer(const void*) { return std::nullopt; }

@@ -32,14 +32,24 @@ bool runs_on_device(const Pipeline& pipeline);
 // them and run there, and its frame (the payload checksum computed there too).
 // Nothing when the GPU cannot (as forward_on_device). The caller stores the
 // chunk raw instead when the frame is not smaller than it, as for the CPU.
+// With a target, a frame that fits in it and is smaller than the chunk is
+// written there (`written` is its length, `frame` stays empty). The target
+// may be the chunk's own memory: it is written only after the chunk has gone
+// to the device and every CUDA call has succeeded, so a CPU fallback still
+// reads the chunk intact.
+struct FrameTarget {
+  uint8_t* data = nullptr;
+  size_t capacity = 0;
+};
 struct DeviceCompressed {
   Pipeline pipeline;
   Bytes frame;
+  size_t written = 0;
 };
 // `threads`: CPU threads for the copies through pinned memory (0 = default).
 std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataType& dtype,
                                                    const std::vector<uint64_t>& dims, const Options& options,
-                                                   int device, unsigned threads = 0);
+                                                   int device, unsigned threads = 0, FrameTarget target = {});
 
 // The inverse on `device`: rebuilds the chunk from the frame's stored buffers
 // into dst (capacity bytes) and returns its length, when every stage has a GPU

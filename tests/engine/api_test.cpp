@@ -199,6 +199,56 @@ TEST(Api, InspectHeaderLeavesThePayloadChecksumToTheDecoder) {
   EXPECT_THROW(inspect(header_flipped.data(), header_flipped.size()), Error);
 }
 
+// compress_into writes compress()'s frame into caller memory, also over the
+// chunk itself; a frame that does not fit goes to the spill buffer (or is an
+// error), and the target is left alone then.
+TEST(Api, CompressIntoWritesCompresssFrameAlsoInPlace) {
+  const auto v = test::smooth_field<float>(50000, 3);
+  const size_t bytes = v.size() * 4;
+  for (Preset preset : {Preset::Lossless, Preset::Pfpl, Preset::Fzgpu}) {
+    Options o;
+    o.preset = preset;
+    if (preset != Preset::Lossless) {
+      o.mode = ErrorMode::Noa;
+      o.bound = 1e-3;
+    }
+    const Bytes expected = compress(v.data(), bytes, DataType::of<float>(), {50, 1000}, o);
+    ASSERT_LT(expected.size(), bytes);
+    Bytes target(bytes + 16, 0xAB);
+    EXPECT_EQ(compress_into(v.data(), bytes, DataType::of<float>(), {50, 1000}, o, target.data(), target.size()),
+              expected.size());
+    EXPECT_TRUE(Bytes(target.begin(), target.begin() + expected.size()) == expected);
+    EXPECT_EQ(target[expected.size()], 0xAB) << "wrote past the frame";
+    Bytes in_place = test::as_bytes(v.data(), bytes);
+    EXPECT_EQ(compress_into(in_place.data(), bytes, DataType::of<float>(), {50, 1000}, o, in_place.data(), bytes),
+              expected.size());
+    EXPECT_TRUE(Bytes(in_place.begin(), in_place.begin() + expected.size()) == expected) << "in place";
+    // Too small: the frame spills, the target is untouched.
+    Bytes small(expected.size() - 1, 0xCD), spill;
+    EXPECT_EQ(compress_into(v.data(), bytes, DataType::of<float>(), {50, 1000}, o, small.data(), small.size(), &spill),
+              0u);
+    EXPECT_TRUE(spill == expected);
+    EXPECT_TRUE(small == Bytes(expected.size() - 1, 0xCD));
+    EXPECT_THROW(compress_into(v.data(), bytes, DataType::of<float>(), {50, 1000}, o, small.data(), small.size()),
+                 Error);
+  }
+  // An incompressible chunk's raw frame is larger than the chunk: it spills.
+  Bytes noise(40000);
+  uint64_t x = 88172645463325252ull;
+  for (uint8_t& b : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<uint8_t>(x);
+  }
+  const Bytes raw = compress(noise.data(), noise.size(), DataType{ElementClass::Opaque, 1}, {}, Options{});
+  Bytes spill, chunk = noise;
+  EXPECT_EQ(compress_into(chunk.data(), chunk.size(), DataType{ElementClass::Opaque, 1}, {}, Options{}, chunk.data(),
+                          chunk.size(), &spill),
+            0u);
+  EXPECT_TRUE(spill == raw);
+  EXPECT_TRUE(inspect(spill.data(), spill.size()).raw);
+  EXPECT_TRUE(chunk == noise) << "the chunk was written over although the frame did not fit";
+}
+
 TEST(Api, DefaultPresetIsRecordedAsLossless) {
   const auto v = test::smooth_field<int32_t>(5000, 9);
   Options o;

@@ -276,6 +276,62 @@ TEST(DeviceForward, ConcurrentChunksFromSeveralThreads) {
   for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
 }
 
+// compress_into on the GPU path writes the CPU's frame into caller memory,
+// also over the chunk itself, whether the frame comes back in one trip (a
+// 64 KiB chunk) or through the pipelined download (3 MB); a frame that does
+// not fit spills and leaves the target alone; and when the GPU fails (an
+// injected allocation failure) the CPU's fallback still finds the chunk intact.
+TEST(DeviceForward, CompressIntoWritesTheCpusFrameAlsoInPlace) {
+  FZ_SKIP_WITHOUT_CUDA();
+  const Bytes field = testing::read_field("wmag91.float");
+  for (const std::vector<uint64_t>& dims : std::vector<std::vector<uint64_t>>{{16, 32, 32}, {91, 91, 91}}) {
+    const size_t bytes = 4 * static_cast<size_t>(dims[0] * dims[1] * dims[2]);
+    const Bytes chunk(field.begin(), field.begin() + static_cast<std::ptrdiff_t>(bytes));
+    for (Preset preset : {Preset::Lossless, Preset::Pfpl, Preset::Fzgpu, Preset::Cusz}) {
+      Options o;
+      o.preset = preset;
+      if (preset != Preset::Lossless) {
+        o.mode = ErrorMode::Noa;
+        o.bound = preset == Preset::Cusz ? 1e-4 : 1e-3;
+      }
+      const std::string what = std::string(preset_name(preset)) + " " + std::to_string(bytes) + " bytes";
+      const DataType f32 = DataType::of<float>();
+      const Bytes cpu = compress_with(chunk.data(), bytes, f32, dims, o, BackendUse::kCpu);
+      ASSERT_LT(cpu.size(), bytes) << what;
+      Bytes target(bytes, 0xEE);
+      EXPECT_EQ(compress_into_with(chunk.data(), bytes, f32, dims, o, target.data(), bytes, nullptr, BackendUse::kGpu),
+                cpu.size())
+          << what;
+      EXPECT_TRUE(Bytes(target.begin(), target.begin() + cpu.size()) == cpu) << what;
+      EXPECT_EQ(target[cpu.size()], 0xEE) << what << ": wrote past the frame";
+      Bytes in_place = chunk;
+      EXPECT_EQ(compress_into_with(in_place.data(), bytes, f32, dims, o, in_place.data(), bytes, nullptr,
+                                   BackendUse::kGpu),
+                cpu.size())
+          << what;
+      EXPECT_TRUE(Bytes(in_place.begin(), in_place.begin() + cpu.size()) == cpu) << what << ": in place";
+      Bytes small(cpu.size() - 1, 0x11), spill;
+      EXPECT_EQ(compress_into_with(chunk.data(), bytes, f32, dims, o, small.data(), small.size(), &spill,
+                                   BackendUse::kGpu),
+                0u)
+          << what;
+      EXPECT_TRUE(spill == cpu) << what << ": spilled frame";
+      EXPECT_TRUE(small == Bytes(cpu.size() - 1, 0x11)) << what << ": target written although the frame spilled";
+      // (A repeated chunk of 256 KiB or less replays a CUDA graph, which
+      // allocates nothing: the failure is injected into the 3 MB chunks.)
+      if (bytes <= (size_t{256} << 10)) continue;
+      fault_injection::device_allocation_failures = 1;
+      Bytes fallback = chunk;
+      EXPECT_EQ(compress_into_with(fallback.data(), bytes, f32, dims, o, fallback.data(), bytes, nullptr,
+                                   BackendUse::kGpu),
+                cpu.size())
+          << what;
+      EXPECT_EQ(fault_injection::device_allocation_failures.exchange(0), 0) << what << ": the failure was not reached";
+      EXPECT_TRUE(Bytes(fallback.begin(), fallback.begin() + cpu.size()) == cpu) << what << ": CPU fallback in place";
+    }
+  }
+}
+
 // Through the public API with H5Z_FZ_DEVICE=cuda: frames decode to the input.
 TEST(DeviceForward, PublicApiRoundTripOnTheGpu) {
   FZ_SKIP_WITHOUT_CUDA();

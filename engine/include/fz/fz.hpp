@@ -75,6 +75,16 @@ void validate(const Options& options, const DataType& dtype);
 Bytes compress(const void* data, size_t bytes, const DataType& dtype,
                const std::vector<uint64_t>& dims, const Options& options);
 
+// compress() into caller memory: writes the frame into `frame` (capacity
+// bytes) and returns its length. `frame` may be `data` itself: the chunk is
+// read in full before the frame is written (an HDF5 filter's chunk buffer, so
+// no new buffer per chunk). A frame longer than `capacity` (an incompressible
+// chunk's frame is the chunk plus a header) goes to *spill instead and 0 is
+// returned; without spill that is an Error. On a CUDA backend the frame goes
+// from pinned memory straight to `frame`.
+size_t compress_into(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims,
+                     const Options& options, void* frame, size_t capacity, Bytes* spill = nullptr);
+
 struct Decoded {
   Bytes data;
   DataType dtype;

@@ -465,8 +465,14 @@ std::vector<Bytes> download_stored(const Pipeline& pipeline, const std::vector<D
 // streams in one download through the staging buffer, and the frame is the
 // host-built header followed by a parallel copy of the streams (no pass of
 // the host over the payload for its checksum).
-Bytes frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers, FrameInfo info,
-                        ChunkWork& work, cuda::Lane& lane, const Executor& exec);
+// The frame, in `target` when it fits there and is smaller than the chunk
+// (FrameTarget), else in Bytes.
+struct FrameOut {
+  Bytes bytes;
+  size_t written = 0;
+};
+FrameOut frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers, FrameInfo info,
+                           ChunkWork& work, cuda::Lane& lane, const Executor& exec, FrameTarget target);
 
 FrameInfo frame_info_for(const Pipeline& pipeline, const DataType& dtype, const std::vector<uint64_t>& dims,
                          Preset preset, size_t bytes) {
@@ -546,10 +552,19 @@ std::optional<Bytes> small_frame_from_device(const std::vector<uint8_t>& ids, co
   return frame;
 }
 
-Bytes frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers, FrameInfo info,
-                        ChunkWork& work, cuda::Lane& lane, const Executor& exec) {
+// Whether a frame of `length` bytes goes into the target.
+bool goes_to_target(const FrameTarget& target, size_t length, const FrameInfo& info) {
+  return target.data != nullptr && length <= target.capacity && length < info.original_bytes;
+}
+
+FrameOut frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers, FrameInfo info,
+                           ChunkWork& work, cuda::Lane& lane, const Executor& exec, FrameTarget target) {
   const std::vector<uint8_t> ids = pipeline.stored_buffers();
-  if (std::optional<Bytes> frame = small_frame_from_device(ids, buffers, info, lane)) return std::move(*frame);
+  if (std::optional<Bytes> frame = small_frame_from_device(ids, buffers, info, lane)) {
+    if (!goes_to_target(target, frame->size(), info)) return {std::move(*frame), 0};
+    std::memcpy(target.data, frame->data(), frame->size());
+    return {{}, frame->size()};
+  }
   const std::vector<uint64_t> sizes = stored_sizes(pipeline, buffers, lane);
   std::vector<cuda::DeviceSpan> spans;
   size_t total = 0;
@@ -570,14 +585,20 @@ Bytes frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer
     cuda::check(cudaMemcpyAsync(crc_host, crc, sizeof(uint32_t), cudaMemcpyDeviceToHost, lane.stream),
                 "CRC download");
   // The frame's memory is made (zeroed, its pages faulted in) while the GPU
-  // finishes: the header's length does not depend on the checksum.
+  // finishes, unless it goes to the target: the header's length does not
+  // depend on the checksum.
   const size_t header_bytes = write_frame_header(info, sizes, 0).size();
-  Bytes frame(header_bytes + total);
+  const bool to_target = goes_to_target(target, header_bytes + total, info);
+  FrameOut out;
+  if (!to_target) out.bytes.resize(header_bytes + total);
   cuda::check(cudaStreamSynchronize(lane.stream), "stream download");
   const Bytes header = write_frame_header(info, sizes, crc_on_device ? *crc_host : crc32c(staging, total));
-  std::memcpy(frame.data(), header.data(), header_bytes);
-  parallel_copy(frame.data() + header_bytes, staging, total, exec);
-  return frame;
+  // Nothing below throws: the target (maybe the chunk itself) is written only now.
+  uint8_t* frame = to_target ? target.data : out.bytes.data();
+  std::memcpy(frame, header.data(), header_bytes);
+  parallel_copy(frame + header_bytes, staging, total, exec);
+  if (to_target) out.written = header_bytes + total;
+  return out;
 }
 
 // The decoders' status words (and `extra`, a checksum: both from
@@ -673,7 +694,7 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
 
 std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataType& dtype,
                                                    const std::vector<uint64_t>& dims, const Options& options,
-                                                   int device, unsigned threads) {
+                                                   int device, unsigned threads, FrameTarget target) {
   cuda::DeviceContext* context = nullptr;
   try {
     context = &cuda::DeviceContext::of(device);
@@ -709,9 +730,11 @@ std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataTyp
       }
       buffers = run_forward(result.pipeline, {device_chunk, chunk.size}, work);
     }
-    result.frame = frame_from_device(result.pipeline, buffers,
-                                     frame_info_for(result.pipeline, dtype, dims, options.preset, chunk.size), work,
-                                     *lane, *exec);
+    FrameOut frame = frame_from_device(result.pipeline, buffers,
+                                       frame_info_for(result.pipeline, dtype, dims, options.preset, chunk.size),
+                                       work, *lane, *exec, target);
+    result.frame = std::move(frame.bytes);
+    result.written = frame.written;
     return result;
   } catch (const cuda::CudaError& e) {
     give_up_on_gpu(context, e, "compress");
