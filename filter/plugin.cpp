@@ -16,6 +16,7 @@
 #include <exception>
 #include <limits>
 #include <new>
+#include <sys/mman.h>
 #include <string>
 #include <vector>
 
@@ -310,6 +311,27 @@ size_t hand_back(const Hdf5Api& api, const void* bytes, size_t size, size_t* buf
   return size;
 }
 
+// A decoded chunk goes into a buffer the filter allocates (HDF5 frees it).
+// Above glibc's largest mmap threshold (32 MiB) every such buffer is fresh
+// memory, and writing the chunk into it faults in every 4 KiB page: 16-18 ms
+// of a 64 MiB chunk's read on the GPU machine. Transparent huge pages cut
+// that to one fault per 2 MiB where the system allows them on request
+// (madvise mode); elsewhere the advice changes nothing.
+constexpr size_t kHugePageOutputBytes = size_t{32} << 20;
+
+void advise_huge_pages(void* buffer, size_t size) {
+#ifdef MADV_HUGEPAGE
+  if (size < kHugePageOutputBytes) return;
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(buffer) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(buffer) + size) & ~(kHuge - 1);
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only
+#else
+  (void)buffer;
+  (void)size;
+#endif
+}
+
 std::atomic<bool> said_compress{false};
 std::atomic<bool> said_bytes_fallback{false};
 std::atomic<bool> said_decompress{false};
@@ -398,6 +420,7 @@ size_t decompress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[]
     const size_t size = static_cast<size_t>(info.original_bytes);
     output = api.allocate_memory(size > 0 ? size : 1, false);
     if (output == nullptr) throw std::bad_alloc();
+    advise_huge_pages(output, size);
     const size_t decoded = decompress_into(*buf, nbytes, output, size);
     if (decoded != size) {
       throw Error("frame decoded to " + std::to_string(decoded) + " bytes, its header says " + std::to_string(size));
