@@ -109,6 +109,15 @@ Bytes write_frame_header(FrameInfo& info, const std::vector<uint64_t>& stored_si
   return h;
 }
 
+void set_payload_crc(Bytes& header, FrameInfo& info, uint32_t payload_crc) {
+  const size_t n = header.size();  // ... | payload CRC | header CRC
+  store_le<uint32_t>(header.data() + n - 8, payload_crc);
+  const uint32_t header_crc = crc32c(header.data(), n - 4);
+  store_le<uint32_t>(header.data() + n - 4, header_crc);
+  info.payload_crc = payload_crc;
+  info.header_crc = header_crc;
+}
+
 Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
   std::vector<uint64_t> sizes;
   uint32_t payload_crc = 0;

@@ -23,6 +23,11 @@ Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored);
 // streams' sizes and the CRC32C of their concatenation. Fills `info` as above.
 Bytes write_frame_header(FrameInfo& info, const std::vector<uint64_t>& stored_sizes, uint32_t payload_crc);
 
+// Sets the payload CRC of a header write_frame_header made (and the header
+// CRC that covers it): a header can be built, and its length known, before
+// the payload's checksum is.
+void set_payload_crc(Bytes& header, FrameInfo& info, uint32_t payload_crc);
+
 struct ParsedFrame {
   FrameInfo info;
   std::vector<ByteSpan> stored;  // views into the frame, in payload order

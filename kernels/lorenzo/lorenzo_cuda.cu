@@ -778,6 +778,14 @@ __global__ void __launch_bounds__(cuda_detail::kOneBlockScanThreads)
 // only_with_deltas: nothing to do unless the (valid) outlier stream stores
 // deltas (the row kernel reads the codes itself otherwise). Grid-stride, so
 // that skipping costs one small launch.
+// Element i's delta from its code; a code outside the radius sets `bad`.
+template <typename U>
+__device__ __forceinline__ U delta_of_code(const uint8_t* codes, size_t i, U code_limit, uint32_t& bad) {
+  const U code = load_word<uint16_t>(codes + 2 * i);
+  if (!(code < code_limit)) bad |= kCodeOutOfRadius;
+  return unzigzag(code);
+}
+
 template <typename U>
 __global__ void __launch_bounds__(kThreads)
     unpack_codes(const uint8_t* codes, size_t n, U code_limit, U* d, uint32_t* status, const OutlierLayout* layout,
@@ -785,11 +793,8 @@ __global__ void __launch_bounds__(kThreads)
   if (only_with_deltas && !(layout->ok && layout->deltas > 0)) return;
   const size_t stride = static_cast<size_t>(gridDim.x) * kThreads;
   uint32_t bad = 0;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
-    const U code = load_word<uint16_t>(codes + 2 * i);
-    if (!(code < code_limit)) bad = kCodeOutOfRadius;
-    d[i] = unzigzag(code);
-  }
+  for (size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride)
+    d[i] = delta_of_code(codes, i, code_limit, bad);
   if (bad) atomicOr(status, bad);
 }
 
@@ -991,6 +996,14 @@ __device__ __forceinline__ U walk_depth(const PlaneSums<U>& p, size_t c, size_t 
   return acc;
 }
 
+// Thread t's part of the depth walk: column c over planes [z0, z1) of depth
+// segment k (t = k * plane + c); none past the last segment.
+struct DepthPart {
+  size_t c, z0, z1;
+  __device__ DepthPart(size_t t, size_t plane, size_t nz, size_t length)
+      : c(t % plane), z0(t / plane * length), z1(z0 + length < nz ? z0 + length : nz) {}
+};
+
 // Thread (k, c): the z sums of column c over depth segment k (planes
 // [k * length, (k + 1) * length)), from depth_carries[k][c] (the segments
 // above; none when there is one segment), converted to values.
@@ -1001,11 +1014,10 @@ __global__ void __launch_bounds__(kThreads)
   using U = typename Traits<T>::U;
   const size_t t = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (t >= depth_segments * p.plane) return;
-  const size_t k = t / p.plane, c = t % p.plane;
-  const size_t z0 = k * length, z1 = z0 + length < nz ? z0 + length : nz;
+  const DepthPart part(t, p.plane, nz, length);
   bool bad = false;
-  walk_depth(p, c, z0, z1, depth_carries ? depth_carries[t] : U{0},
-             [&](size_t z, U acc) { bad |= !store_value<T>(acc, eb2, out, z * p.plane + c); });
+  walk_depth(p, part.c, part.z0, part.z1, depth_carries ? depth_carries[t] : U{0},
+             [&](size_t z, U acc) { bad |= !store_value<T>(acc, eb2, out, z * p.plane + part.c); });
   if (bad) atomicOr(status, kValueOutOfRange);
 }
 
@@ -1019,9 +1031,8 @@ __global__ void __launch_bounds__(kThreads)
     depth_segment_totals(PlaneSums<U> p, size_t nz, size_t length, size_t depth_segments, U* totals) {
   const size_t t = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (t >= depth_segments * p.plane) return;
-  const size_t k = t / p.plane, c = t % p.plane;
-  const size_t z0 = k * length, z1 = z0 + length < nz ? z0 + length : nz;
-  totals[t] = walk_depth(p, c, z0, z1, U{0}, [](size_t, U) {});
+  const DepthPart part(t, p.plane, nz, length);
+  totals[t] = walk_depth(p, part.c, part.z0, part.z1, U{0}, [](size_t, U) {});
 }
 
 template <typename U>
@@ -1188,18 +1199,8 @@ template <unsigned kPer, typename U>
 __device__ void small_axis_sums(U* v, const Shape& s, int axis,
                                 typename cub::BlockScan<LineSum<U>, kSmallThreads>::TempStorage& temp) {
   const unsigned n = static_cast<unsigned>(s.n);
-  const unsigned nx = static_cast<unsigned>(s.nx), ny = static_cast<unsigned>(s.ny), nz = static_cast<unsigned>(s.nz);
-  const unsigned length = axis == 0 ? nx : axis == 1 ? ny : nz;
-  // Position j in the axis's order -> element index (AxisOrder in 32 bits).
-  auto element = [&](unsigned j) -> unsigned {
-    if (axis == 0) return j;
-    if (axis == 1) {  // j = (z * nx + x) * ny + y
-      const unsigned y = j % ny, zx = j / ny;
-      return ((zx / nx) * ny + y) * nx + zx % nx;
-    }
-    const unsigned z = j % nz, yx = j / nz;  // j = (y * nx + x) * nz + z
-    return z * ny * nx + yx;
-  };
+  const unsigned length = static_cast<unsigned>(axis == 0 ? s.nx : axis == 1 ? s.ny : s.nz);
+  const AxisOrder element{s, axis};  // position in the axis's order -> element index
   const unsigned first = threadIdx.x * kPer;
   U sums[kPer];
   LineSum<U> mine{0, 0};
@@ -1242,11 +1243,7 @@ __global__ void __launch_bounds__(kSmallThreads)
   const OutlierLayout l = *layout;
   const unsigned n = static_cast<unsigned>(s.n);
   uint32_t bad = 0;
-  for (unsigned i = threadIdx.x; i < n; i += kSmallThreads) {  // unpack_codes
-    const U code = load_word<uint16_t>(codes + 2 * static_cast<size_t>(i));
-    if (!(code < code_limit)) bad |= kCodeOutOfRadius;
-    v[i] = unzigzag(code);
-  }
+  for (unsigned i = threadIdx.x; i < n; i += kSmallThreads) v[i] = delta_of_code(codes, i, code_limit, bad);
   __syncthreads();
   for (size_t r = threadIdx.x; r < capacity; r += kSmallThreads)  // place_deltas
     bad |= place_delta(o, codes, s.n, r, code_limit, l, delta_rank, v);

@@ -491,15 +491,65 @@ FrameInfo frame_info_for(const Pipeline& pipeline, const DataType& dtype, const 
 // 64 KiB in 8-16 us, about what the GPU's launches and read-back cost.
 constexpr size_t kDeviceCrcMinBytes = size_t{64} << 10;
 
+// The checksum of the concatenated device spans (`total` bytes), enqueued:
+// a word of the chunk's word blocks, so it comes back with the status words
+// (WordsOnHost) or on its own.
+uint32_t* enqueue_crc32c(const std::vector<cuda::DeviceSpan>& spans, size_t total, ChunkWork& work,
+                         cuda::Lane& lane) {
+  uint32_t* crc = work.zeroed_word();
+  void* scratch = work.allocate(std::max<size_t>(cuda::crc32c_scratch_bytes(total, spans.size()), 1));
+  work.check(cuda::crc32c_spans(spans.data(), spans.size(), crc, scratch, lane.stream), "CRC32C (GPU)");
+  return crc;
+}
+
 // The checksum of device bytes, read back.
 uint32_t device_crc32c(const uint8_t* data, size_t bytes, ChunkWork& work, cuda::Lane& lane) {
-  auto* crc = reinterpret_cast<uint32_t*>(work.allocate(sizeof(uint32_t)));
-  void* scratch = work.allocate(std::max<size_t>(cuda::crc32c_scratch_bytes(bytes), 1));
-  work.check(cuda::crc32c(data, bytes, crc, scratch, lane.stream), "CRC32C (GPU)");
+  const uint32_t* crc = enqueue_crc32c({{data, bytes}}, bytes, work, lane);
   uint32_t host = 0;
   work.read_back(reinterpret_cast<const uint8_t*>(crc), sizeof host, reinterpret_cast<uint8_t*>(&host));
   return host;
 }
+
+// The decoders' status words (and `extra`, a checksum: both from
+// ChunkWork::zeroed_word) read back with whatever the caller enqueues next,
+// in one synchronisation; valid once the stream is synchronised. Words in one
+// block come back in one copy.
+class WordsOnHost {
+ public:
+  WordsOnHost(ChunkWork& work, cuda::Lane& lane, const uint32_t* extra) {
+    constexpr size_t kWords = ChunkWork::kBlockWords;
+    const auto& blocks = work.word_blocks();
+    auto* pinned = reinterpret_cast<uint32_t*>(lane.scalars.reserve(std::max<size_t>(blocks.size(), 1) * kWords * 4));
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const size_t used = k + 1 == blocks.size() ? work.words_in_last_block() : kWords;
+      cuda::check(cudaMemcpyAsync(pinned + k * kWords, blocks[k], used * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                  lane.stream),
+                  "status download");
+    }
+    words_ = pinned;
+    // Where a word lands: its block's place, then its place in the block.
+    auto slot = [&](const uint32_t* word) {
+      for (size_t k = 0; k < blocks.size(); ++k)
+        if (std::less_equal<const uint32_t*>()(blocks[k], word) && std::less<const uint32_t*>()(word, blocks[k] + kWords))
+          return k * kWords + static_cast<size_t>(word - blocks[k]);
+      throw std::logic_error("a word read back that ChunkWork::zeroed_word did not make");
+    };
+    for (const uint32_t* w : work.status_words()) status_at_.push_back(slot(w));
+    if (extra) extra_at_ = slot(extra);
+  }
+  // A GPU decoder found its stream malformed.
+  bool any_status_set() const {
+    for (size_t at : status_at_)
+      if (words_[at] != 0) return true;
+    return false;
+  }
+  uint32_t extra() const { return words_[extra_at_]; }
+
+ private:
+  const uint32_t* words_ = nullptr;
+  std::vector<size_t> status_at_;
+  size_t extra_at_ = 0;
+};
 
 // Streams whose allocations come to no more than this go down whole with
 // their sizes, in one synchronisation instead of two (sizes, then streams):
@@ -573,26 +623,19 @@ FrameOut frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuf
     total += sizes[k];
   }
   const bool crc_on_device = total >= kDeviceCrcMinBytes;
-  uint32_t* crc = nullptr;
-  if (crc_on_device) {
-    crc = reinterpret_cast<uint32_t*>(work.allocate(sizeof(uint32_t)));
-    void* scratch = work.allocate(std::max<size_t>(cuda::crc32c_scratch_bytes(total, spans.size()), 1));
-    work.check(cuda::crc32c_spans(spans.data(), spans.size(), crc, scratch, lane.stream), "CRC32C (GPU)");
-  }
+  const uint32_t* crc = crc_on_device ? enqueue_crc32c(spans, total, work, lane) : nullptr;
   const uint8_t* staging = enqueue_stored_download(ids, buffers, sizes, total, lane);
-  auto* crc_host = reinterpret_cast<uint32_t*>(lane.scalars.reserve(sizeof(uint32_t)));
-  if (crc_on_device)
-    cuda::check(cudaMemcpyAsync(crc_host, crc, sizeof(uint32_t), cudaMemcpyDeviceToHost, lane.stream),
-                "CRC download");
+  const WordsOnHost words(work, lane, crc);
   // The frame's memory is made (zeroed, its pages faulted in) while the GPU
   // finishes, unless it goes to the target: the header's length does not
-  // depend on the checksum.
-  const size_t header_bytes = write_frame_header(info, sizes, 0).size();
+  // depend on the checksum, which is set once known.
+  Bytes header = write_frame_header(info, sizes, 0);
+  const size_t header_bytes = header.size();
   const bool to_target = goes_to_target(target, header_bytes + total, info);
   FrameOut out;
   if (!to_target) out.bytes.resize(header_bytes + total);
   cuda::check(cudaStreamSynchronize(lane.stream), "stream download");
-  const Bytes header = write_frame_header(info, sizes, crc_on_device ? *crc_host : crc32c(staging, total));
+  set_payload_crc(header, info, crc_on_device ? words.extra() : crc32c(staging, total));
   // Nothing below throws: the target (maybe the chunk itself) is written only now.
   uint8_t* frame = to_target ? target.data : out.bytes.data();
   std::memcpy(frame, header.data(), header_bytes);
@@ -600,47 +643,6 @@ FrameOut frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuf
   if (to_target) out.written = header_bytes + total;
   return out;
 }
-
-// The decoders' status words (and `extra`, a checksum: both from
-// ChunkWork::zeroed_word) read back with whatever the caller enqueues next,
-// in one synchronisation; valid once the stream is synchronised. Words in one
-// block come back in one copy.
-class WordsOnHost {
- public:
-  WordsOnHost(ChunkWork& work, cuda::Lane& lane, const uint32_t* extra) {
-    constexpr size_t kWords = ChunkWork::kBlockWords;
-    const auto& blocks = work.word_blocks();
-    auto* pinned = reinterpret_cast<uint32_t*>(lane.scalars.reserve(std::max<size_t>(blocks.size(), 1) * kWords * 4));
-    for (size_t k = 0; k < blocks.size(); ++k) {
-      const size_t used = k + 1 == blocks.size() ? work.words_in_last_block() : kWords;
-      cuda::check(cudaMemcpyAsync(pinned + k * kWords, blocks[k], used * sizeof(uint32_t), cudaMemcpyDeviceToHost,
-                                  lane.stream),
-                  "status download");
-    }
-    words_ = pinned;
-    // Where a word lands: its block's place, then its place in the block.
-    auto slot = [&](const uint32_t* word) {
-      for (size_t k = 0; k < blocks.size(); ++k)
-        if (std::less_equal<const uint32_t*>()(blocks[k], word) && std::less<const uint32_t*>()(word, blocks[k] + kWords))
-          return k * kWords + static_cast<size_t>(word - blocks[k]);
-      throw std::logic_error("a word read back that ChunkWork::zeroed_word did not make");
-    };
-    for (const uint32_t* w : work.status_words()) status_at_.push_back(slot(w));
-    if (extra) extra_at_ = slot(extra);
-  }
-  // A GPU decoder found its stream malformed.
-  bool any_status_set() const {
-    for (size_t at : status_at_)
-      if (words_[at] != 0) return true;
-    return false;
-  }
-  uint32_t extra() const { return words_[extra_at_]; }
-
- private:
-  const uint32_t* words_ = nullptr;
-  std::vector<size_t> status_at_;
-  size_t extra_at_ = 0;
-};
 
 // Every stage's inverse on the device, from the stored streams' views; returns
 // the chunk's view.
@@ -807,12 +809,7 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
       cuda::check(cudaMemcpyAsync(device_streams, staging, total, cudaMemcpyHostToDevice, lane->stream),
                   "frame upload");
     }
-    uint32_t* device_crc = nullptr;
-    if (crc_on_device) {
-      device_crc = work.zeroed_word();
-      void* scratch = work.allocate(std::max<size_t>(cuda::crc32c_scratch_bytes(total), 1));
-      work.check(cuda::crc32c(device_streams, total, device_crc, scratch, lane->stream), "CRC32C (GPU)");
-    }
+    const uint32_t* device_crc = crc_on_device ? enqueue_crc32c({{device_streams, total}}, total, work, *lane) : nullptr;
     const DeviceBuffer chunk = run_inverse(pipeline, view, work, max_stream_bytes);
     if (chunk.size > capacity) return std::nullopt;  // the CPU path reports it
     // The status words and the checksum come back with the chunk, in one
@@ -862,18 +859,17 @@ std::optional<size_t> compress_device_resident(const uint8_t* chunk, size_t byte
   for (uint64_t s : sizes) payload += s;
 
   FrameInfo info = frame_info_for(pipeline, dtype, dims, options.preset, bytes);
-  // The header's length does not depend on the checksum: size it first.
-  size_t header_bytes = write_frame_header(info, sizes, 0).size();
-  std::vector<uint64_t> frame_sizes = sizes;
+  // The header's length does not depend on the checksum, which is set once known.
+  Bytes header = write_frame_header(info, sizes, 0);
   const uint8_t* raw_source = nullptr;
-  if (header_bytes + payload >= bytes) {  // incompressible: the chunk itself, as compress() does
+  if (header.size() + payload >= bytes) {  // incompressible: the chunk itself, as compress() does
     info = frame_info_for(Pipeline(), dtype, dims, options.preset, bytes);
     info.flags = kFlagRaw;
-    frame_sizes = {bytes};
-    header_bytes = write_frame_header(info, frame_sizes, 0).size();
+    header = write_frame_header(info, {bytes}, 0);
     payload = bytes;
     raw_source = chunk;
   }
+  const size_t header_bytes = header.size();
   if (header_bytes + payload > capacity)
     throw Error("the frame needs " + std::to_string(header_bytes + payload) + " bytes of device memory, " +
                 std::to_string(capacity) + " given (max_frame_bytes() always suffices)");
@@ -892,8 +888,7 @@ std::optional<size_t> compress_device_resident(const uint8_t* chunk, size_t byte
       at += sizes[k];
     }
   }
-  const uint32_t crc = device_crc32c(frame + header_bytes, payload, work, *lane);
-  const Bytes header = write_frame_header(info, frame_sizes, crc);
+  set_payload_crc(header, info, device_crc32c(frame + header_bytes, payload, work, *lane));
   uint8_t* pinned = lane->scalars.reserve(header.size());
   std::memcpy(pinned, header.data(), header.size());
   cuda::check(cudaMemcpyAsync(frame, pinned, header.size(), cudaMemcpyHostToDevice, lane->stream), "frame header");
