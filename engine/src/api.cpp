@@ -14,6 +14,7 @@
 #include "frame.hpp"
 #include "fz/fz.hpp"
 #include "pipeline.hpp"
+#include "pipeline_cache.hpp"
 #include "presets.hpp"
 #include "stage.hpp"
 #include "thread_pool.hpp"
@@ -63,17 +64,6 @@ auto translate_errors(const char* what, F&& body) -> decltype(body()) {
   }
 }
 
-engine::Pipeline pipeline_from_frame(const FrameInfo& info) {
-  engine::Pipeline p;
-  for (const StageInfo& s : info.stages) {
-    auto stage = engine::parse_stage(s.type_id, ByteSpan(s.config));
-    if (stage->output_ports().size() != s.outputs)
-      throw FormatError("stage " + stage->name() + " records a wrong output count");
-    p.add(std::move(stage), s.inputs);
-  }
-  return p;
-}
-
 // Decodes a frame: the chunk goes into *chunk when given, else into `dst`
 // (capacity bytes; null when capacity is 0). Returns the chunk's length.
 size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity, uint8_t* dst, Bytes* chunk,
@@ -98,7 +88,7 @@ size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity,
     if (!into) chunk->assign(raw.data, raw.data + raw.size);
     length = raw.size;
   } else {
-    engine::Pipeline pipeline = pipeline_from_frame(info);
+    const auto pipeline = engine::cached_pipeline_of_stages(info.stages);
     auto exec = engine::make_pool_executor(threads);
     engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(info.original_bytes))};
     std::optional<size_t> on_device;
@@ -114,7 +104,7 @@ size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity,
                      (use == BackendUse::kChosen &&
                       (backend.explicit_cuda || info.original_bytes >= kAutoGpuMinChunkBytes));
     if (into && backend.backend == engine::Backend::Cuda && gpu)
-      on_device = engine::inverse_on_device(pipeline, parsed.stored, dst, static_cast<size_t>(capacity),
+      on_device = engine::inverse_on_device(*pipeline, parsed.stored, dst, static_cast<size_t>(capacity),
                                             ctx.max_stream_bytes, backend.device, threads, info.payload_crc);
     if (on_device) {
       length = *on_device;
@@ -123,9 +113,9 @@ size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity,
       // checks the CRC and decodes, and reports what is wrong.
       engine::check_payload_crc(parsed);
       if (into) {
-        length = pipeline.inverse_into(parsed.stored, dst, static_cast<size_t>(capacity), ctx);
+        length = pipeline->inverse_into(parsed.stored, dst, static_cast<size_t>(capacity), ctx);
       } else {
-        *chunk = pipeline.inverse(parsed.stored, ctx);
+        *chunk = pipeline->inverse(parsed.stored, ctx);
         length = chunk->size();
       }
     }
@@ -252,10 +242,11 @@ Compressed compress_to(const void* data, size_t bytes, const DataType& dtype, co
         if (on_device->frame.size() < bytes) return Compressed{std::move(on_device->frame), 0};
       } else {
         auto exec = engine::make_pool_executor(options.threads);
-        const engine::Pipeline pipeline = engine::build_pipeline(dtype, dims, effective, chunk, *exec);
+        const auto pipeline = engine::cached_forward_pipeline(dtype, dims, effective,
+                                                              engine::chunk_values(dtype, effective, chunk, *exec));
         engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
-        std::vector<Bytes> stored = pipeline.forward(chunk, ctx);
-        info.stages = pipeline.stage_infos();
+        std::vector<Bytes> stored = pipeline->forward(chunk, ctx);
+        info.stages = pipeline->stage_infos();
         Bytes frame = engine::write_frame(info, stored);
         for (Bytes& b : stored) engine::release_buffer(std::move(b));
         if (frame.size() < bytes) return Compressed{std::move(frame), 0};
@@ -397,8 +388,9 @@ size_t decompress_on_device(const void* device_frame, size_t frame_bytes, void* 
     const auto* frame = static_cast<const uint8_t*>(device_frame);
     const Bytes header = engine::read_device_frame_header(frame, frame_bytes, device);
     const FrameInfo info = engine::parse_frame_header(header.data(), header.size(), frame_bytes);
-    const engine::Pipeline pipeline = info.raw ? engine::Pipeline() : pipeline_from_frame(info);
-    if (auto n = engine::decompress_device_resident(pipeline, info, frame, static_cast<uint8_t*>(device_out),
+    const auto pipeline = info.raw ? std::make_shared<const engine::Pipeline>()
+                                   : engine::cached_pipeline_of_stages(info.stages);
+    if (auto n = engine::decompress_device_resident(*pipeline, info, frame, static_cast<uint8_t*>(device_out),
                                                     capacity, static_cast<size_t>(stream_limit(info.original_bytes)),
                                                     device))
       return *n;

@@ -5,6 +5,7 @@
 // device-resident API of fz.hpp).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -42,7 +43,7 @@ struct FrameTarget {
   size_t capacity = 0;
 };
 struct DeviceCompressed {
-  Pipeline pipeline;
+  std::shared_ptr<const Pipeline> pipeline;
   Bytes frame;
   size_t written = 0;
 };

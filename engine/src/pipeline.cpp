@@ -10,6 +10,17 @@
 
 namespace fz::engine {
 
+Pipeline pipeline_of_stages(const std::vector<StageInfo>& stages) {
+  Pipeline p;
+  for (const StageInfo& s : stages) {
+    auto stage = parse_stage(s.type_id, ByteSpan(s.config));
+    if (stage->output_ports().size() != s.outputs)
+      throw FormatError("stage " + stage->name() + " records a wrong output count");
+    p.add(std::move(stage), s.inputs);
+  }
+  return p;
+}
+
 std::vector<uint8_t> Pipeline::add(std::unique_ptr<Stage> stage, std::vector<uint8_t> inputs) {
   require_format(stage != nullptr, "pipeline: null stage");
   if (inputs.size() != stage->input_ports().size())

@@ -57,4 +57,9 @@ class Pipeline {
   std::vector<bool> consumed_ = {false};  // one per buffer
 };
 
+// The pipeline a frame records: its stages, in order, each rebuilt from its
+// type id and config. Throws FormatError for an unknown stage, a config it
+// refuses, a wrong output count or inputs that do not form a pipeline.
+Pipeline pipeline_of_stages(const std::vector<StageInfo>& stages);
+
 }  // namespace fz::engine

@@ -13,6 +13,7 @@
 #include "cuda/device_context.hpp"
 #include "cuda/value_range_cuda.hpp"
 #include "frame.hpp"
+#include "pipeline_cache.hpp"
 #include "presets.hpp"
 #include "thread_pool.hpp"
 
@@ -330,26 +331,11 @@ class CaptureWork final : public DeviceWork {
   cuda::Lane& lane_;
 };
 
+// A graph's key: its chunk's length and its pipeline's key.
 std::string forward_key(size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
-                        const FiniteRange& facts) {
-  std::string key;
-  auto put = [&key](const auto& value) { key.append(reinterpret_cast<const char*>(&value), sizeof value); };
-  put(uint64_t{bytes});
-  put(static_cast<uint32_t>(dtype.element_class));
-  put(dtype.size);
-  put(static_cast<uint32_t>(dtype.order));
-  put(uint64_t{dims.size()});
-  for (uint64_t d : dims) put(d);
-  put(static_cast<uint32_t>(options.preset));
-  put(static_cast<uint32_t>(options.mode));
-  put(options.bound);
-  put(uint64_t{options.fill_value.size()});
-  key.append(options.fill_value.begin(), options.fill_value.end());
-  put(facts.any);
-  put(facts.min);
-  put(facts.max);
-  put(facts.has_fill);
-  return key;
+                        const FiniteRange& values) {
+  std::string key(reinterpret_cast<const char*>(&bytes), sizeof bytes);
+  return key + forward_pipeline_key(dtype, dims, options, values);
 }
 
 // The forward of `pipeline` for chunks of `bytes`, captured on the lane.
@@ -714,11 +700,12 @@ std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataTyp
       upload(*lane, chunk, device_chunk, *exec);
       values = device_chunk_values(device_chunk, chunk.size, dtype, options, work, *lane);
     }
-    DeviceCompressed result{build_pipeline_from_range(dtype, dims, options, values), {}};
-    if (!runs_on_device(result.pipeline)) return std::nullopt;
+    DeviceCompressed result{cached_forward_pipeline(dtype, dims, options, values), {}};
+    const Pipeline& pipeline = *result.pipeline;
+    if (!runs_on_device(pipeline)) return std::nullopt;
     cuda::CapturedForward* graph =
         chunk.size <= kGraphMaxChunkBytes
-            ? forward_graph(result.pipeline, chunk.size, *lane, forward_key(chunk.size, dtype, dims, options, values))
+            ? forward_graph(pipeline, chunk.size, *lane, forward_key(chunk.size, dtype, dims, options, values))
             : nullptr;
     std::vector<DeviceBuffer> buffers;
     if (graph) {  // (its chunk's facts came from the host: the chunk is not uploaded yet)
@@ -730,10 +717,9 @@ std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataTyp
         device_chunk = work.allocate(chunk.size);
         upload(*lane, chunk, device_chunk, *exec);
       }
-      buffers = run_forward(result.pipeline, {device_chunk, chunk.size}, work);
+      buffers = run_forward(pipeline, {device_chunk, chunk.size}, work);
     }
-    FrameOut frame = frame_from_device(result.pipeline, buffers,
-                                       frame_info_for(result.pipeline, dtype, dims, options.preset, chunk.size),
+    FrameOut frame = frame_from_device(pipeline, buffers, frame_info_for(pipeline, dtype, dims, options.preset, chunk.size),
                                        work, *lane, *exec, target);
     result.frame = std::move(frame.bytes);
     result.written = frame.written;
@@ -851,7 +837,8 @@ std::optional<size_t> compress_device_resident(const uint8_t* chunk, size_t byte
   cuda::LaneLease lane = context.lease();
   ChunkWork work(context, *lane);
   const FiniteRange values = device_chunk_values(chunk, bytes, dtype, options, work, *lane);
-  const Pipeline pipeline = build_pipeline_from_range(dtype, dims, options, values);
+  const std::shared_ptr<const Pipeline> cached = cached_forward_pipeline(dtype, dims, options, values);
+  const Pipeline& pipeline = *cached;
   if (!runs_on_device(pipeline)) return std::nullopt;
   const std::vector<DeviceBuffer> buffers = run_forward(pipeline, {const_cast<uint8_t*>(chunk), bytes}, work);
   const std::vector<uint64_t> sizes = stored_sizes(pipeline, buffers, *lane);
