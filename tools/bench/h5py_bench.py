@@ -18,10 +18,15 @@ folder, printed; --dir chooses where), closes it, then the file is opened again
 and the whole dataset read back; each direction's figure is the best of --reps
 (gzip, about 50x slower, runs --slow-reps times). GB/s counts 1e9 bytes of the
 uncompressed dataset per second. Writes end at close(), without fsync (the
-bytes reach the page cache, not necessarily the disk; --fsync adds it), and
-nothing is dropped from the page cache before a read: the file was just
-written, so reads are warm-cache reads unless it does not fit in memory (the
-header says how much memory is available). Chunks of 16 MiB are larger than
+bytes reach the page cache, not necessarily the disk; --fsync adds it). By
+default nothing is dropped from the page cache before a read: the file was
+just written, so reads are warm-cache reads unless it does not fit in memory
+(the header says how much memory is available), and an uncompressed read is
+then little more than a copy out of memory. With --cold-reads the file is
+written out and dropped from the page cache before each read (fsync, then
+posix_fadvise DONTNEED, which needs no root), so reads come from the disk,
+as they do for files larger than memory or not read since boot; the script
+checks with mincore how much of the file was still cached. Chunks of 16 MiB are larger than
 h5py's 1 MiB chunk cache, so every chunk goes through the filter on each write
 and read. Every read is checked: bit for bit for lossless codecs, element by
 element against each chunk's bound for lossy H5Z-FZ (NOA: bound x the chunk's
@@ -32,11 +37,13 @@ H5Z-FZ is found through HDF5_PLUGIN_PATH, which this script sets to
 holding libH5Zfz.so) before importing h5py. H5Z_FZ_DEVICE (auto|cpu|cuda)
 chooses the plugin's backend; it is printed, not set.
 
-    python3 tools/bench/h5py_bench.py --plugin-dir build/plugin [--gib 1] [--chunk-mib 16] [--reps 3]
+    python3 tools/bench/h5py_bench.py --plugin-dir build/plugin [--gib 1] [--chunk-mib 16] [--reps 3] [--cold-reads]
 """
 
 import argparse
+import ctypes
 import glob
+import mmap
 import os
 import platform
 import shutil
@@ -129,11 +136,57 @@ def sync_file(path):
         os.close(fd)
 
 
-def measure(h5py, folder, label, kwargs, bound, array, chunk_shape, reps, fsync):
+def resident_fraction(path):
+    """The fraction of the file's pages in the page cache (Linux mincore over
+    a read-only mapping made through libc), or None where that cannot be asked."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return 0.0
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_long]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+        pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+        status = (ctypes.c_ubyte * pages)()
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        finally:
+            os.close(fd)
+        if address is None or address == ctypes.c_void_p(-1).value:
+            return None
+        try:
+            if libc.mincore(address, size, status) != 0:
+                return None
+        finally:
+            libc.munmap(address, size)
+        return sum(b & 1 for b in status) / pages
+    except (OSError, AttributeError):
+        return None
+
+
+def drop_from_page_cache(path):
+    """Writes the file's dirty pages and asks the kernel to drop its cached
+    ones (posix_fadvise DONTNEED: no root needed); returns the fraction still
+    resident afterwards (None if unknown)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return resident_fraction(path)
+
+
+def measure(h5py, folder, label, kwargs, bound, array, chunk_shape, reps, fsync, cold):
     path = os.path.join(folder, "bench.h5")
     out = np.empty_like(array)
     best_write = best_read = float("inf")
     stored = 0
+    resident = []  # with cold: the fraction of the file still cached when each read began
     for _ in range(reps):
         if os.path.exists(path):
             os.remove(path)
@@ -145,6 +198,8 @@ def measure(h5py, folder, label, kwargs, bound, array, chunk_shape, reps, fsync)
             sync_file(path)
         best_write = min(best_write, time.perf_counter() - start)
         out.fill(0)
+        if cold:
+            resident.append(drop_from_page_cache(path))
         start = time.perf_counter()
         with h5py.File(path, "r") as f:
             ds = f["x"]
@@ -159,7 +214,9 @@ def measure(h5py, folder, label, kwargs, bound, array, chunk_shape, reps, fsync)
             if skipped:
                 raise RuntimeError("%s: filter skipped on %d chunk(s), stored uncompressed" % (label, skipped))
     max_error = check_read(label, array, out, bound, chunk_shape[0])
-    floor = read_floor(h5py, path, out, chunk_shape[0], reps) if kwargs else None
+    # (The floor is HDF5's work on cached chunks; with cold reads the disk
+    # would be in it too, so it is not measured then.)
+    floor = read_floor(h5py, path, out, chunk_shape[0], reps) if kwargs and not cold else None
     os.remove(path)
     return {
         "label": label,
@@ -169,6 +226,7 @@ def measure(h5py, folder, label, kwargs, bound, array, chunk_shape, reps, fsync)
         "max_error": max_error,
         "reps": reps,
         "floor_gbs": array.nbytes / 1e9 / floor if floor else None,
+        "resident": None if not resident or None in resident else max(resident),
     }
 
 
@@ -241,6 +299,9 @@ def main():
                         "(default: all; uncompressed always runs)")
     parser.add_argument("--dir", help="folder for the temporary files (default: the system's temp folder)")
     parser.add_argument("--fsync", action="store_true", help="include an fsync of the file in the write time")
+    parser.add_argument("--cold-reads", action="store_true",
+                        help="drop the file from the page cache before each read (fsync, then posix_fadvise "
+                        "DONTNEED), so reads come from the disk; the default reads what the write left cached")
     parser.add_argument("--plugin-dir", help="folder holding libH5Zfz.so")
     parser.add_argument("--data", default=os.environ.get("FZ_DATA", os.path.join(REPO, "..", "shared", "data")))
     args = parser.parse_args()
@@ -274,9 +335,11 @@ def main():
     print("dataset: wmag91 mirrored tiles, %s float32 = %.3f GiB, chunks %s = %.1f MiB (%d chunks)"
           % ("x".join(map(str, array.shape)), array.nbytes / 2 ** 30, "x".join(map(str, chunk_shape)),
              array.nbytes / 2 ** 20 / (planes // chunk_planes), planes // chunk_planes))
-    print("files: %s (file system %s mounted at %s); writes end at close()%s; page cache not dropped: "
-          "reads follow the write, so they are warm-cache reads" % (folder, fstype, mount,
-                                                                   " + fsync" if args.fsync else ", no fsync"))
+    reads = ("the file is dropped from the page cache before each read (fsync + posix_fadvise DONTNEED), so "
+             "reads are cold, from the disk" if args.cold_reads else
+             "page cache not dropped: reads follow the write, so they are warm-cache reads")
+    print("files: %s (file system %s mounted at %s); writes end at close()%s; %s"
+          % (folder, fstype, mount, " + fsync" if args.fsync else ", no fsync", reads))
     print("GB/s = 1e9 bytes of the uncompressed dataset per second, best of %d (gzip: best of %d)\n"
           % (args.reps, slow_reps))
     sys.stdout.flush()
@@ -294,7 +357,7 @@ def main():
                 continue
             try:
                 r = measure(h5py, folder, label, kwargs, bound, array, chunk_shape, slow_reps if slow else args.reps,
-                            args.fsync)
+                            args.fsync, args.cold_reads)
             except Exception as e:  # one failing codec must not hide the others
                 r = {"label": label, "error": str(e)}
                 failures += 1
@@ -314,6 +377,13 @@ def main():
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
+    if args.cold_reads:
+        cached = [r["resident"] for r in rows if "error" not in r]
+        if cached and None not in cached:
+            print("\nCold reads: at most %.1f%% of a file was still in the page cache when a read began."
+                  % (100 * max(cached)))
+        else:
+            print("\nCold reads: whether the files left the page cache could not be checked (no mincore).")
     floors = [r for r in floors if r.get("floor_gbs")]
     if floors:
         print("\nRead floor: HDF5's own work in a filtered read, timed without the filter (each stored chunk read")
@@ -333,7 +403,8 @@ def main():
         rp = 100 * target["read_gbs"] / base["read_gbs"]
         met = wp >= TARGET_PERCENT and rp >= TARGET_PERCENT
         print("\ntarget (issue 4: fzgpu NOA 1e-3, %d MiB chunks, >= %.0f%% of uncompressed both ways): write %.0f%%, "
-              "read %.0f%%: %s" % (args.chunk_mib, TARGET_PERCENT, wp, rp, "MET" if met else "NOT MET"))
+              "read %.0f%% (%s reads): %s" % (args.chunk_mib, TARGET_PERCENT, wp, rp,
+                                              "cold" if args.cold_reads else "warm-cache", "MET" if met else "NOT MET"))
     if failures:
         print("%d codec(s) FAILED" % failures)
     return 1 if failures else 0

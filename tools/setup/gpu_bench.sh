@@ -20,4 +20,7 @@ H5Z_FZ_DEVICE=cpu $b/fz_chunk_bench --sizes 1,16,64 --inflight 1 --api batch --r
 step "h5py, 1 GiB dataset in 16 MiB chunks: plugin (auto: GPU both ways at this size) vs uncompressed vs gzip"
 H5Z_FZ_DEVICE=auto python3 tools/bench/h5py_bench.py --plugin-dir build-gpu/plugin --slow-reps 1 2>&1 \
   | tee "$out/h5py_auto.md" || status=1
+step "h5py again, reads from the disk (the file dropped from the page cache before each read)"
+H5Z_FZ_DEVICE=auto python3 tools/bench/h5py_bench.py --plugin-dir build-gpu/plugin --codecs fzgpu,pfpl,lossless \
+  --cold-reads 2>&1 | tee "$out/h5py_auto_cold.md" || status=1
 exit $status
