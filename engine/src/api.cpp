@@ -203,15 +203,9 @@ std::vector<uint64_t> checked_chunk_dims(const void* data, size_t bytes, const D
 
 namespace {
 
-// A frame in Bytes, or its length when the GPU wrote it into the target.
-struct Compressed {
-  Bytes frame;
-  size_t written = 0;
-};
-
-Compressed compress_to(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
+engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
                        const Options& options, BackendUse use, engine::FrameTarget target) {
-  return translate_errors("compress", [&]() -> Compressed {
+  return translate_errors("compress", [&]() -> engine::FrameOut {
     validate(options, dtype);
     const std::vector<uint64_t> dims = checked_chunk_dims(data, bytes, dtype, dims_in);
 
@@ -229,7 +223,7 @@ Compressed compress_to(const void* data, size_t bytes, const DataType& dtype, co
       const ByteSpan chunk(static_cast<const uint8_t*>(data), bytes);
       const engine::BackendChoice& backend = engine::chosen_backend();
       // Under auto, small chunks stay on the CPU (kAutoGpuMinChunkBytes).
-      std::optional<engine::DeviceCompressed> on_device;
+      std::optional<engine::FrameOut> on_device;
       const bool gpu = use == BackendUse::kGpu ||
                        (use == BackendUse::kChosen && (backend.explicit_cuda || bytes >= kAutoGpuMinChunkBytes));
       if (backend.backend == engine::Backend::Cuda && gpu)
@@ -238,8 +232,7 @@ Compressed compress_to(const void* data, size_t bytes, const DataType& dtype, co
       if (on_device) {
         // The GPU wrote the frame itself (its payload CRC computed there),
         // into the target when it went there.
-        if (on_device->written) return Compressed{{}, on_device->written};
-        if (on_device->frame.size() < bytes) return Compressed{std::move(on_device->frame), 0};
+        if (on_device->written || on_device->frame.size() < bytes) return std::move(*on_device);
       } else {
         auto exec = engine::make_pool_executor(options.threads);
         const auto pipeline = engine::cached_forward_pipeline(dtype, dims, effective,
@@ -249,7 +242,7 @@ Compressed compress_to(const void* data, size_t bytes, const DataType& dtype, co
         info.stages = pipeline->stage_infos();
         Bytes frame = engine::write_frame(info, stored);
         for (Bytes& b : stored) engine::release_buffer(std::move(b));
-        if (frame.size() < bytes) return Compressed{std::move(frame), 0};
+        if (frame.size() < bytes) return engine::FrameOut{std::move(frame), 0};
       }
     } catch (const std::exception& e) {
       // The write path must not fail once the options were accepted (an HDF5
@@ -264,7 +257,7 @@ Compressed compress_to(const void* data, size_t bytes, const DataType& dtype, co
     const auto* p = static_cast<const uint8_t*>(data);
     info.flags = engine::kFlagRaw;
     info.stages.clear();
-    return Compressed{engine::write_frame(info, {Bytes(p, p + bytes)}), 0};
+    return engine::FrameOut{engine::write_frame(info, {Bytes(p, p + bytes)}), 0};
   });
 }
 
@@ -288,7 +281,7 @@ size_t compress_into(const void* data, size_t bytes, const DataType& dtype, cons
 size_t compress_into_with(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims,
                           const Options& options, void* frame, size_t capacity, Bytes* spill, BackendUse use) {
   if (frame == nullptr && capacity > 0) throw Error("compress_into: null frame buffer");
-  Compressed c = compress_to(data, bytes, dtype, dims, options, use, {static_cast<uint8_t*>(frame), capacity});
+  engine::FrameOut c = compress_to(data, bytes, dtype, dims, options, use, {static_cast<uint8_t*>(frame), capacity});
   if (c.written) return c.written;
   if (c.frame.size() <= capacity) {  // its own memory: safe over the chunk too
     std::memcpy(frame, c.frame.data(), c.frame.size());

@@ -18,7 +18,7 @@ std::optional<size_t> inverse_on_device(const Pipeline&, const std::vector<ByteS
   return std::nullopt;
 }
 bool inverse_runs_on_device(const Pipeline&) { return false; }
-std::optional<DeviceCompressed> compress_on_device(ByteSpan, const DataType&, const std::vector<uint64_t>&,
+std::optional<FrameOut> compress_on_device(ByteSpan, const DataType&, const std::vector<uint64_t>&,
                                                    const Options&, int, unsigned, FrameTarget) {
   return std::nullopt;
 }

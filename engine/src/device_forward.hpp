@@ -5,7 +5,6 @@
 // device-resident API of fz.hpp).
 #pragma once
 
-#include <memory>
 #include <optional>
 #include <vector>
 
@@ -42,13 +41,13 @@ struct FrameTarget {
   uint8_t* data = nullptr;
   size_t capacity = 0;
 };
-struct DeviceCompressed {
-  std::shared_ptr<const Pipeline> pipeline;
+// A frame in `frame`, or its length in `written` when it went to the target.
+struct FrameOut {
   Bytes frame;
   size_t written = 0;
 };
 // `threads`: CPU threads for the copies through pinned memory (0 = default).
-std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataType& dtype,
+std::optional<FrameOut> compress_on_device(ByteSpan chunk, const DataType& dtype,
                                                    const std::vector<uint64_t>& dims, const Options& options,
                                                    int device, unsigned threads = 0, FrameTarget target = {});
 

@@ -64,6 +64,15 @@ bool multiply_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builti
 
 }  // namespace
 
+void set_payload_crc(Bytes& header, FrameInfo& info, uint32_t payload_crc) {
+  const size_t n = header.size();  // ... | payload CRC | header CRC
+  store_le<uint32_t>(header.data() + n - 8, payload_crc);
+  const uint32_t header_crc = crc32c(header.data(), n - 4);
+  store_le<uint32_t>(header.data() + n - 4, header_crc);
+  info.payload_crc = payload_crc;
+  info.header_crc = header_crc;
+}
+
 Bytes write_frame_header(FrameInfo& info, const std::vector<uint64_t>& stored_sizes, uint32_t payload_crc) {
   Bytes h(kFrameMagic, kFrameMagic + 4);
   h.push_back(kFormatMajor);
@@ -93,29 +102,18 @@ Bytes write_frame_header(FrameInfo& info, const std::vector<uint64_t>& stored_si
     append_varint(h, size);
     payload_bytes += size;
   }
-  append_le<uint32_t>(h, payload_crc);
-  const size_t header_bytes = h.size() + 4;
+  append_le<uint32_t>(h, 0);  // payload CRC and header CRC: set_payload_crc
+  append_le<uint32_t>(h, 0);
+  const size_t header_bytes = h.size();
   store_le<uint32_t>(h.data() + 8, static_cast<uint32_t>(header_bytes));
-  const uint32_t header_crc = crc32c(h.data(), h.size());
-  append_le<uint32_t>(h, header_crc);
+  set_payload_crc(h, info, payload_crc);
 
   info.version_major = kFormatMajor;
   info.version_minor = kFormatMinor;
   info.header_bytes = header_bytes;
   info.frame_bytes = header_bytes + payload_bytes;
-  info.header_crc = header_crc;
-  info.payload_crc = payload_crc;
   info.raw = (info.flags & kFlagRaw) != 0;
   return h;
-}
-
-void set_payload_crc(Bytes& header, FrameInfo& info, uint32_t payload_crc) {
-  const size_t n = header.size();  // ... | payload CRC | header CRC
-  store_le<uint32_t>(header.data() + n - 8, payload_crc);
-  const uint32_t header_crc = crc32c(header.data(), n - 4);
-  store_le<uint32_t>(header.data() + n - 4, header_crc);
-  info.payload_crc = payload_crc;
-  info.header_crc = header_crc;
 }
 
 Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {

@@ -775,9 +775,6 @@ __global__ void __launch_bounds__(cuda_detail::kOneBlockScanThreads)
                                 raw_rank, status);
 }
 
-// only_with_deltas: nothing to do unless the (valid) outlier stream stores
-// deltas (the row kernel reads the codes itself otherwise). Grid-stride, so
-// that skipping costs one small launch.
 // Element i's delta from its code; a code outside the radius sets `bad`.
 template <typename U>
 __device__ __forceinline__ U delta_of_code(const uint8_t* codes, size_t i, U code_limit, uint32_t& bad) {
@@ -786,6 +783,9 @@ __device__ __forceinline__ U delta_of_code(const uint8_t* codes, size_t i, U cod
   return unzigzag(code);
 }
 
+// only_with_deltas: nothing to do unless the (valid) outlier stream stores
+// deltas (the row kernel reads the codes itself otherwise). Grid-stride, so
+// that skipping costs one small launch.
 template <typename U>
 __global__ void __launch_bounds__(kThreads)
     unpack_codes(const uint8_t* codes, size_t n, U code_limit, U* d, uint32_t* status, const OutlierLayout* layout,
@@ -1276,8 +1276,9 @@ struct DecodeLayout {
   size_t scan_bytes;
   void* d;
   void* e;
-  void* totals;        // plane_sums' segment totals (decoding by rows)
-  void* depth_totals;  // depth segments' column totals, then carries (null: one segment)
+  void* totals;           // plane_sums' segment totals (decoding by rows)
+  size_t depth_segments;  // depth_segments_of the shape (decoding by rows)
+  void* depth_totals;     // depth segments' column totals, then carries (null: one segment)
   size_t total;
 };
 
@@ -1304,14 +1305,15 @@ DecodeLayout decode_layout(void* scratch, const Shape& s, size_t outliers_size) 
   l.e = base + at;
   at += aligned(s.n * sizeof(U));
   l.totals = base + at;
+  l.depth_segments = 1;
   l.depth_totals = nullptr;
   if (decodes_by_rows(s)) {
     const size_t rows = rows_per_segment(s);
     at += aligned(s.nz * ((s.ny + rows - 1) / rows) * s.nx * sizeof(U));
-    const size_t depth_segments = depth_segments_of(s);
-    if (depth_segments > 1) {
+    l.depth_segments = depth_segments_of(s);
+    if (l.depth_segments > 1) {
       l.depth_totals = base + at;
-      at += aligned(depth_segments * s.ny * s.nx * sizeof(U));
+      at += aligned(l.depth_segments * s.ny * s.nx * sizeof(U));
     }
   }
   l.total = at;
@@ -1328,13 +1330,15 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   if ((n + kThreads - 1) / kThreads > 0x7FFFFFFFu) return cudaErrorInvalidValue;
   const size_t capacity = record_capacity(n, outliers_size);
   const DecodeLayout l = decode_layout<U>(scratch, s, outliers_size);
+  const U code_limit = static_cast<U>(2 * config.radius);
+  const T eb2 = static_cast<T>(config.eb) * 2;
+  const U fill_bits = static_cast<U>(config.fill_bits);
   cudaError_t err = cudaSuccess;
   if (n > 0 && n <= kSmallElements) {  // (then capacity <= n fits the one-block checks too)
     auto kernel = n <= kSmallerElements ? decode_small<T, 4> : decode_small<T, cuda_detail::kOneBlockScanPerThread>;
-    kernel<<<1, kSmallThreads, 0, stream>>>(codes, outliers, outliers_size, s, capacity, config.has_fill,
-                                            static_cast<U>(2 * config.radius), static_cast<T>(config.eb) * 2,
-                                            static_cast<U>(config.fill_bits), l.layout, l.delta_flag, l.raw_flag,
-                                            l.delta_rank, l.raw_rank, out, status);
+    kernel<<<1, kSmallThreads, 0, stream>>>(codes, outliers, outliers_size, s, capacity, config.has_fill, code_limit,
+                                            eb2, fill_bits, l.layout, l.delta_flag, l.raw_flag, l.delta_rank,
+                                            l.raw_rank, out, status);
     return cudaGetLastError();
   }
   if (capacity <= cuda_detail::kOneBlockScanItems) {
@@ -1360,10 +1364,8 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   }
   if (n == 0) return cudaGetLastError();
 
-  const U code_limit = static_cast<U>(2 * config.radius);
   U* d = static_cast<U*>(l.d);
   U* e = static_cast<U*>(l.e);
-  const T eb2 = static_cast<T>(config.eb) * 2;
   if (decodes_by_rows(s) && (reinterpret_cast<uintptr_t>(codes) & 1) == 0) {
     unpack_codes<U><<<stride_grid(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status, l.layout, true);
     if (capacity > 0)
@@ -1379,7 +1381,7 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
                                                      segments, code_limit, e, totals, status);
     segment_offsets<U><<<blocks_for(s.nz * s.nx), kThreads, 0, stream>>>(totals, s, segments);
     const PlaneSums<U> planes{e, totals, s.ny * s.nx, s.nx, rows, segments * s.nx};
-    const size_t depth_segments = depth_segments_of(s);
+    const size_t depth_segments = l.depth_segments;
     const size_t length = (s.nz + depth_segments - 1) / depth_segments;
     U* carries = static_cast<U*>(l.depth_totals);
     if (depth_segments > 1) {
@@ -1389,10 +1391,10 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
                                                                                  depth_segments);
     }
     depth_sums<T><<<blocks_for(depth_segments * planes.plane), kThreads, 0, stream>>>(
-        planes, s.nz, length, depth_segments, depth_segments > 1 ? carries : nullptr, eb2, out, status);
+        planes, s.nz, length, depth_segments, carries, eb2, out, status);
     if (capacity > 0)
       patch_specials<U><<<blocks_for(capacity), kThreads, 0, stream>>>(
-          outliers, n, capacity, static_cast<U>(config.fill_bits), l.layout, l.raw_rank, out, status);
+          outliers, n, capacity, fill_bits, l.layout, l.raw_rank, out, status);
     return cudaGetLastError();
   }
   unpack_codes<U><<<stride_grid(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status, l.layout, false);
@@ -1426,7 +1428,7 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   convert<T><<<blocks_for(n), kThreads, 0, stream>>>(cur, n, eb2, out, status);
   if (capacity > 0)
     patch_specials<U><<<blocks_for(capacity), kThreads, 0, stream>>>(
-        outliers, n, capacity, static_cast<U>(config.fill_bits), l.layout, l.raw_rank, out, status);
+        outliers, n, capacity, fill_bits, l.layout, l.raw_rank, out, status);
   return cudaGetLastError();
 }
 

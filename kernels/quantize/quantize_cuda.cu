@@ -24,6 +24,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "common/blocks.hpp"
 #include "common/one_block_scan_cuda.cuh"
@@ -514,30 +515,28 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   const U constant = static_cast<U>(p.step_bits);
   const uint64_t expected = outliers_size / sizeof(T);
   const bool aligned = ((reinterpret_cast<uintptr_t>(codes) | reinterpret_cast<uintptr_t>(out)) % sizeof(T)) == 0;
-  if (s.blocks > 0 && s.blocks <= kOneCtaBlocks) {
+  // The stream's kind as a template argument: launch(std::integral_constant<Kind, K>).
+  auto with_kind = [&](auto launch) {
     if (p.method == Method::kConstant)
-      decode_one_cta<T, Kind::kConstant><<<1, kThreads, 0, stream>>>(codes, n, s.blocks, out, counts, offsets, status,
-                                                                     step, constant, aligned, expected, outliers);
+      launch(std::integral_constant<Kind, Kind::kConstant>{});
     else if (p.mode == Mode::kRel)
-      decode_one_cta<T, Kind::kRel><<<1, kThreads, 0, stream>>>(codes, n, s.blocks, out, counts, offsets, status,
-                                                                step, constant, aligned, expected, outliers);
+      launch(std::integral_constant<Kind, Kind::kRel>{});
     else
-      decode_one_cta<T, Kind::kAbs><<<1, kThreads, 0, stream>>>(codes, n, s.blocks, out, counts, offsets, status,
-                                                                step, constant, aligned, expected, outliers);
+      launch(std::integral_constant<Kind, Kind::kAbs>{});
+  };
+  if (s.blocks > 0 && s.blocks <= kOneCtaBlocks) {
+    with_kind([&](auto kind) {
+      decode_one_cta<T, decltype(kind)::value><<<1, kThreads, 0, stream>>>(
+          codes, n, s.blocks, out, counts, offsets, status, step, constant, aligned, expected, outliers);
+    });
     return cudaGetLastError();
   }
   set_status<<<1, 1, 0, stream>>>(status, 0);
   if (s.blocks > 0) {
-    const unsigned grid = static_cast<unsigned>(s.blocks);
-    if (p.method == Method::kConstant)
-      decode_values<T, Kind::kConstant><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant,
-                                                                       aligned);
-    else if (p.mode == Mode::kRel)
-      decode_values<T, Kind::kRel><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant,
-                                                                  aligned);
-    else
-      decode_values<T, Kind::kAbs><<<grid, kThreads, 0, stream>>>(codes, n, out, counts, status, step, constant,
-                                                                  aligned);
+    with_kind([&](auto kind) {
+      decode_values<T, decltype(kind)::value><<<static_cast<unsigned>(s.blocks), kThreads, 0, stream>>>(
+          codes, n, out, counts, status, step, constant, aligned);
+    });
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }

@@ -202,7 +202,7 @@ TEST(Api, InspectHeaderLeavesThePayloadChecksumToTheDecoder) {
 // compress_into writes compress()'s frame into caller memory, also over the
 // chunk itself; a frame that does not fit goes to the spill buffer (or is an
 // error), and the target is left alone then.
-TEST(Api, CompressIntoWritesCompresssFrameAlsoInPlace) {
+TEST(Api, CompressIntoWritesTheFrameOfCompressAlsoInPlace) {
   const auto v = test::smooth_field<float>(50000, 3);
   const size_t bytes = v.size() * 4;
   for (Preset preset : {Preset::Lossless, Preset::Pfpl, Preset::Fzgpu}) {

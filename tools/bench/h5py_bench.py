@@ -26,11 +26,12 @@ then little more than a copy out of memory. With --cold-reads the file is
 written out and dropped from the page cache before each read (fsync, then
 posix_fadvise DONTNEED, which needs no root), so reads come from the disk,
 as they do for files larger than memory or not read since boot; the script
-checks with mincore how much of the file was still cached. Chunks of 16 MiB are larger than
-h5py's 1 MiB chunk cache, so every chunk goes through the filter on each write
-and read. Every read is checked: bit for bit for lossless codecs, element by
-element against each chunk's bound for lossy H5Z-FZ (NOA: bound x the chunk's
-value range, as the filter applies it per chunk); exit 1 on any failure.
+checks with mincore how much of the file was still cached. Chunks of 16 MiB
+are larger than h5py's 1 MiB chunk cache, so every chunk goes through the
+filter on each write and read. Every read is checked: bit for bit for
+lossless codecs, element by element against each chunk's bound for lossy
+H5Z-FZ (NOA: bound x the chunk's value range, as the filter applies it per
+chunk); exit 1 on any failure.
 
 H5Z-FZ is found through HDF5_PLUGIN_PATH, which this script sets to
 --plugin-dir (default: the first of $HDF5_PLUGIN_PATH, <repo>/build*/plugin
@@ -170,11 +171,11 @@ def resident_fraction(path):
 
 def drop_from_page_cache(path):
     """Writes the file's dirty pages and asks the kernel to drop its cached
-    ones (posix_fadvise DONTNEED: no root needed); returns the fraction still
-    resident afterwards (None if unknown)."""
+    ones (posix_fadvise DONTNEED: no root needed; dirty pages would stay);
+    returns the fraction still resident afterwards (None if unknown)."""
+    sync_file(path)
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)

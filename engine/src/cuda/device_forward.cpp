@@ -450,15 +450,11 @@ std::vector<Bytes> download_stored(const Pipeline& pipeline, const std::vector<D
 // and payload CRC32C (computed there) come back in one small read, the
 // streams in one download through the staging buffer, and the frame is the
 // host-built header followed by a parallel copy of the streams (no pass of
-// the host over the payload for its checksum).
-// The frame, in `target` when it fits there and is smaller than the chunk
-// (FrameTarget), else in Bytes.
-struct FrameOut {
-  Bytes bytes;
-  size_t written = 0;
-};
+// the host over the payload for its checksum). The frame goes into `target`
+// when it fits there and is smaller than the chunk (FrameTarget), else into
+// FrameOut::frame.
 FrameOut frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers, FrameInfo info,
-                           ChunkWork& work, cuda::Lane& lane, const Executor& exec, FrameTarget target);
+                                   ChunkWork& work, cuda::Lane& lane, const Executor& exec, FrameTarget target);
 
 FrameInfo frame_info_for(const Pipeline& pipeline, const DataType& dtype, const std::vector<uint64_t>& dims,
                          Preset preset, size_t bytes) {
@@ -542,10 +538,17 @@ class WordsOnHost {
 // the extra bytes cost less than a round trip (8 us; 128 KiB take 3 us).
 constexpr size_t kOneTripMaxBytes = size_t{128} << 10;
 
-// The frame of a small chunk in one trip, or nothing when a stored stream's
-// allocation is unknown or the streams are too large for it.
-std::optional<Bytes> small_frame_from_device(const std::vector<uint8_t>& ids, const std::vector<DeviceBuffer>& buffers,
-                                             FrameInfo& info, cuda::Lane& lane) {
+// Whether a frame of `length` bytes goes into the target.
+bool goes_to_target(const FrameTarget& target, size_t length, const FrameInfo& info) {
+  return target.data != nullptr && length <= target.capacity && length < info.original_bytes;
+}
+
+// The frame of a small chunk in one trip (in the target when it goes there),
+// or nothing when a stored stream's allocation is unknown or the streams are
+// too large for it.
+std::optional<FrameOut> small_frame_from_device(const std::vector<uint8_t>& ids,
+                                                const std::vector<DeviceBuffer>& buffers, FrameInfo& info,
+                                                cuda::Lane& lane, FrameTarget target) {
   size_t bound = 0;
   for (uint8_t id : ids) {
     const DeviceBuffer& b = buffers[id];
@@ -582,25 +585,29 @@ std::optional<Bytes> small_frame_from_device(const std::vector<uint8_t>& ids, co
     crc = crc32c(staging + at[k], sizes[k], crc);
     total += sizes[k];
   }
-  Bytes frame = write_frame_header(info, sizes, crc);
-  frame.reserve(frame.size() + total);
-  for (size_t k = 0; k < ids.size(); ++k) frame.insert(frame.end(), staging + at[k], staging + at[k] + sizes[k]);
-  return frame;
-}
-
-// Whether a frame of `length` bytes goes into the target.
-bool goes_to_target(const FrameTarget& target, size_t length, const FrameInfo& info) {
-  return target.data != nullptr && length <= target.capacity && length < info.original_bytes;
+  const Bytes header = write_frame_header(info, sizes, crc);
+  FrameOut out;
+  uint8_t* frame = target.data;
+  if (goes_to_target(target, header.size() + total, info)) {
+    out.written = header.size() + total;
+  } else {
+    out.frame.resize(header.size() + total);
+    frame = out.frame.data();
+  }
+  std::memcpy(frame, header.data(), header.size());
+  frame += header.size();
+  for (size_t k = 0; k < ids.size(); ++k) {
+    std::memcpy(frame, staging + at[k], sizes[k]);
+    frame += sizes[k];
+  }
+  return out;
 }
 
 FrameOut frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers, FrameInfo info,
-                           ChunkWork& work, cuda::Lane& lane, const Executor& exec, FrameTarget target) {
+                                   ChunkWork& work, cuda::Lane& lane, const Executor& exec, FrameTarget target) {
   const std::vector<uint8_t> ids = pipeline.stored_buffers();
-  if (std::optional<Bytes> frame = small_frame_from_device(ids, buffers, info, lane)) {
-    if (!goes_to_target(target, frame->size(), info)) return {std::move(*frame), 0};
-    std::memcpy(target.data, frame->data(), frame->size());
-    return {{}, frame->size()};
-  }
+  if (std::optional<FrameOut> frame = small_frame_from_device(ids, buffers, info, lane, target))
+    return std::move(*frame);
   const std::vector<uint64_t> sizes = stored_sizes(pipeline, buffers, lane);
   std::vector<cuda::DeviceSpan> spans;
   size_t total = 0;
@@ -619,11 +626,11 @@ FrameOut frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuf
   const size_t header_bytes = header.size();
   const bool to_target = goes_to_target(target, header_bytes + total, info);
   FrameOut out;
-  if (!to_target) out.bytes.resize(header_bytes + total);
+  if (!to_target) out.frame.resize(header_bytes + total);
   cuda::check(cudaStreamSynchronize(lane.stream), "stream download");
   set_payload_crc(header, info, crc_on_device ? words.extra() : crc32c(staging, total));
   // Nothing below throws: the target (maybe the chunk itself) is written only now.
-  uint8_t* frame = to_target ? target.data : out.bytes.data();
+  uint8_t* frame = to_target ? target.data : out.frame.data();
   std::memcpy(frame, header.data(), header_bytes);
   parallel_copy(frame + header_bytes, staging, total, exec);
   if (to_target) out.written = header_bytes + total;
@@ -680,7 +687,7 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
   }
 }
 
-std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataType& dtype,
+std::optional<FrameOut> compress_on_device(ByteSpan chunk, const DataType& dtype,
                                                    const std::vector<uint64_t>& dims, const Options& options,
                                                    int device, unsigned threads, FrameTarget target) {
   cuda::DeviceContext* context = nullptr;
@@ -700,8 +707,8 @@ std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataTyp
       upload(*lane, chunk, device_chunk, *exec);
       values = device_chunk_values(device_chunk, chunk.size, dtype, options, work, *lane);
     }
-    DeviceCompressed result{cached_forward_pipeline(dtype, dims, options, values), {}};
-    const Pipeline& pipeline = *result.pipeline;
+    const std::shared_ptr<const Pipeline> cached = cached_forward_pipeline(dtype, dims, options, values);
+    const Pipeline& pipeline = *cached;
     if (!runs_on_device(pipeline)) return std::nullopt;
     cuda::CapturedForward* graph =
         chunk.size <= kGraphMaxChunkBytes
@@ -719,11 +726,8 @@ std::optional<DeviceCompressed> compress_on_device(ByteSpan chunk, const DataTyp
       }
       buffers = run_forward(pipeline, {device_chunk, chunk.size}, work);
     }
-    FrameOut frame = frame_from_device(pipeline, buffers, frame_info_for(pipeline, dtype, dims, options.preset, chunk.size),
-                                       work, *lane, *exec, target);
-    result.frame = std::move(frame.bytes);
-    result.written = frame.written;
-    return result;
+    return frame_from_device(pipeline, buffers, frame_info_for(pipeline, dtype, dims, options.preset, chunk.size), work,
+                             *lane, *exec, target);
   } catch (const cuda::CudaError& e) {
     give_up_on_gpu(context, e, "compress");
     return std::nullopt;
