@@ -256,6 +256,7 @@ std::vector<unsigned> encode_stored(const StoredParams& params) {
   put_field(cd, kFieldByteOrder, static_cast<unsigned>(dataset.dtype.order));
   put_field(cd, kFieldHdf5Sign, dataset.hdf5_sign);
   put_field(cd, kFieldFillDefined, dataset.fill_value.empty() ? 0u : 1u);
+  put_field(cd, kFieldFirstFilter, dataset.first_filter ? 1u : 0u);
   put_field(cd, kFieldHdf5Class, dataset.hdf5_class);
   cd[kWordElementSize] = dataset.dtype.size;
   put_field(cd, kFieldFloatSignPos, dataset.float_fields.sign_pos);
@@ -313,6 +314,7 @@ StoredParams decode_stored(const unsigned* cd, size_t n) {
   dataset.dtype.order = static_cast<ByteOrder>(stored_field(cd, kFieldByteOrder));
   dataset.hdf5_class = stored_field(cd, kFieldHdf5Class);
   dataset.hdf5_sign = stored_field(cd, kFieldHdf5Sign);
+  dataset.first_filter = stored_field(cd, kFieldFirstFilter) == 1;
   dataset.float_fields = {stored_field(cd, kFieldFloatSignPos),  stored_field(cd, kFieldFloatExpPos),
                           stored_field(cd, kFieldFloatExpSize),  stored_field(cd, kFieldFloatMantPos),
                           stored_field(cd, kFieldFloatMantSize), stored_field(cd, kFieldFloatExpBias)};

@@ -73,8 +73,12 @@ constexpr StoredField kFieldElementClass{kWordType, 0, 4, "element class"};   //
 constexpr StoredField kFieldByteOrder{kWordType, 4, 1, "byte order"};         // fz::ByteOrder
 constexpr StoredField kFieldHdf5Sign{kWordType, 5, 1, "HDF5 sign"};           // H5T_sign_t: 1 two's complement
 constexpr StoredField kFieldFillDefined{kWordType, 6, 1, "fill-value flag"};  // user-defined fill value stored
+// 1: H5Z-FZ is the first filter of the dataset's pipeline, so on reading its
+// output is the chunk itself and must be exactly one chunk's bytes. 0: another
+// filter runs before it, or a layout written before this bit existed.
+constexpr StoredField kFieldFirstFilter{kWordType, 7, 1, "first-filter flag"};
 constexpr StoredField kFieldHdf5Class{kWordType, 8, 8, "HDF5 class"};         // H5T_class_t, for the record
-constexpr unsigned kTypeReservedMask = 0xFFFF0080u;                           // bit 7, bits 16-31: 0
+constexpr unsigned kTypeReservedMask = 0xFFFF0000u;                           // bits 16-31: 0
 constexpr StoredField kFieldFloatSignPos{kWordFloatFields, 0, 8, "float sign position"};
 constexpr StoredField kFieldFloatExpPos{kWordFloatFields, 8, 8, "float exponent position"};
 constexpr StoredField kFieldFloatExpSize{kWordFloatFields, 16, 8, "float exponent size"};
@@ -120,6 +124,9 @@ struct DatasetInfo {
   FloatFields float_fields;
   Bytes fill_value;  // one element in the data's byte order; empty = none
   std::vector<uint32_t> chunk_dims;
+  // H5Z-FZ is the first filter of the pipeline (kFieldFirstFilter): every
+  // frame must then decode to exactly chunk_dims x element size bytes.
+  bool first_filter = false;
 };
 
 struct StoredParams {

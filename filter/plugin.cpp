@@ -16,6 +16,7 @@
 #include <exception>
 #include <limits>
 #include <new>
+#include <optional>
 #include <sys/mman.h>
 #include <string>
 #include <vector>
@@ -227,6 +228,16 @@ void refuse_lossy_after_other_filter(const Hdf5Api& api, hid_t dcpl, Preset pres
   }
 }
 
+// Whether H5Z-FZ is the pipeline's first filter: then, reading, its output is
+// the chunk itself (recorded in the stored layout, see decode_target).
+bool is_first_filter(const Hdf5Api& api, hid_t dcpl) {
+  unsigned flags = 0;
+  size_t no_values = 0;
+  const H5Z_filter_t id = api.Pget_filter2(dcpl, 0u, &flags, &no_values, nullptr, 0, nullptr, nullptr);
+  if (id < 0) throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Pget_filter2")};
+  return id == static_cast<H5Z_filter_t>(kFilterId);
+}
+
 // ---- the callbacks ------------------------------------------------------------
 
 [[noreturn]] void rethrow_as_refusal(Problem problem) {
@@ -269,6 +280,7 @@ herr_t set_local(const Hdf5Api& api, hid_t dcpl, hid_t type, hid_t) {
   params.dataset = learn_element(api, type);
   params.dataset.fill_value = learn_fill_value(api, dcpl, type, params.dataset.dtype);
   params.dataset.chunk_dims = learn_chunk(api, dcpl);
+  params.dataset.first_filter = is_first_filter(api, dcpl);
   std::vector<unsigned> stored;
   try {
     // The missing-value tuning words take precedence over HDF5's fill value
@@ -379,6 +391,66 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
   }
 }
 
+// The bytes one chunk of the dataset holds (element size x chunk dims), or
+// nothing when the product does not fit 64 bits (no real chunk does).
+std::optional<uint64_t> chunk_bytes(const DatasetInfo& dataset) {
+  uint64_t bytes = dataset.dtype.size;
+  for (uint32_t extent : dataset.chunk_dims) {
+    if (extent != 0 && bytes > std::numeric_limits<uint64_t>::max() / extent) return std::nullopt;
+    bytes *= extent;
+  }
+  return bytes;
+}
+
+// What the frame must decode to for this dataset, from its stored cd_values.
+// HDF5 copies a whole chunk out of what the filter hands back without asking
+// how long it is, so the decoded size is checked against the dataset, never
+// taken from the frame alone.
+struct DecodeTarget {
+  // The chunk's bytes when known: the output buffer is never smaller, so
+  // HDF5 cannot read past it even when the frame is allowed to be shorter.
+  std::optional<uint64_t> chunk;
+  // The frame must decode to exactly `chunk` bytes.
+  bool exact = false;
+};
+
+DecodeTarget decode_target(const unsigned cd[], size_t cd_count, const FrameInfo& info) {
+  // set_local rewrites every dataset's values into the stored layout before
+  // any chunk is written; values in the user layout mean it never ran (the
+  // filter was unavailable or refused the type), so no chunk of this dataset
+  // can hold an H5Z-FZ frame.
+  if (!is_stored_layout(cd, cd_count)) {
+    throw Error("cd_values are not in the stored layout, so H5Z-FZ never compressed a chunk of this dataset; "
+                "the chunk is not an H5Z-FZ frame it wrote");
+  }
+  StoredParams params;
+  try {
+    params = decode_stored(cd, cd_count);
+  } catch (const Error&) {
+    // A layout from a later version: the frame alone says how to decode it.
+    return {};
+  }
+  DecodeTarget target;
+  target.chunk = chunk_bytes(params.dataset);
+  // A frame of plain bytes with another filter before ours holds that
+  // filter's output (compress_chunk's byte fallback), whose length is not the
+  // chunk's. Layouts written before the first-filter flag existed cannot say
+  // which filter comes first; they get the same allowance, and the output is
+  // still padded to a whole chunk.
+  const bool other_filter_first = !params.dataset.first_filter;
+  if (other_filter_first && info.dtype == bytes_type()) return target;
+  if (info.dtype.size != params.dataset.dtype.size) {
+    throw Error("frame holds " + std::to_string(info.dtype.size) + "-byte elements but the dataset's are " +
+                std::to_string(params.dataset.dtype.size) + " bytes");
+  }
+  if (!target.chunk || info.original_bytes != *target.chunk) {
+    throw Error("frame decodes to " + std::to_string(info.original_bytes) + " bytes but a chunk of this dataset is " +
+                (target.chunk ? std::to_string(*target.chunk) : std::string("over 2^64")) + " bytes");
+  }
+  target.exact = true;
+  return target;
+}
+
 size_t decompress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], size_t nbytes, size_t* buf_size,
                         void** buf) {
   void* output = nullptr;
@@ -391,43 +463,29 @@ size_t decompress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[]
       throw Error("frame claims " + std::to_string(info.original_bytes) +
                   " decoded bytes, more than an HDF5 chunk can hold");
     }
-    // The frame alone says how to decode it; the dataset's parameters are a
-    // cross-check, skipped when they are not a layout this version reads.
-    if (is_stored_layout(cd, cd_count)) {
-      bool understood = true;
-      StoredParams params;
-      try {
-        params = decode_stored(cd, cd_count);
-      } catch (const Error&) {
-        understood = false;
-      }
-      if (understood && !(info.dtype == bytes_type())) {
-        uint64_t expected = params.dataset.dtype.size;
-        for (uint32_t extent : params.dataset.chunk_dims) expected *= extent;
-        if (info.dtype.size != params.dataset.dtype.size) {
-          throw Error("frame holds " + std::to_string(info.dtype.size) + "-byte elements but the dataset's are " +
-                      std::to_string(params.dataset.dtype.size) + " bytes");
-        }
-        if (info.original_bytes != expected) {
-          throw Error("frame decodes to " + std::to_string(info.original_bytes) + " bytes but a chunk of this dataset is " +
-                      std::to_string(expected) + " bytes");
-        }
-      }
-    }
+    const DecodeTarget target = decode_target(cd, cd_count, info);
     say_once(said_decompress, "decompressing chunks (frame format " + std::to_string(info.version_major) + "." +
                                   std::to_string(info.version_minor) + ", preset " + preset_name(info.preset) + ", " +
                                   describe(info.dtype) + ")");
     const size_t size = static_cast<size_t>(info.original_bytes);
-    output = api.allocate_memory(size > 0 ? size : 1, false);
+    // A frame allowed to be shorter than the chunk (see decode_target) still
+    // gets a whole chunk of buffer, zeros past its end, so that HDF5 copying
+    // a chunk out of it never reads past the allocation.
+    size_t allocated = size;
+    if (!target.exact && target.chunk && *target.chunk <= kMaxChunkBytes && *target.chunk > size) {
+      allocated = static_cast<size_t>(*target.chunk);
+    }
+    output = api.allocate_memory(allocated > 0 ? allocated : 1, false);
     if (output == nullptr) throw std::bad_alloc();
-    advise_huge_pages(output, size);
+    advise_huge_pages(output, allocated);
     const size_t decoded = decompress_into(*buf, nbytes, output, size);
     if (decoded != size) {
       throw Error("frame decoded to " + std::to_string(decoded) + " bytes, its header says " + std::to_string(size));
     }
+    if (allocated > size) std::memset(static_cast<uint8_t*>(output) + size, 0, allocated - size);
     api.free_memory(*buf);
     *buf = output;
-    *buf_size = size;
+    *buf_size = allocated;
     return size;
   } catch (...) {
     if (output != nullptr) api.free_memory(output);
@@ -495,6 +553,10 @@ __attribute__((noinline)) size_t fz_filter(unsigned flags, size_t cd_count, cons
   return guarded(__builtin_return_address(0), "H5Z-FZ filter", __LINE__, size_t{0}, [&](const Hdf5Api& api) {
     if (buf == nullptr || *buf == nullptr || buf_size == nullptr) {
       throw Refusal{Problem::BadParameters, "the filter was called without a buffer"};
+    }
+    if (nbytes > *buf_size) {
+      throw Refusal{Problem::BadParameters, "HDF5 passed " + std::to_string(nbytes) + " bytes in a buffer of " +
+                                                std::to_string(*buf_size)};
     }
     if (flags & H5Z_FLAG_REVERSE) return decompress_chunk(api, cd_count, cd, nbytes, buf_size, buf);
     return compress_chunk(api, cd_count, cd, nbytes, buf_size, buf);

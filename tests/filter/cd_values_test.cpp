@@ -75,6 +75,7 @@ void expect_same(const StoredParams& a, const StoredParams& b) {
   EXPECT_EQ(a.dataset.float_fields, b.dataset.float_fields);
   EXPECT_EQ(a.dataset.fill_value, b.dataset.fill_value);
   EXPECT_EQ(a.dataset.chunk_dims, b.dataset.chunk_dims);
+  EXPECT_EQ(a.dataset.first_filter, b.dataset.first_filter);
 }
 
 // ---- the bound as two words ---------------------------------------------------
@@ -370,6 +371,23 @@ TEST(StoredLayout, IntegerWordsArePinned) {
   expect_same(decode_stored(expected.data(), expected.size()), params);
 }
 
+TEST(StoredLayout, FirstFilterFlagIsBit7OfWord4) {
+  // Readers hold a frame to exactly one chunk only when this bit says that
+  // H5Z-FZ is the first filter; layouts written before it existed read as 0.
+  StoredParams params;
+  params.user.preset = Preset::Lossless;
+  params.dataset.dtype = {ElementClass::Opaque, 1, ByteOrder::Little};
+  params.dataset.hdf5_class = 8;  // H5T_ENUM (h5py's bool)
+  params.dataset.chunk_dims = {1u << 26};
+  params.dataset.first_filter = true;
+  const std::vector<unsigned> expected = {0x5A46CD01u, 0x01000001u, 0, 0, 0x00000880u, 1, 0, 0, 0, 0, 1u << 26};
+  EXPECT_EQ(encode_stored(params), expected);
+  expect_same(decode_stored(expected.data(), expected.size()), params);
+  std::vector<unsigned> before_the_flag = expected;
+  before_the_flag[kWordType] &= ~kFieldFirstFilter.mask();
+  EXPECT_FALSE(decode_stored(before_the_flag.data(), before_the_flag.size()).dataset.first_filter);
+}
+
 TEST(StoredLayout, CompactForOldTools) {
   // h5py before 3.16 reads 16 cd_values correctly, h5dump 1.10 20: a 3-D
   // chunk takes 13 words and every rank up to 6 at most 16.
@@ -576,14 +594,14 @@ TEST(StoredLayout, RefusesDamage) {
   cd = good;
   cd[kWordElementSize] = 0;
   EXPECT_THAT(stored_layout_error(cd), HasSubstr("element size of 0"));
-  for (unsigned bit : {7u, 16u, 23u, 31u}) {
+  for (unsigned bit : {16u, 23u, 31u}) {
     cd = good;
     cd[kWordType] |= 1u << bit;
     EXPECT_THAT(stored_layout_error(cd), HasSubstr("stored cd_values[4] has reserved bits set")) << bit;
   }
   cd = good;
-  cd[kWordType] |= 0x80000080u;
-  EXPECT_THAT(stored_layout_error(cd), HasSubstr("reserved bits set (0x80000080)"));
+  cd[kWordType] |= 0x80010000u;
+  EXPECT_THAT(stored_layout_error(cd), HasSubstr("reserved bits set (0x80010000)"));
   cd = good;
   cd[kWordType] |= kFieldFillDefined.mask();
   cd[kWordElementSize] = 16;

@@ -112,9 +112,9 @@ def _damaged(word, value):
     PINNED_STORED + (0,),                            # one word too many
     _damaged(0, 0x5A46CD02),                         # layout version 2
     _damaged(1, 0x03010102),                         # tuning count 1, no tuning word
-    _damaged(4, 0x00000153 | 0x80),                  # reserved bit 7
     _damaged(4, 0x00000153 | 0x10000),               # reserved bits 16-31
-], ids=["truncated", "short", "long", "version", "tuning", "reserved7", "reserved16"])
+    _damaged(4, 0x00000153 | 0x80000000),
+], ids=["truncated", "short", "long", "version", "tuning", "reserved16", "reserved31"])
 def test_parse_stored_refuses(values):
     with pytest.raises(ValueError):
         h5fz.parse_stored(values)

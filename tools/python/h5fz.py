@@ -156,6 +156,7 @@ _STORED_FIELDS = {
     "byte_order": (4, 4, 1),
     "hdf5_sign": (4, 5, 1),
     "fill_defined": (4, 6, 1),
+    "first_filter": (4, 7, 1),      # 1: H5Z-FZ is the pipeline's first filter
     "hdf5_class": (4, 8, 8),
     "element_size": (5, 0, 32),
     "float_sign_pos": (6, 0, 8),
@@ -167,7 +168,7 @@ _STORED_FIELDS = {
     "fill_low": (8, 0, 32),
     "fill_high": (9, 0, 32),
 }
-_TYPE_RESERVED_MASK = 0xFFFF0080    # word 4: bit 7 and bits 16-31 are 0
+_TYPE_RESERVED_MASK = 0xFFFF0000    # word 4: bits 16-31 are 0
 ELEMENT_CLASSES = {0: "opaque", 1: "unsigned", 2: "signed", 3: "float"}
 
 
