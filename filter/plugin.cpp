@@ -15,15 +15,18 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <sys/mman.h>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "cd_values.hpp"
 #include "fz/fz.hpp"
 #include "hdf5_binding.hpp"
+#include "range_stretch.hpp"
 
 namespace fz::filter {
 namespace {
@@ -198,14 +201,33 @@ std::vector<unsigned> read_own_cd_values(const Hdf5Api& api, hid_t dcpl, unsigne
   return cd;
 }
 
-// Lossy quantization of bytes another filter rearranged (h5py's shuffle=True
-// puts shuffle first) would be garbage: a lossy preset must come first.
+// What to do about a filter that runs before a lossy preset, in words that
+// fit that filter.
+std::string advice_for_filter_before(H5Z_filter_t id, const std::string& name) {
+  switch (id) {
+    case H5Z_FILTER_SHUFFLE:
+      return name + " rearranges the bytes of the elements: remove it (h5py: shuffle=False)";
+    case H5Z_FILTER_FLETCHER32:
+      return name + " appends a checksum of the bytes it is handed: put it after H5Z-FZ (h5py does so with "
+                    "fletcher32=True; with H5Pset_fletcher32 or h5repack -f FLET, add it after H5Z-FZ) or drop it";
+    case H5Z_FILTER_SCALEOFFSET:
+    case H5Z_FILTER_NBIT:
+      return name + " packs the values into fewer bits: drop it (h5py: scaleoffset=None)";
+    default:
+      return name + " changes the bytes before H5Z-FZ sees them: put H5Z-FZ first or drop it";
+  }
+}
+
+// Lossy quantization needs the elements themselves: bytes another filter has
+// rearranged, compressed or extended (h5py's shuffle=True puts shuffle first;
+// a checksum filter added before ours appends 4 bytes) would give garbage. A
+// lossy preset must come first; the message names every filter in the way.
 void refuse_lossy_after_other_filter(const Hdf5Api& api, hid_t dcpl, Preset preset) {
   if (!preset_is_lossy(preset)) return;
   const int count = api.Pget_nfilters(dcpl);
   if (count < 0) throw Refusal{Problem::Hdf5Call, hdf5_failure("H5Pget_nfilters")};
-  std::string first_name;
-  H5Z_filter_t first_id = -1;
+  std::string in_the_way;
+  std::string advice;
   for (int index = 0; index < count; ++index) {
     unsigned flags = 0;
     size_t no_values = 0;
@@ -217,14 +239,14 @@ void refuse_lossy_after_other_filter(const Hdf5Api& api, hid_t dcpl, Preset pres
       if (index == 0) return;
       throw Refusal{Problem::BadParameters,
                     "lossy preset " + std::to_string(static_cast<unsigned>(preset)) + " (" + preset_name(preset) +
-                        ") must be the first filter of the pipeline, but filter " + std::to_string(first_id) +
-                        (first_name.empty() ? "" : " (" + first_name + ")") +
-                        " comes before it; remove it (h5py: shuffle=False) or use the lossless preset"};
+                        ") must be the first filter of the pipeline, but " + in_the_way +
+                        (index == 1 ? " comes" : " come") + " before it; " + advice +
+                        "; or use the lossless preset"};
     }
-    if (index == 0) {
-      first_id = id;
-      first_name.assign(name, strnlen(name, sizeof name));
-    }
+    std::string label(name, strnlen(name, sizeof name));
+    if (label.empty()) label = "filter " + std::to_string(id);
+    in_the_way += (in_the_way.empty() ? "" : ", ") + std::string("filter ") + std::to_string(id) + " (" + label + ")";
+    advice += (advice.empty() ? "" : "; ") + advice_for_filter_before(id, label);
   }
 }
 
@@ -345,11 +367,72 @@ void advise_huge_pages(void* buffer, size_t size) {
 }
 
 std::atomic<bool> said_compress{false};
+std::atomic<bool> said_not_set_up{false};
+
+// A 64-bit FNV-1a hash of a dataset's stored cd_values: the filter callback
+// knows a dataset only by them.
+uint64_t hash_of_words(const unsigned cd[], size_t cd_count) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < cd_count; ++i) {
+    for (unsigned byte = 0; byte < 4; ++byte) {
+      hash ^= (cd[i] >> (8 * byte)) & 0xFFu;
+      hash *= 0x100000001b3ull;
+    }
+  }
+  return hash;
+}
+
+// Warns (always, not only when verbose) the first time a NOA dataset's chunk
+// holds a value that alone stretches the range: an undeclared missing value
+// (range_stretch.hpp). Once per dataset, keyed on its stored cd_values, so a
+// second dataset with other parameters warns again; datasets that share every
+// parameter share the warning. Reads the chunk only; the frame is unchanged.
+void warn_if_range_stretched(const unsigned cd[], size_t cd_count, const StoredParams& params, const void* chunk,
+                             size_t nbytes) {
+  if (params.user.mode != ErrorMode::Noa || !preset_is_lossy(params.user.preset)) return;
+  if (params.dataset.dtype.element_class != ElementClass::Float) return;
+  // A bounded record: past it, no more warnings rather than unbounded memory.
+  constexpr size_t kMostDatasets = 256;
+  static std::mutex mutex;
+  static std::unordered_set<uint64_t> warned;
+  const uint64_t key = hash_of_words(cd, cd_count);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (warned.count(key) || warned.size() >= kMostDatasets) return;
+  }
+  const std::optional<RangeStretch> stretch =
+      find_range_stretch(chunk, nbytes, params.dataset.dtype, params.dataset.fill_value);
+  if (!stretch) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!warned.insert(key).second) return;
+  }
+  const char* dtype_word = params.dataset.dtype.size == 4 ? "float32" : "float64";
+  const int digits = params.dataset.dtype.size == 4 ? 9 : 17;  // enough to give the value back exactly
+  std::fprintf(stderr,
+               "H5Z-FZ: warning: a NOA chunk (%s) holds %.*g, which alone stretches the value range (the other values "
+               "lie in [%.*g, %.*g]); every other value is quantized against that range. If %.*g marks missing data "
+               "(land, a _FillValue), give it as the missing value: cd_values[4..5], `h5fz params --missing %.*g "
+               "--dtype %s`, or h5fz.compression_opts / h5fz.h5repack_filter(missing=..., dtype=\"%s\"). "
+               "Said once per dataset.\n",
+               describe(params).c_str(), digits, stretch->value, digits, stretch->rest_min, digits, stretch->rest_max,
+               digits, stretch->value, digits, stretch->value, dtype_word, dtype_word);
+}
 std::atomic<bool> said_bytes_fallback{false};
 std::atomic<bool> said_decompress{false};
 
 size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], size_t nbytes, size_t* buf_size,
                       void** buf) {
+  // Values still in the user layout: set_local never ran. HDF5 skips
+  // can_apply and set_local for variable-length types (vlen sequences and
+  // strings) when every filter is optional, as h5py adds them, yet still
+  // calls the filter on each chunk. Those chunks hold heap references, not
+  // data, and must stay unfiltered: fail quietly (HDF5 then stores the chunk
+  // as it is and marks it so), with no message per chunk.
+  if (!is_stored_layout(cd, cd_count)) {
+    say_once(said_not_set_up, "chunk of a dataset set_local never saw (a variable-length type): left unfiltered");
+    return 0;
+  }
   StoredParams params;
   try {
     params = decode_stored(cd, cd_count);
@@ -357,6 +440,7 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
     rethrow_as_refusal(Problem::BadParameters);
   }
   try {
+    warn_if_range_stretched(cd, cd_count, params, *buf, nbytes);
     Options options = to_options(params.user);
     options.fill_value = params.dataset.fill_value;
     options.threads = threads_from_environment();

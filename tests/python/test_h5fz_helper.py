@@ -56,23 +56,57 @@ def test_h5repack_filter():
 
 def test_missing_value_words():
     lo, hi = h5fz.split_bound(1e-3)
-    m_lo, m_hi = h5fz.split_bound(-1e34)
-    assert h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34) == (2, 1, lo, hi, m_lo, m_hi)
-    assert h5fz.compression_opts("cusz", "abs", 1e-3, -1e34) == (4, 0, lo, hi, m_lo, m_hi)
-    f32 = struct.unpack("<f", struct.pack("<f", -1e34))[0]
-    opts = h5fz.compression_opts("pfpl", "noa", 1e-3, missing=f32)
+    f32 = struct.unpack("<f", struct.pack("<f", -1e34))[0]      # float(numpy.float32(-1e34))
+    f32_lo, f32_hi = h5fz.split_bound(f32)
+    d_lo, d_hi = h5fz.split_bound(-1e34)
+    # float32: the decimal is rounded to the float32 the filter compares with
+    assert h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34, dtype="float32") == \
+        (2, 1, lo, hi, f32_lo, f32_hi)
+    assert h5fz.compression_opts("cusz", "abs", 1e-3, -1e34, "f4") == (4, 0, lo, hi, f32_lo, f32_hi)
+    # float64: kept as given
+    assert h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34, dtype="float64") == (2, 1, lo, hi, d_lo, d_hi)
+    opts = h5fz.compression_opts("pfpl", "noa", 1e-3, missing=f32, dtype="float32")
     assert h5fz.join_bound(opts[4], opts[5]) == f32
     parsed = h5fz.parse_opts(opts)
     assert parsed["missing"] == f32 and parsed["bound"] == 1e-3
     assert h5fz.parse_opts(h5fz.compression_opts("pfpl", "noa", 1e-3))["missing"] is None
-    nan_opts = h5fz.compression_opts("pfpl", "abs", 1.0, missing=float("nan"))
+    nan_opts = h5fz.compression_opts("pfpl", "abs", 1.0, missing=float("nan"), dtype="float32")
     assert len(nan_opts) == 6 and nan_opts[5] & 0x7FF00000 == 0x7FF00000
-    assert h5fz.h5repack_filter("pfpl", "noa", 1e-3, dataset="SST", missing=-1e34) == \
-        "SST:UD=32850,0,6,2,1,%d,%d,%d,%d" % (lo, hi, m_lo, m_hi)
+    assert h5fz.h5repack_filter("pfpl", "noa", 1e-3, dataset="SST", missing=-1e34, dtype="float32") == \
+        "SST:UD=32850,0,6,2,1,%d,%d,%d,%d" % (lo, hi, f32_lo, f32_hi)
     with pytest.raises(ValueError):
         h5fz.compression_opts("lossless", missing=-1e34)
     with pytest.raises(ValueError):
         h5fz.compression_opts("lossless", "abs", 1.0, missing=-1e34)
+    with pytest.raises(ValueError):                                  # beyond float32
+        h5fz.compression_opts("pfpl", "abs", 1.0, missing=1e40, dtype="float32")
+    with pytest.raises(ValueError):
+        h5fz.compression_opts("pfpl", "abs", 1.0, missing=-1, dtype="int32")
+
+
+def test_missing_value_dtype_assumed_or_taken_from_numpy():
+    np = pytest.importorskip("numpy")
+    f32 = float(np.float32(-1e34))
+    with pytest.warns(UserWarning, match="float32"):
+        opts = h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34)
+    assert h5fz.join_bound(opts[4], opts[5]) == f32
+    for value, expect in ((np.float32(-1e34), f32), (np.float64(-1e34), -1e34)):
+        opts = h5fz.compression_opts("pfpl", "noa", 1e-3, missing=value)   # no warning: numpy says the type
+        assert h5fz.join_bound(opts[4], opts[5]) == expect
+    assert h5fz.missing_value_for(-1e34, np.dtype(">f4")) == f32
+    assert h5fz.missing_value_for(-1e34, np.float64) == -1e34
+
+
+def test_register_fails_without_plugin(tmp_path, monkeypatch):
+    empty = tmp_path / "no_plugin_here"
+    empty.mkdir()
+    monkeypatch.setenv("HDF5_PLUGIN_PATH", str(empty))
+    monkeypatch.setattr(h5fz, "_REPO", str(tmp_path / "repo"))
+    with pytest.raises(FileNotFoundError) as exc:
+        h5fz.register()
+    text = str(exc.value)
+    assert str(empty) in text and os.path.join(str(tmp_path / "repo"), "build", "plugin") in text, text
+    assert h5fz.PLUGIN_FILE in text, text
 
 
 def test_plugin_dir_prefers_env(tmp_path, monkeypatch):

@@ -13,8 +13,15 @@ namespace h5fz {
 
 namespace {
 
+// --dtype: true for float64, false for float32.
+bool parse_float_dtype(const std::string& text) {
+  if (text == "float32" || text == "f4") return false;
+  if (text == "float64" || text == "f8") return true;
+  throw UsageError("--dtype: '" + text + "' is not float32 or float64");
+}
+
 const char* const kHelp =
-    "usage: h5fz params [--preset P] [--mode M] [--bound X] [--missing V]\n"
+    "usage: h5fz params [--preset P] [--mode M] [--bound X] [--missing V] [--dtype D]\n"
     "\n"
     "Prints the H5Z-FZ filter parameters (the cd_values user layout: cd[0] preset,\n"
     "cd[1] mode, cd[2] and cd[3] the low and high 32 bits of the bound as an IEEE-754\n"
@@ -30,10 +37,14 @@ const char* const kHelp =
     "               appended as cd[4], cd[5] (low, high 32 bits of a double); it is\n"
     "               kept bit-exact and left out of the NOA range, over HDF5's fill\n"
     "               value (use it for netCDF files written by nccopy / in no-fill mode)\n"
+    "  --dtype D    float32 (default) or float64: the variable's type. The missing\n"
+    "               value is rounded to it (a float32 dataset refuses a double that\n"
+    "               is not a float32, and h5repack then copies it unfiltered);\n"
+    "               without --dtype, a note on stderr says float32 was assumed\n"
     "\n"
     "examples:\n"
     "  h5fz params --preset cusz --mode noa --bound 1e-4\n"
-    "  h5fz params --preset pfpl --mode noa --bound 1e-3 --missing -1e34\n"
+    "  h5fz params --preset pfpl --mode noa --bound 1e-3 --missing -1e34 --dtype float32\n"
     "  h5repack -f \"$(h5fz params --preset pfpl --mode noa --bound 1e-3 | sed -n 's/^h5repack: *-f //p')\" in.h5 out.h5\n";
 
 }  // namespace
@@ -43,7 +54,7 @@ int run_params(const std::vector<std::string>& args) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  ParsedArgs parsed = parse_args(args, {"--preset", "--mode", "--bound", "--missing"}, {});
+  ParsedArgs parsed = parse_args(args, {"--preset", "--mode", "--bound", "--missing", "--dtype"}, {});
   if (!parsed.positional.empty()) throw UsageError("params takes no file, got '" + parsed.positional[0] + "'");
   fz::Options options;
   if (parsed.has("--preset")) options.preset = parse_preset(parsed.get("--preset"));
@@ -52,14 +63,15 @@ int run_params(const std::vector<std::string>& args) {
   const bool lossy = fz::preset_is_lossy(options.preset);
   if (lossy && !parsed.has("--bound"))
     throw UsageError(std::string("preset '") + fz::preset_name(options.preset) + "' is lossy and needs --bound");
-  if (!lossy && (parsed.has("--mode") || parsed.has("--bound") || parsed.has("--missing")))
-    throw UsageError(std::string("--mode/--bound/--missing apply to lossy presets; preset '") +
+  if (!lossy && (parsed.has("--mode") || parsed.has("--bound") || parsed.has("--missing") || parsed.has("--dtype")))
+    throw UsageError(std::string("--mode/--bound/--missing/--dtype apply to lossy presets; preset '") +
                      fz::preset_name(options.preset) + "' is lossless");
+  const bool float64 = parsed.has("--dtype") && parse_float_dtype(parsed.get("--dtype"));
+  const fz::DataType dtype = float64 ? fz::DataType::of<double>() : fz::DataType::of<float>();
 
-  // Refuse what the plugin would refuse at set_local (the element type does not
-  // matter for these checks; float32 stands in). Presets not built here are
-  // only noted below, so parameters for another build can still be printed.
-  if (fz::preset_is_available(options.preset)) fz::validate(options, fz::DataType::of<float>());
+  // Refuse what the plugin would refuse at set_local. Presets not built here
+  // are only noted below, so parameters for another build can still be printed.
+  if (fz::preset_is_available(options.preset)) fz::validate(options, dtype);
 
   std::vector<unsigned> values = user_cd_values(options);
   double missing = 0.0;
@@ -68,6 +80,16 @@ int run_params(const std::vector<std::string>& args) {
     char* end = nullptr;
     missing = std::strtod(text.c_str(), &end);
     if (text.empty() || end == nullptr || *end != '\0') throw UsageError("--missing: not a number: '" + text + "'");
+    if (!float64) {
+      // The double the float32 nearest to V widens to: exactly what the filter
+      // compares a float32 dataset's missing value with.
+      const float narrow = static_cast<float>(missing);
+      if (std::isinf(narrow) && !std::isinf(missing))
+        throw UsageError("--missing " + text + " is outside float32's range (give --dtype float64 for a double variable)");
+      if (!parsed.has("--dtype"))
+        std::fprintf(stderr, "note: --missing taken as float32 (no --dtype given); pass --dtype float64 for a double variable\n");
+      missing = static_cast<double>(narrow);
+    }
     uint64_t bits;
     std::memcpy(&bits, &missing, sizeof bits);
     values.push_back(static_cast<unsigned>(bits & 0xFFFFFFFFu));
@@ -94,9 +116,8 @@ int run_params(const std::vector<std::string>& args) {
     std::memcpy(&bits, &missing, sizeof bits);
     std::printf("missing:  %.17g = IEEE-754 double 0x%016" PRIx64 ": cd[4] = 0x%08x (%u, low), cd[5] = 0x%08x (%u, high)\n",
                 missing, bits, values[4], values[4], values[5], values[5]);
-    if (!std::isnan(missing) && static_cast<double>(static_cast<float>(missing)) != missing)
-      std::printf("note:     %.17g is not a float32; a float32 dataset refuses it (pass the float32 _FillValue exactly)\n",
-                  missing);
+    std::printf("dtype:    %s (the missing value is %s)\n", float64 ? "float64" : "float32",
+                float64 ? "kept as given" : "rounded to the nearest float32");
   }
   if (!fz::preset_is_available(options.preset))
     std::fprintf(stderr, "note: preset '%s' is not implemented in this build\n", fz::preset_name(options.preset));

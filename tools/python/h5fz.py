@@ -20,6 +20,7 @@ compression_opts layout (the "user layout", see docs/CD_VALUES.md):
 import ctypes
 import os
 import struct
+import warnings
 
 FILTER_ID = 32850
 FILTER_NAME = "H5Z-FZ"
@@ -81,7 +82,53 @@ def join_bound(low, high):
     return struct.unpack("<d", struct.pack("<Q", bits))[0]
 
 
-def compression_opts(preset="lossless", mode="abs", bound=None, missing=None):
+def missing_value_for(missing, dtype=None):
+    """The missing value as the double the filter accepts for a ``dtype`` variable.
+
+    ``dtype``: "float32" / "float64" (or "f4", "f8", a numpy dtype or type).
+    float32 rounds to the nearest float32, like ``float(numpy.float32(missing))``:
+    a float32 dataset compares its elements with that double and refuses any
+    other (h5repack then copies the variable unfiltered). Without ``dtype``,
+    a numpy float32/float64 scalar says its own; anything else is taken as
+    float32, with a warning saying so.
+    """
+    name = _float_dtype_name(dtype)
+    if name is None:
+        name = _float_dtype_name(getattr(missing, "dtype", None))
+    if name is None:
+        warnings.warn("h5fz: missing value %r taken as float32 (no dtype given); pass dtype=\"float64\" "
+                      "for a double variable" % (missing,), stacklevel=3)
+        name = "float32"
+    value = float(missing)
+    if name == "float64":
+        return value
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        raise ValueError("missing value %r is outside float32's range (dtype=\"float64\" for a double variable)"
+                         % (missing,)) from None
+
+
+def _float_dtype_name(dtype):
+    """'float32', 'float64' or None (no dtype given); ValueError for any other type."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        text = dtype
+    elif dtype is float:
+        text = "float64"  # Python's float is a double
+    else:
+        text = getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
+    key = text.strip().lower().lstrip("<>=|")
+    if key in ("float32", "f4"):
+        return "float32"
+    if key in ("float64", "f8"):
+        return "float64"
+    raise ValueError("dtype must be float32 or float64 (a missing value applies to float variables), not %r"
+                     % (dtype,))
+
+
+def compression_opts(preset="lossless", mode="abs", bound=None, missing=None, dtype=None):
     """The h5py ``compression_opts`` tuple for a preset, mode and error bound.
 
     Lossless without a bound gives ``(1,)``; otherwise
@@ -91,9 +138,10 @@ def compression_opts(preset="lossless", mode="abs", bound=None, missing=None):
     ``missing`` (lossy presets only): the missing value, e.g. a netCDF
     variable's ``_FillValue``, appended as two more words (low and high 32
     bits of the IEEE-754 double, like the bound). The filter keeps it
-    bit-exact in place of HDF5's fill value. For a float32 dataset it must be
-    a float32 value exactly (pass ``float(numpy.float32(v))`` or the attribute
-    as read); the filter refuses it otherwise.
+    bit-exact in place of HDF5's fill value. ``dtype`` ("float32" or
+    "float64") is the variable's type: the value is rounded to it (see
+    :func:`missing_value_for`), since a float32 dataset refuses a double that
+    is not a float32.
     """
     p = preset_id(preset)
     m = mode_id(mode)
@@ -103,6 +151,7 @@ def compression_opts(preset="lossless", mode="abs", bound=None, missing=None):
         raise ValueError("unknown error-bound mode id %d" % m)
     if missing is not None and p not in LOSSY_PRESETS:
         raise ValueError("a missing value applies to lossy presets, not %s" % PRESET_NAMES[p])
+    _float_dtype_name(dtype)  # a wrong dtype is refused even without a missing value
     if bound is None:
         if p in LOSSY_PRESETS:
             raise ValueError("preset %s is lossy: give an error bound" % PRESET_NAMES[p])
@@ -115,7 +164,7 @@ def compression_opts(preset="lossless", mode="abs", bound=None, missing=None):
     low, high = split_bound(b)
     if missing is None:
         return (p, m, low, high)
-    m_low, m_high = split_bound(float(missing))
+    m_low, m_high = split_bound(missing_value_for(missing, dtype))
     return (p, m, low, high, m_low, m_high)
 
 
@@ -260,12 +309,12 @@ def filter_values(obj, filter_id=FILTER_ID):
     return flags.value, tuple(int(buf[i]) for i in range(count))
 
 
-def h5repack_filter(preset="lossless", mode="abs", bound=None, dataset=None, missing=None):
+def h5repack_filter(preset="lossless", mode="abs", bound=None, dataset=None, missing=None, dtype=None):
     """The h5repack ``-f`` argument, e.g. ``UD=32850,0,1,1`` (optionally ``name:UD=...``).
 
-    ``missing``: see :func:`compression_opts`.
+    ``missing``, ``dtype``: see :func:`compression_opts`.
     """
-    opts = compression_opts(preset, mode, bound, missing)
+    opts = compression_opts(preset, mode, bound, missing, dtype)
     spec = "UD=%d,0,%d,%s" % (FILTER_ID, len(opts), ",".join(str(v) for v in opts))
     return "%s:%s" % (dataset, spec) if dataset else spec
 
@@ -295,9 +344,16 @@ def register(h5py_module=None):
 
     Sets HDF5_PLUGIN_PATH when unset and, once h5py is importable, appends the
     plugin folder to HDF5's search path unless it is already there.
-    Returns the plugin folder.
+    Returns the plugin folder. Raises FileNotFoundError, naming every folder
+    it looked in, when none holds libH5Zfz.so.
     """
     d = plugin_dir()
+    if not os.path.isfile(os.path.join(d, PLUGIN_FILE)):
+        looked = [p for p in os.environ.get("HDF5_PLUGIN_PATH", "").split(os.pathsep) if p]
+        looked.append(os.path.join(_REPO, "build", "plugin") + " (the default)")
+        raise FileNotFoundError(
+            "h5fz.register: %s not found; looked in %s. Build the plugin or set HDF5_PLUGIN_PATH to the "
+            "folder that holds it." % (PLUGIN_FILE, ", ".join(looked)))
     if not os.environ.get("HDF5_PLUGIN_PATH"):
         os.environ["HDF5_PLUGIN_PATH"] = d
     if h5py_module is None:
@@ -322,7 +378,7 @@ def is_available(h5py_module=None):
 __all__ = [
     "FILTER_ID", "FILTER_NAME", "PLUGIN_FILE", "PRESETS", "PRESET_NAMES", "MODES",
     "MODE_NAMES", "LOSSY_PRESETS", "preset_id", "mode_id", "split_bound", "join_bound",
-    "compression_opts", "parse_opts", "h5repack_filter", "plugin_dir", "plugin_path",
+    "compression_opts", "missing_value_for", "parse_opts", "h5repack_filter", "plugin_dir", "plugin_path",
     "register", "is_available", "STORED_MARKER", "STORED_LAYOUT_VERSION", "is_stored_layout", "parse_stored",
     "filter_values",
 ]
