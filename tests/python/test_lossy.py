@@ -441,7 +441,8 @@ def test_netcdf_land_mask_h5repack_missing_value(tmp_path, nc4_files, hdf5_tools
             if "coads" in ncfile:
                 assert nc_fill == np.float32(-1e34), (name, nc_fill)
             # The attribute as read (float32 for these files), widened exactly.
-            args += ["-f", h5fz.h5repack_filter(preset, "noa", NC_BOUND, dataset=name, missing=float(nc_fill))]
+            args += ["-f", h5fz.h5repack_filter(preset, "noa", NC_BOUND, dataset=name, missing=float(nc_fill),
+                                                dtype=ds.dtype)]
     r = subprocess.run([hdf5_tools["h5repack"]] + args + [src, dst], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, "h5repack %s: %s %s" % (args, r.stdout, r.stderr)
     with h5py.File(src, "r") as fs, h5py.File(dst, "r") as fd:
@@ -462,8 +463,10 @@ def test_netcdf_land_mask_h5repack_missing_value(tmp_path, nc4_files, hdf5_tools
 def test_missing_value_not_float32_refused(tmp_path):
     with h5py.File(tmp_path / "m.h5", "w") as f:
         with pytest.raises(ValueError) as exc:
+            # dtype="float64" keeps the double -1e34 (no float32): the filter itself must refuse it
             f.create_dataset("d", shape=(40, 40), dtype="<f4", chunks=(20, 20), compression=h5fz.FILTER_ID,
-                             compression_opts=h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34))
+                             compression_opts=h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34,
+                                                                    dtype="float64"))
         assert "d" not in f
     # The message reaches Python only where HDF5 passes it on; the refusal itself always does.
     with h5py.File(tmp_path / "m.h5", "a") as f:
@@ -474,11 +477,13 @@ def test_missing_value_not_float32_refused(tmp_path):
         assert (d[()] == np.float32(-1e34)).all()
         d64 = f.create_dataset("ok64", data=np.full((40, 40), -1e34, "<f8"), chunks=(20, 20),
                                compression=h5fz.FILTER_ID,
-                               compression_opts=h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34))
+                               compression_opts=h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34,
+                                                                      dtype="float64"))
         assert (d64[()] == -1e34).all()
         di = f.create_dataset("int", data=np.arange(1600, dtype="<i4").reshape(40, 40), chunks=(20, 20),
                               compression=h5fz.FILTER_ID,
-                              compression_opts=h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34))
+                              compression_opts=h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34,
+                                                                     dtype="float64"))
         assert (di[()] == np.arange(1600).reshape(40, 40)).all()
 
 
