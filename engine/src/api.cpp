@@ -240,9 +240,17 @@ engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dty
         engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
         std::vector<Bytes> stored = pipeline->forward(chunk, ctx);
         info.stages = pipeline->stage_infos();
-        Bytes frame = engine::write_frame(info, stored);
+        const std::vector<ByteSpan> streams(stored.begin(), stored.end());
+        // Straight into the target when it fits (the filter's: HDF5's chunk
+        // buffer, whose chunk the pipeline has finished reading), so the
+        // frame is never held twice; only a frame smaller than the chunk goes
+        // there, since a larger one gives way to the raw frame below, which
+        // still needs the chunk.
+        engine::FrameOut out;
+        out.written = engine::write_frame_into(info, streams, target.data, std::min(target.capacity, bytes ? bytes - 1 : 0));
+        if (!out.written && info.frame_bytes < bytes) out.frame = engine::write_frame(info, streams);
         for (Bytes& b : stored) engine::release_buffer(std::move(b));
-        if (frame.size() < bytes) return engine::FrameOut{std::move(frame), 0};
+        if (info.frame_bytes < bytes) return out;
       }
     } catch (const std::exception& e) {
       // The write path must not fail once the options were accepted (an HDF5
@@ -253,11 +261,16 @@ engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dty
       info.stages.clear();
     }
     // Incompressible: store the chunk itself, so a frame is never more than a
-    // small fixed header larger than its chunk.
-    const auto* p = static_cast<const uint8_t*>(data);
+    // small fixed header larger than its chunk; over the chunk itself when
+    // the target is its memory and has room for the header (the filter grows
+    // HDF5's buffer for large chunks), so no second copy of it is ever made.
+    const std::vector<ByteSpan> raw = {ByteSpan(static_cast<const uint8_t*>(data), bytes)};
     info.flags = engine::kFlagRaw;
     info.stages.clear();
-    return engine::FrameOut{engine::write_frame(info, {Bytes(p, p + bytes)}), 0};
+    engine::FrameOut out;
+    out.written = engine::write_frame_into(info, raw, target.data, target.capacity);
+    if (!out.written) out.frame = engine::write_frame(info, raw);
+    return out;
   });
 }
 

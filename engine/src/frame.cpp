@@ -116,17 +116,43 @@ Bytes write_frame_header(FrameInfo& info, const std::vector<uint64_t>& stored_si
   return h;
 }
 
-Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
+namespace {
+
+Bytes frame_header_of(FrameInfo& info, const std::vector<ByteSpan>& stored) {
   std::vector<uint64_t> sizes;
   uint32_t payload_crc = 0;
-  for (const Bytes& b : stored) {
-    sizes.push_back(b.size());
-    payload_crc = crc32c(b.data(), b.size(), payload_crc);
+  for (const ByteSpan& b : stored) {
+    sizes.push_back(b.size);
+    payload_crc = crc32c(b.data, b.size, payload_crc);
   }
-  Bytes h = write_frame_header(info, sizes, payload_crc);
+  return write_frame_header(info, sizes, payload_crc);
+}
+
+}  // namespace
+
+Bytes write_frame(FrameInfo& info, const std::vector<ByteSpan>& stored) {
+  Bytes h = frame_header_of(info, stored);
   h.reserve(info.frame_bytes);
-  for (const Bytes& b : stored) h.insert(h.end(), b.begin(), b.end());
+  for (const ByteSpan& b : stored) h.insert(h.end(), b.data, b.data + b.size);
   return h;
+}
+
+Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
+  return write_frame(info, std::vector<ByteSpan>(stored.begin(), stored.end()));
+}
+
+size_t write_frame_into(FrameInfo& info, const std::vector<ByteSpan>& stored, uint8_t* dst, size_t capacity) {
+  const Bytes header = frame_header_of(info, stored);
+  if (info.frame_bytes > capacity) return 0;
+  // Last stream first: a stream that lies in dst itself (a raw frame's chunk)
+  // only ever moves towards the end, over bytes no other stream occupies.
+  size_t end = info.frame_bytes;
+  for (size_t k = stored.size(); k-- > 0;) {
+    end -= stored[k].size;
+    if (stored[k].size) std::memmove(dst + end, stored[k].data, stored[k].size);
+  }
+  std::memcpy(dst, header.data(), header.size());
+  return info.frame_bytes;
 }
 
 size_t frame_header_bytes(const uint8_t* frame, size_t available) {

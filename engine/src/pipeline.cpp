@@ -66,17 +66,109 @@ std::vector<uint8_t> Pipeline::stored_buffers() const {
   return ids;
 }
 
+// A forward chain that runs block by block (see Pipeline::forward): nodes
+// [first, last] where `last` codes its input from blocks (an elimination
+// coder), the nodes between are block coders, and `first` is either a block
+// coder too or a stage whose output 0 comes as a ForwardSource.
+struct ForwardChain {
+  size_t first = 0, last = 0;
+  bool starts_with_source = false;
+  std::vector<BlockCoder> coders;
+};
+
+std::optional<ForwardChain> forward_chain_at(const std::vector<StageNode>& nodes, size_t first) {
+  const auto one_to_one = [](const StageNode& n) { return n.inputs.size() == 1 && n.output_count == 1; };
+  ForwardChain chain;
+  chain.first = first;
+  size_t next = first;
+  uint8_t stream = 0;  // the buffer the next node of the chain must consume
+  if (one_to_one(nodes[first]) && nodes[first].stage->forward_block_coder()) {
+    stream = nodes[first].inputs[0];
+  } else if (nodes[first].inputs.size() == 1 && nodes[first].output_count >= 1) {
+    chain.starts_with_source = true;  // tried when the chain runs (forward_source may decline)
+    stream = nodes[first].first_output;
+    next = first + 1;
+  } else {
+    return std::nullopt;
+  }
+  for (; next < nodes.size(); ++next) {
+    const StageNode& n = nodes[next];
+    if (!one_to_one(n) || n.inputs[0] != stream) return std::nullopt;
+    if (const BlockCoder coder = n.stage->forward_block_coder()) {
+      chain.coders.push_back(coder);
+      stream = n.first_output;
+      continue;
+    }
+    chain.last = next;  // must code from blocks; checked when it runs
+    // Nothing to fuse in a source-less chain without coders: the stage alone.
+    if (!chain.starts_with_source && chain.coders.empty()) return std::nullopt;
+    return chain;
+  }
+  return std::nullopt;
+}
+
 std::vector<Bytes> Pipeline::forward(ByteSpan chunk, const StageContext& ctx) const {
   std::vector<Bytes> buffers(consumed_.size());
   auto span_of = [&](uint8_t id) { return id == kChunk ? chunk : ByteSpan(buffers[id]); };
-  for (const StageNode& node : nodes_) {
+  for (size_t i = 0; i < nodes_.size();) {
+    const StageNode& node = nodes_[i];
     std::vector<ByteSpan> in;
     for (uint8_t id : node.inputs) in.push_back(span_of(id));
+
+    // A chain of block-local stages ending in an elimination coder (e.g.
+    // quantize -> diffnb -> bit-shuffle -> RZE) runs block by block: each
+    // 16 KiB block passes through every stage while it is in L1, and only the
+    // coded stream is ever held whole, not one full-size stream per stage
+    // (a 1 GiB float32 chunk took 3 GiB more memory than the chunk that way).
+    // The bytes are the same.
+    if (const std::optional<ForwardChain> chain = forward_chain_at(nodes_, i)) {
+      std::unique_ptr<ForwardSource> source;
+      if (chain->starts_with_source) source = node.stage->forward_source(in, ctx);
+      if (source || !chain->starts_with_source) {
+        const ByteSpan stream = source ? ByteSpan() : in[0];
+        const size_t n = source ? source->size() : stream.size;
+        const std::vector<BlockCoder>& coders = chain->coders;
+        const auto produce = [&](size_t block, uint8_t* scratch) -> const uint8_t* {
+          const size_t length = block_length(n, block);
+          const uint8_t* current = scratch;
+          if (source) {
+            source->encode_block(block, scratch);
+          } else {
+            current = stream.data + block * kBlockBytes;
+          }
+          for (const BlockCoder& coder : coders) {
+            uint8_t* to = current == scratch ? scratch + kBlockBytes : scratch;
+            coder(current, length, to);
+            current = to;
+          }
+          return current;
+        };
+        const StageNode& last = nodes_[chain->last];
+        std::vector<Bytes> coded;
+        coded.push_back(acquire_buffer());
+        if (last.stage->forward_from_blocks(n, produce, coded, ctx)) {
+          if (source) {
+            std::vector<Bytes> outputs;
+            for (size_t k = 0; k < node.output_count; ++k) outputs.push_back(acquire_buffer());
+            source->finish(outputs);
+            for (size_t k = 1; k < node.output_count; ++k) buffers[node.first_output + k] = std::move(outputs[k]);
+            release_buffer(std::move(outputs[0]));
+          }
+          buffers[last.first_output] = std::move(coded[0]);
+          for (uint8_t id : node.inputs) release_buffer(std::move(buffers[id]));  // consumed
+          i = chain->last + 1;
+          continue;
+        }
+        release_buffer(std::move(coded[0]));
+      }
+    }
+
     std::vector<Bytes> out;
-    for (size_t i = 0; i < node.output_count; ++i) out.push_back(acquire_buffer());
+    for (size_t k = 0; k < node.output_count; ++k) out.push_back(acquire_buffer());
     node.stage->forward(in, out, ctx);
-    for (size_t i = 0; i < out.size(); ++i) buffers[node.first_output + i] = std::move(out[i]);
+    for (size_t k = 0; k < out.size(); ++k) buffers[node.first_output + k] = std::move(out[k]);
     for (uint8_t id : node.inputs) release_buffer(std::move(buffers[id]));  // consumed
+    ++i;
   }
   std::vector<Bytes> stored;
   for (uint8_t id : stored_buffers()) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -63,6 +64,19 @@ class BlockSink {
   virtual void finish(uint8_t* dst) = 0;
 };
 
+// The start of a fused forward chain: a stage whose first output can be
+// produced one kBlockBytes block at a time from its input (the quantizer's
+// codes), so the chain after it never needs the whole stream. encode_block
+// may run concurrently for different blocks; finish() then fills the stage's
+// other outputs (outputs[0] is left empty: the chain consumed it).
+class ForwardSource {
+ public:
+  virtual ~ForwardSource() = default;
+  virtual size_t size() const = 0;  // bytes of output 0
+  virtual void encode_block(size_t block, uint8_t* dst) = 0;  // block_length(size(), block) bytes
+  virtual void finish(std::vector<Bytes>& outputs) = 0;
+};
+
 // GPU execution of a pipeline's forward (cuda/device_forward.cpp). A stream
 // in device memory, its size known on the host, or only on the device (the
 // producer wrote it to device_size) until the caller reads it back.
@@ -118,6 +132,26 @@ class Stage {
   // Throws FormatError when the streams are malformed.
   virtual void inverse(const std::vector<ByteSpan>& outputs, std::vector<Bytes>& inputs,
                        const StageContext& ctx) const = 0;
+  // Fused encoding of block-local chains (Pipeline::forward), the mirror of
+  // the decoding below: a one-in, one-out stage whose forward turns block i of
+  // its input into block i of its output returns the block coder...
+  virtual BlockCoder forward_block_coder() const { return nullptr; }
+  // ...a stage that can start such a chain returns its first output as a
+  // source (nullptr if it cannot for this input)...
+  virtual std::unique_ptr<ForwardSource> forward_source(const std::vector<ByteSpan>& inputs,
+                                                        const StageContext& ctx) const {
+    (void)inputs, (void)ctx;
+    return nullptr;
+  }
+  // ...and a one-in, one-out stage that can end it codes its input of n bytes
+  // from blocks `produce` gives (elimination::BlockProducer), returning false
+  // if it cannot. Only the coded output is ever held whole.
+  virtual bool forward_from_blocks(size_t n, const std::function<const uint8_t*(size_t, uint8_t*)>& produce,
+                                   std::vector<Bytes>& outputs, const StageContext& ctx) const {
+    (void)n, (void)produce, (void)outputs, (void)ctx;
+    return false;
+  }
+
   // Fused decoding of block-local chains (Pipeline::run_inverse): a one-in,
   // one-out stage whose inverse turns block i of its output into block i of
   // its input (kBlockBytes each, same total length) returns the block coder...

@@ -259,11 +259,16 @@ void decode_block(const uint8_t* in, size_t length, uint8_t* out) {
 
 }  // namespace
 
-void encode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
+BlockCoder block_encoder(unsigned width) {
   check_width(width);
-  static constexpr BlockCoder coders[] = {encode_block<1>, encode_block<2>, nullptr, encode_block<4>,
-                                          nullptr,         nullptr,         nullptr, encode_block<8>};
-  run_blocks(in, out, exec, coders[width - 1]);
+  static constexpr BlockCoder coders[] = {encode_block<1>, encode_block<2>, nullptr,
+                                          encode_block<4>, nullptr, nullptr, nullptr,
+                                          encode_block<8>};
+  return coders[width - 1];
+}
+
+void encode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
+  run_blocks(in, out, exec, block_encoder(width));
 }
 
 BlockCoder block_decoder(unsigned width) {

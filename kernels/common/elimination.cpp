@@ -384,36 +384,49 @@ void decode_subchunk(ByteSpan coded, size_t osize, unsigned word_size, Rule rule
 }
 
 void encode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, const Executor& exec) {
+  encode_stream_blocks(in.size, word_size, rule, out, exec,
+                       [&](size_t block, uint8_t*) { return in.data + block * kBlockBytes; });
+}
+
+void encode_stream_blocks(size_t n, unsigned word_size, Rule rule, Bytes& out, const Executor& exec,
+                          const BlockProducer& produce) {
   check_word_size(word_size);
-  const size_t n = in.size;
   const size_t chunks = block_count(n);
   const size_t header = 8 + 2 * chunks;
+  // Blocks coded between two appends: enough for every thread, small enough
+  // that the slots stay a few MiB whatever the stream's size.
+  constexpr size_t kBatchBlocks = 256;
+  const size_t batch = chunks < kBatchBlocks ? chunks : kBatchBlocks;
+  // Each block codes into its own slot, so threads never share output and the
+  // result cannot depend on scheduling; slots are appended in block order.
+  // The slots are kept per thread: a fresh multi-MiB buffer per chunk would
+  // fault its pages in on every call.
+  thread_local Bytes slots;
+  if (slots.size() < batch * kBlockBytes) slots.resize(batch * kBlockBytes);
+  std::vector<uint16_t> kept(batch);
 
-  // Each sub-chunk codes into its own kBlockBytes slot after the header, so the
-  // threads never share output and the result cannot depend on scheduling;
-  // the slots are then packed to the front in order.
-  out.resize(header + chunks * kBlockBytes);  // every byte kept is written below
-  std::vector<uint16_t> sizes(chunks);
-  exec.parallel_for(chunks, [&](size_t i) {
-    const ByteSpan sub = in.subspan(i * kBlockBytes, block_length(n, i));
-    sizes[i] = static_cast<uint16_t>(encode_subchunk(sub, word_size, rule, out.data() + header + i * kBlockBytes));
-  });
-
+  out.clear();
+  out.reserve(header + n);  // every block raw at worst; pages are touched as written
+  out.resize(header);
   store_le<uint64_t>(out.data(), n);
-  size_t pos = header;
-  for (size_t i = 0; i < chunks; ++i) {
-    const size_t osize = block_length(n, i);
-    store_le<uint16_t>(out.data() + 8 + 2 * i, sizes[i]);
-    // pos <= header + i * kBlockBytes and pos + size <= header + (i+1) * kBlockBytes:
-    // packing moves data left and never overwrites a slot not yet packed.
-    if (sizes[i] == osize) {
-      std::memcpy(out.data() + pos, in.data + i * kBlockBytes, osize);
-    } else {
-      std::memmove(out.data() + pos, out.data() + header + i * kBlockBytes, sizes[i]);
+  for (size_t first = 0; first < chunks; first += batch) {
+    const size_t count = chunks - first < batch ? chunks - first : batch;
+    uint8_t* const slot_base = slots.data();
+    exec.parallel_for(count, [&](size_t j) {
+      const size_t i = first + j;
+      const size_t osize = block_length(n, i);
+      alignas(16) uint8_t scratch[2 * kBlockBytes];
+      const uint8_t* block = produce(i, scratch);
+      uint8_t* slot = slot_base + j * kBlockBytes;
+      const size_t size = encode_subchunk(ByteSpan(block, osize), word_size, rule, slot);
+      if (size == osize) std::memcpy(slot, block, osize);  // stored raw
+      kept[j] = static_cast<uint16_t>(size);
+    });
+    for (size_t j = 0; j < count; ++j) {
+      store_le<uint16_t>(out.data() + 8 + 2 * (first + j), kept[j]);
+      out.insert(out.end(), slot_base + j * kBlockBytes, slot_base + j * kBlockBytes + kept[j]);
     }
-    pos += sizes[i];
   }
-  out.resize(pos);
 }
 
 StreamBlocks::StreamBlocks(ByteSpan in, unsigned word_size, Rule rule, size_t max_out)

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/bytes.hpp"
@@ -67,6 +68,20 @@ class StreamBlocks {
 
 // The whole-stream format above.
 void encode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, const Executor& exec);
+
+// Gives block i (block_length(n, i) bytes) of a stream to be coded: a pointer
+// into the stream itself, or into `scratch` (2 * kBlockBytes, 16-byte aligned,
+// the caller's for this call) where a fused chain of encoders wrote it.
+using BlockProducer = std::function<const uint8_t*(size_t block, uint8_t* scratch)>;
+
+// encode_stream() of an n-byte stream that is only ever seen one block at a
+// time: blocks are produced and coded in parallel, a batch at a time, and
+// appended in order. `out` grows with the coded stream alone (its capacity is
+// reserved for the worst case, but no page is touched before it is written),
+// so a chain of block-local stages ending here never holds a whole uncoded
+// stream (Pipeline::forward). The bytes are encode_stream's.
+void encode_stream_blocks(size_t n, unsigned word_size, Rule rule, Bytes& out, const Executor& exec,
+                          const BlockProducer& produce);
 void decode_stream(ByteSpan in, unsigned word_size, Rule rule, Bytes& out, size_t max_out,
                    const Executor& exec);
 

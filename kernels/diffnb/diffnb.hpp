@@ -24,8 +24,10 @@ void decode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec = seri
 // engine decodes a chunk's last stage straight into the caller's buffer.
 void decode_into(ByteSpan in, unsigned width, uint8_t* out, const Executor& exec = serial_executor());
 
-// The decoder of one kBlockBytes block (blocks are independent), for fused
-// decoding of a chain of block-local stages.
+// The coders of one kBlockBytes block (blocks are independent), for fused
+// encoding and decoding of a chain of block-local stages. `in` and `out` of a
+// call do not overlap.
+BlockCoder block_encoder(unsigned width);
 BlockCoder block_decoder(unsigned width);
 
 }  // namespace fz::diffnb

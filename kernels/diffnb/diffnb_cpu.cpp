@@ -117,12 +117,16 @@ void decode_block<uint64_t>(const uint8_t* in, size_t length, uint8_t* out) {
 
 }  // namespace
 
-void encode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
+BlockCoder block_encoder(unsigned width) {
   check_width(width);
   static constexpr BlockCoder coders[] = {encode_block<uint8_t>, encode_block<uint16_t>, nullptr,
                                           encode_block<uint32_t>, nullptr, nullptr, nullptr,
                                           encode_block<uint64_t>};
-  run_blocks(in, out, exec, coders[width - 1]);
+  return coders[width - 1];
+}
+
+void encode(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) {
+  run_blocks(in, out, exec, block_encoder(width));
 }
 
 BlockCoder block_decoder(unsigned width) {

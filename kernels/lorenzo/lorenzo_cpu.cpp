@@ -281,54 +281,68 @@ inline __m128i x_difference(const U* r, size_t x) {
 }
 #endif
 
-// deltas for x in [x0, x1) of one row; then the x difference of the column terms.
-// With SSE2, from x >= 1 the deltas are taken 16 bytes at a time as the same
-// sum regrouped (row, up, back and up_back x differences; exact modulo 2^(8W)).
+// deltas of `len` elements of one row, starting at `row` (x0 in the row);
+// then the x difference of the column terms. row[-1] (and the neighbour rows'
+// [-1]) is read unless the run starts the row (x0 == 0). With SSE2 the deltas
+// are taken 16 bytes at a time as the same sum regrouped (row, up, back and
+// up_back x differences; exact modulo 2^(8W)). Pointers are formed only for
+// elements the run reads, so `row` may point into a window of the chunk.
 template <typename U, bool Up, bool Back>
-void row_deltas(const U* row, size_t x0, size_t x1, size_t sy, size_t sz, U* out) {
+void row_deltas(const U* row, bool row_start, size_t len, size_t sy, size_t sz, U* out) {
   const U* up = Up ? row - sy : row;
   const U* back = Back ? row - sz : row;
   const U* up_back = Up && Back ? row - sy - sz : row;
-  size_t x = x0;
+  size_t x = 0;
+  if (row_start && len > 0) {
+    out[0] = column<U, Up, Back>(row, up, back, up_back, 0);
+    x = 1;
+  }
 #ifdef __SSE2__
   constexpr size_t kLanes = 16 / sizeof(U);
-  if (x == 0 && x < x1) {
-    out[0] = column<U, Up, Back>(row, up, back, up_back, 0);
-    ++x;
-  }
-  for (; x + kLanes <= x1; x += kLanes) {
+  for (; x + kLanes <= len; x += kLanes) {
     __m128i v = x_difference<U>(row, x);
     if (Up) v = sub_lanes<U>(v, x_difference<U>(up, x));
     if (Back) v = sub_lanes<U>(v, x_difference<U>(back, x));
     if (Up && Back) v = add_lanes<U>(v, x_difference<U>(up_back, x));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (x - x0)), v);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + x), v);
   }
 #endif
-  U previous = x > 0 ? column<U, Up, Back>(row, up, back, up_back, x - 1) : U{0};
-  for (; x < x1; ++x) {
+  if (x >= len) return;
+  U previous = x > 0 || !row_start ? column<U, Up, Back>(row - 1, up - 1, back - 1, up_back - 1, x) : U{0};
+  for (; x < len; ++x) {
     const U c = column<U, Up, Back>(row, up, back, up_back, x);
-    out[x - x0] = static_cast<U>(c - previous);
+    out[x] = static_cast<U>(c - previous);
     previous = c;
   }
 }
 
+// How far back an element's delta reads p: one plane, one row and one element.
+size_t delta_reach(const Shape& s) {
+  if (s.nz > 1) return s.nx * s.ny + s.nx + 1;
+  if (s.ny > 1) return s.nx + 1;
+  return 1;
+}
+
+// The deltas of elements [begin, end), from p of elements [origin, end) at
+// `window` (origin <= begin - delta_reach, or 0).
 template <typename U>
-void deltas_of_range(const U* p, const Shape& s, size_t begin, size_t end, U* out) {
+void deltas_of_range(const U* window, size_t origin, const Shape& s, size_t begin, size_t end, U* out) {
   const size_t sy = s.nx, sz = s.nx * s.ny;
   size_t i = begin;
   while (i < end) {
     const size_t row_index = i / s.nx;
     const size_t x0 = i % s.nx;
-    const size_t x1 = std::min(s.nx, x0 + (end - i));
+    const size_t len = std::min(s.nx - x0, end - i);
     const bool up = row_index % s.ny != 0;
     const bool back = row_index / s.ny != 0;
-    const U* row = p + row_index * s.nx;
+    const U* row = window + (i - origin);
     U* o = out + (i - begin);
-    if (up && back) row_deltas<U, true, true>(row, x0, x1, sy, sz, o);
-    else if (up) row_deltas<U, true, false>(row, x0, x1, sy, sz, o);
-    else if (back) row_deltas<U, false, true>(row, x0, x1, sy, sz, o);
-    else row_deltas<U, false, false>(row, x0, x1, sy, sz, o);
-    i += x1 - x0;
+    const bool start = x0 == 0;
+    if (up && back) row_deltas<U, true, true>(row, start, len, sy, sz, o);
+    else if (up) row_deltas<U, true, false>(row, start, len, sy, sz, o);
+    else if (back) row_deltas<U, false, true>(row, start, len, sy, sz, o);
+    else row_deltas<U, false, false>(row, start, len, sy, sz, o);
+    i += len;
   }
 }
 
@@ -356,84 +370,106 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
   quantizer.has_fill = config.has_fill;
   quantizer.fill = static_cast<U>(config.fill_bits);
 
+  // The prequantized values p are kept for a window of the chunk only: a
+  // group of blocks plus the reach of a delta behind it (one plane, one row
+  // and one element), not for the whole chunk (for float32 that was as large
+  // as the chunk itself, on top of the codes). Within a group, blocks are
+  // quantized in parallel, then coded in parallel; the group's last `reach`
+  // values move to the front of the window for the next group.
   const size_t blocks = block_count_elems(n);
-  std::unique_ptr<U[]> p(new U[n]);
+  const size_t reach = std::min(n, delta_reach(s));
+  const size_t group_blocks = std::max<size_t>(4, 4 * size_t{exec.concurrency()});
+  const size_t window_elems = reach + std::min(n, group_blocks * kBlockElems);
+  std::unique_ptr<U[]> window(new U[window_elems]);
   std::vector<std::vector<Special>> specials(blocks);
-  exec.parallel_for(blocks, [&](size_t b) {
-    FloatStateGuard guard;
-    const size_t begin = b * kBlockElems, end = std::min(n, begin + kBlockElems);
-    auto& list = specials[b];
-    size_t i = begin;
-#ifdef __SSE2__
-    // Locals, so that the vector stores cannot alias them: the source, the
-    // destination, and double's parameters in registers.
-    const uint8_t* const src = in.data;
-    U* const dst = p.get();
-    const std::conditional_t<std::is_same_v<T, float>, const Quantizer<float>&, QuantizerSse2> vq(quantizer);
-    for (; i + 4 <= end; i += 4)
-      if (!quantize4_sse2(vq, src + W * i, dst + i)) break;  // classify takes over
-#endif
-    for (; i < end; ++i) {
-#ifdef __SSE2__
-      // Back to four at a time once past the group that needed classify.
-      if (i % 4 == 0 && i + 4 <= end && quantize4_sse2(vq, src + W * i, dst + i)) {
-        i += 3;
-        continue;
-      }
-#endif
-      const U bits = load_le<U>(in.data + i * W);
-      I q;
-      const uint8_t kind = quantizer.classify(bits, q);
-      p[i] = static_cast<U>(q);
-      if (kind != kValueQuantized) list.push_back({i, kind, bits});
-    }
-  });
-
   const U code_limit = static_cast<U>(2 * config.radius);  // zigzag(delta) < 2R -> code (2R <= 65536)
   std::vector<std::vector<Record>> records(blocks);
   uint8_t* codes = out.codes.data();
-  exec.parallel_for(blocks, [&](size_t b) {
-    const size_t begin = b * kBlockElems, end = std::min(n, begin + kBlockElems);
-    // The deltas of one chunk at a time, coded while they are in L1.
-    std::unique_ptr<U[]> deltas(new U[std::min(end - begin, kEncodeChunk)]);
-    const U* const pq = p.get();
-    uint8_t* const dst = codes;
-    const U limit = code_limit;
-    const auto& list = specials[b];
-    size_t next = 0;
-    size_t next_special = list.empty() ? n : list[0].index;
-    auto& recs = records[b];
-    size_t chunk = begin;  // the first element of the chunk in deltas
-    auto code_one = [&](size_t i) {
-      const U d = deltas[i - chunk];
-      const U z = zigzag(d);
-      const bool fits = z < limit;
-      // An outlier's code is 0: with bit-shuffle + zero elimination after this
-      // stage, a zero delta and an outlier then both cost no set bits.
-      store_le<uint16_t>(dst + 2 * i, fits ? static_cast<uint16_t>(z) : uint16_t{0});
-      if (!fits || i == next_special) {
-        Record r{i, static_cast<uint8_t>(fits ? 0 : kHasDelta), d, 0};
-        if (i == next_special) {
-          r.kind |= list[next].kind;
-          r.bits = list[next].bits;
-          ++next;
-          next_special = next < list.size() ? list[next].index : n;
+  for (size_t first_block = 0; first_block < blocks; first_block += group_blocks) {
+    const size_t group_begin = first_block * kBlockElems;
+    const size_t group_end = std::min(n, (first_block + group_blocks) * kBlockElems);
+    const size_t origin = group_begin - std::min(group_begin, reach);  // window[0] is p[origin]
+    const size_t group_count = std::min(group_blocks, blocks - first_block);
+
+    exec.parallel_for(group_count, [&](size_t g) {
+      FloatStateGuard guard;
+      const size_t b = first_block + g;
+      const size_t begin = b * kBlockElems, end = std::min(n, begin + kBlockElems);
+      auto& list = specials[b];
+      size_t i = begin;
+      // Locals, so that the vector stores cannot alias them: the source, the
+      // destination, and double's parameters in registers.
+      U* const dst = window.get() + (begin - origin);  // p[i] at dst[i - begin]
+  #ifdef __SSE2__
+      const uint8_t* const src = in.data;
+      const std::conditional_t<std::is_same_v<T, float>, const Quantizer<float>&, QuantizerSse2> vq(quantizer);
+      for (; i + 4 <= end; i += 4)
+        if (!quantize4_sse2(vq, src + W * i, dst + (i - begin))) break;  // classify takes over
+  #endif
+      for (; i < end; ++i) {
+  #ifdef __SSE2__
+        // Back to four at a time once past the group that needed classify.
+        if (i % 4 == 0 && i + 4 <= end && quantize4_sse2(vq, src + W * i, dst + (i - begin))) {
+          i += 3;
+          continue;
         }
-        recs.push_back(r);
+  #endif
+        const U bits = load_le<U>(in.data + i * W);
+        I q;
+        const uint8_t kind = quantizer.classify(bits, q);
+        dst[i - begin] = static_cast<U>(q);
+        if (kind != kValueQuantized) list.push_back({i, kind, bits});
       }
-    };
-    for (; chunk < end; chunk += kEncodeChunk) {
-      const size_t chunk_end = std::min(end, chunk + kEncodeChunk);
-      deltas_of_range<U>(pq, s, chunk, chunk_end, deltas.get());
-      size_t i = chunk;
-#ifdef __SSE2__
-      for (; i + 4 <= chunk_end; i += 4)
-        if (next_special < i + 4 || !codes4_sse2(deltas.get() + (i - chunk), limit, dst + 2 * i))
-          for (size_t k = i; k < i + 4; ++k) code_one(k);
-#endif
-      for (; i < chunk_end; ++i) code_one(i);
-    }
-  });
+    });
+
+    exec.parallel_for(group_count, [&](size_t g) {
+      const size_t b = first_block + g;
+      const size_t begin = b * kBlockElems, end = std::min(n, begin + kBlockElems);
+      // The deltas of one chunk at a time, coded while they are in L1.
+      std::unique_ptr<U[]> deltas(new U[std::min(end - begin, kEncodeChunk)]);
+      const U* const pq = window.get();
+      uint8_t* const dst = codes;
+      const U limit = code_limit;
+      const auto& list = specials[b];
+      size_t next = 0;
+      size_t next_special = list.empty() ? n : list[0].index;
+      auto& recs = records[b];
+      size_t chunk = begin;  // the first element of the chunk in deltas
+      auto code_one = [&](size_t i) {
+        const U d = deltas[i - chunk];
+        const U z = zigzag(d);
+        const bool fits = z < limit;
+        // An outlier's code is 0: with bit-shuffle + zero elimination after this
+        // stage, a zero delta and an outlier then both cost no set bits.
+        store_le<uint16_t>(dst + 2 * i, fits ? static_cast<uint16_t>(z) : uint16_t{0});
+        if (!fits || i == next_special) {
+          Record r{i, static_cast<uint8_t>(fits ? 0 : kHasDelta), d, 0};
+          if (i == next_special) {
+            r.kind |= list[next].kind;
+            r.bits = list[next].bits;
+            ++next;
+            next_special = next < list.size() ? list[next].index : n;
+          }
+          recs.push_back(r);
+        }
+      };
+      for (; chunk < end; chunk += kEncodeChunk) {
+        const size_t chunk_end = std::min(end, chunk + kEncodeChunk);
+        deltas_of_range<U>(pq, origin, s, chunk, chunk_end, deltas.get());
+        size_t i = chunk;
+  #ifdef __SSE2__
+        for (; i + 4 <= chunk_end; i += 4)
+          if (next_special < i + 4 || !codes4_sse2(deltas.get() + (i - chunk), limit, dst + 2 * i))
+            for (size_t k = i; k < i + 4; ++k) code_one(k);
+  #endif
+        for (; i < chunk_end; ++i) code_one(i);
+      }
+    });
+
+    // What the next group's deltas reach back to.
+    const size_t keep = std::min(group_end, reach);
+    std::memmove(window.get(), window.get() + (group_end - keep - origin), keep * sizeof(U));
+  }
 
   // Gather: exclusive prefix sums of the per-block counts give every block its
   // place in each array, so records stay in index order for any schedule.

@@ -36,6 +36,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -78,6 +79,34 @@ struct Params {
 
 // in.size must be a multiple of config.width; throws UsageError on a bad config.
 void encode(ByteSpan in, const Config& config, Streams& out, const Executor& exec = serial_executor());
+
+// encode() with the codes leaving one kBlockBytes block at a time, for a fused
+// chain of block-local encoders after the quantizer (the engine's forward):
+// the codes of a whole chunk are then never stored. The plan (method, step)
+// is made from the whole input when constructed (NOA's range: one pass).
+// encode_block may run for different blocks on different threads, in any
+// order; finish() then writes the outliers (in element order) and params.
+// The streams are encode()'s bytes. A LOSSLESS plan has no codes (see
+// encode()): codes_bytes() is 0 and finish() stores every element.
+class BlockwiseEncoder {
+ public:
+  BlockwiseEncoder(ByteSpan in, const Config& config, const Executor& exec = serial_executor());
+  ~BlockwiseEncoder();
+  size_t codes_bytes() const { return impl_->codes_bytes(); }
+  void encode_block(size_t block, uint8_t* codes) { impl_->encode_block(block, codes); }  // block_length(codes_bytes(), block) bytes
+  void finish(Bytes& outliers, Bytes& params) { impl_->finish(outliers, params); }
+
+  struct Impl {
+    virtual ~Impl() = default;
+    virtual bool lossless() const = 0;
+    virtual size_t codes_bytes() const = 0;
+    virtual void encode_block(size_t block, uint8_t* codes) = 0;
+    virtual void finish(Bytes& outliers, Bytes& params) = 0;
+  };
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
 
 // Throws FormatError unless (codes, outliers, params) are consistent and decode
 // to at most max_out bytes. Never reads outside the inputs, never allocates

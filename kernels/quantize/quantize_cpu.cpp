@@ -483,73 +483,87 @@ void write_params(Bytes& out, Mode mode, unsigned width, Method method, uint64_t
   detail::write_params_bytes(out.data(), mode, width, method, count, step_bits, user_bound, enforced);
 }
 
+// The encoder of one chunk: the plan is made from the whole input (NOA's
+// range), then each block's codes are written on their own and its outliers
+// kept apart, to be concatenated in block order at the end.
 template <typename T>
-void encode_typed(ByteSpan in, const Config& config, Streams& out, const Executor& exec) {
+class TypedEncoder final : public BlockwiseEncoder::Impl {
+ public:
   using U = UintOf<T>;
-  const uint64_t count = in.size / sizeof(T);
-  const bool has_fill = config.fill.has_value();
-  const U fill = has_fill ? static_cast<U>(*config.fill) : 0;
 
-  Plan<T> plan;
-  {
+  TypedEncoder(ByteSpan in, const Config& config, const Executor& exec)
+      : in_(in), config_(config), count_(in.size / sizeof(T)), has_fill_(config.fill.has_value()),
+        fill_(has_fill_ ? static_cast<U>(*config.fill) : 0) {
     FloatStateGuard env;
     if (config.mode == Mode::kAbs) {
-      plan = abs_plan<T>(config.bound);
+      plan_ = abs_plan<T>(config.bound);
     } else if (config.mode == Mode::kRel) {
-      plan = rel_plan<T>(config.bound);
+      plan_ = rel_plan<T>(config.bound);
     } else {
-      const Range range = finite_range<T>(in, has_fill, fill, exec);
+      const Range range = finite_range<T>(in, has_fill_, fill_, exec);
       if (range.count == 0) {
-        plan.method = Method::kLossless;  // nothing but NaN/inf/fill: all stored exactly
+        plan_.method = Method::kLossless;  // nothing but NaN/inf/fill: all stored exactly
       } else if (range.max == range.min) {
         // Every finite non-fill value equals min (up to the sign of zero): one
         // code for the bits of the first of them, the rest (other zero, NaN,
         // inf, fill) are outliers. The bound eb*0 = 0 holds exactly.
-        plan.method = Method::kConstant;
-        plan.step = from_bits<T>(load_le<U>(in.data + range.first * sizeof(T)));
+        plan_.method = Method::kConstant;
+        plan_.step = from_bits<T>(load_le<U>(in.data + range.first * sizeof(T)));
       } else {
         const double bound = noa_bound(config.bound, range.max, range.min);
-        plan = abs_plan<T>(bound);  // LOSSLESS when the bound underflows T's normals
+        plan_ = abs_plan<T>(bound);  // LOSSLESS when the bound underflows T's normals
       }
     }
+    if (plan_.method != Method::kLossless) block_outliers_.resize(block_count(count_ * sizeof(T)));
   }
 
-  const uint64_t step_bits = plan.method == Method::kLossless ? 0 : to_bits(plan.step);
-  const double enforced = plan.method == Method::kQuantized ? plan.enforced : 0.0;
-  write_params(out.params, config.mode, config.width, plan.method, count, step_bits, config.bound, enforced);
+  bool lossless() const override { return plan_.method == Method::kLossless; }
+  size_t codes_bytes() const override { return lossless() ? 0 : count_ * sizeof(T); }
 
-  if (plan.method == Method::kLossless) {
-    out.codes.clear();
-    out.outliers.assign(in.data, in.data + count * sizeof(T));
-    return;
-  }
-
-  out.codes.resize(count * sizeof(T));
-  const size_t bytes = count * sizeof(T);
-  const size_t blocks = block_count(bytes);
-  std::vector<std::vector<U>> block_outliers(blocks);
-  uint8_t* codes = out.codes.data();
-  exec.parallel_for(blocks, [&](size_t block) {
+  void encode_block(size_t block, uint8_t* codes) override {
     FloatStateGuard env;
     const size_t begin = block * kBlockBytes;
-    const size_t n = block_length(bytes, block) / sizeof(T);
-    if (plan.method == Method::kConstant)
-      encode_constant_block<T>(in.data + begin, n, codes + begin, to_bits(plan.step), block_outliers[block]);
-    else if (config.mode == Mode::kRel)
-      encode_rel_block<T>(in.data + begin, n, codes + begin, plan, has_fill, fill, block_outliers[block]);
+    const size_t n = block_length(count_ * sizeof(T), block) / sizeof(T);
+    std::vector<U>& outliers = block_outliers_[block];
+    outliers.clear();
+    if (plan_.method == Method::kConstant)
+      encode_constant_block<T>(in_.data + begin, n, codes, to_bits(plan_.step), outliers);
+    else if (config_.mode == Mode::kRel)
+      encode_rel_block<T>(in_.data + begin, n, codes, plan_, has_fill_, fill_, outliers);
     else
-      encode_abs_block<T>(in.data + begin, n, codes + begin, plan, has_fill, fill, block_outliers[block]);
-  });
-  size_t total = 0;
-  for (const auto& o : block_outliers) total += o.size();
-  out.outliers.resize(total * sizeof(T));
-  size_t at = 0;
-  for (const auto& o : block_outliers)
-    for (U bits : o) {
-      store_le<U>(out.outliers.data() + at, bits);
-      at += sizeof(T);
+      encode_abs_block<T>(in_.data + begin, n, codes, plan_, has_fill_, fill_, outliers);
+  }
+
+  void finish(Bytes& outliers, Bytes& params) override {
+    const uint64_t step_bits = lossless() ? 0 : to_bits(plan_.step);
+    const double enforced = plan_.method == Method::kQuantized ? plan_.enforced : 0.0;
+    write_params(params, config_.mode, config_.width, plan_.method, count_, step_bits, config_.bound, enforced);
+    if (lossless()) {
+      outliers.assign(in_.data, in_.data + count_ * sizeof(T));
+      return;
     }
-}
+    size_t total = 0;
+    for (const auto& o : block_outliers_) total += o.size();
+    outliers.resize(total * sizeof(T));
+    size_t at = 0;
+    for (auto& o : block_outliers_) {
+      for (U bits : o) {
+        store_le<U>(outliers.data() + at, bits);
+        at += sizeof(T);
+      }
+      std::vector<U>().swap(o);
+    }
+  }
+
+ private:
+  ByteSpan in_;
+  Config config_;
+  uint64_t count_;
+  bool has_fill_;
+  U fill_;
+  Plan<T> plan_;
+  std::vector<std::vector<U>> block_outliers_;
+};
 
 // ---------------------------------------------------------------------------
 // Decoding.
@@ -893,7 +907,9 @@ void write_params_bytes(uint8_t out[kParamsBytes], Mode mode, unsigned width, Me
 
 }  // namespace detail
 
-void encode(ByteSpan in, const Config& config, Streams& out, const Executor& exec) {
+namespace {
+
+void check_config(ByteSpan in, const Config& config) {
   if (config.width != 4 && config.width != 8)
     throw UsageError("quantize: element width must be 4 or 8 bytes, got " + std::to_string(config.width));
   if (config.mode != Mode::kAbs && config.mode != Mode::kNoa && config.mode != Mode::kRel)
@@ -903,10 +919,27 @@ void encode(ByteSpan in, const Config& config, Streams& out, const Executor& exe
   if (in.size % config.width != 0) throw UsageError("quantize: input is not a whole number of elements");
   if (config.fill && config.width == 4 && (*config.fill >> 32) != 0)
     throw UsageError("quantize: fill value wider than a float32");
+}
+
+}  // namespace
+
+BlockwiseEncoder::BlockwiseEncoder(ByteSpan in, const Config& config, const Executor& exec) {
+  check_config(in, config);
   if (config.width == 4)
-    encode_typed<float>(in, config, out, exec);
+    impl_ = std::make_unique<TypedEncoder<float>>(in, config, exec);
   else
-    encode_typed<double>(in, config, out, exec);
+    impl_ = std::make_unique<TypedEncoder<double>>(in, config, exec);
+}
+
+BlockwiseEncoder::~BlockwiseEncoder() = default;
+
+void encode(ByteSpan in, const Config& config, Streams& out, const Executor& exec) {
+  BlockwiseEncoder encoder(in, config, exec);
+  out.codes.resize(encoder.codes_bytes());
+  uint8_t* codes = out.codes.data();
+  exec.parallel_for(block_count(out.codes.size()),
+                    [&](size_t block) { encoder.encode_block(block, codes + block * kBlockBytes); });
+  encoder.finish(out.outliers, out.params);
 }
 
 Params read_params(ByteSpan params) {

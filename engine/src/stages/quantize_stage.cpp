@@ -25,6 +25,21 @@ class QuantizeSink final : public BlockSink {
   quantize::BlockwiseDecoder decoder_;
 };
 
+// The codes encoded block by block for a fused chain (quantize.hpp).
+class QuantizeSource final : public ForwardSource {
+ public:
+  explicit QuantizeSource(std::unique_ptr<quantize::BlockwiseEncoder> encoder) : encoder_(std::move(encoder)) {}
+  size_t size() const override { return encoder_->codes_bytes(); }
+  void encode_block(size_t block, uint8_t* dst) override { encoder_->encode_block(block, dst); }
+  void finish(std::vector<Bytes>& out) override {
+    out.resize(3);
+    encoder_->finish(out[1], out[2]);
+  }
+
+ private:
+  std::unique_ptr<quantize::BlockwiseEncoder> encoder_;
+};
+
 class QuantizeStage final : public Stage {
  public:
   explicit QuantizeStage(const quantize::Config& config) : config_(config) {}
@@ -50,6 +65,13 @@ class QuantizeStage final : public Stage {
     out[0] = std::move(streams.codes);
     out[1] = std::move(streams.outliers);
     out[2] = std::move(streams.params);
+  }
+  // Not for a LOSSLESS plan (no codes): forward() stores the elements then.
+  std::unique_ptr<ForwardSource> forward_source(const std::vector<ByteSpan>& in,
+                                                const StageContext& ctx) const override {
+    auto encoder = std::make_unique<quantize::BlockwiseEncoder>(in.at(0), config_, ctx.exec);
+    if (encoder->codes_bytes() == 0) return nullptr;
+    return std::make_unique<QuantizeSource>(std::move(encoder));
   }
   void inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const override {
     in.resize(1);

@@ -33,7 +33,7 @@ bool is_word_width(unsigned w) { return w == 1 || w == 2 || w == 4 || w == 8; }
 using Transform = void (*)(ByteSpan, unsigned, Bytes&, const Executor&);
 using Decoder = void (*)(ByteSpan, unsigned, Bytes&, size_t, const Executor&);
 using DecoderInto = void (*)(ByteSpan, unsigned, uint8_t*, const Executor&);
-using BlockDecoderFor = BlockCoder (*)(unsigned);
+using BlockCoderFor = BlockCoder (*)(unsigned);
 // A stage's forward on the GPU (nullptr: none): fills `out` from `in`.
 using DeviceForward = void (*)(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work);
 // Its inverse on the GPU: rebuilds `in` from `out`, no stream above max_bytes.
@@ -130,9 +130,11 @@ class EliminationSource final : public BlockSource {
   elimination::StreamBlocks blocks_;
 };
 
-struct BlockwiseInverse {
-  BlockDecoderFor coder = nullptr;              // block-local inverse, or
-  std::optional<elimination::Rule> source;      // an elimination stream
+// How a stage takes part in fused chains (Pipeline::forward, run_inverse).
+struct Blockwise {
+  BlockCoderFor encoder = nullptr;            // block-local forward and
+  BlockCoderFor decoder = nullptr;            // inverse, or
+  std::optional<elimination::Rule> stream;      // an elimination stream (ends a forward chain, starts an inverse one)
 };
 
 struct OnDevice {
@@ -147,7 +149,7 @@ struct OnDevice {
 class WordStage final : public Stage {
  public:
   WordStage(StageType type, const char* name, unsigned width, Transform encode, Transform decode,
-            Decoder decode_bounded, DecoderInto decode_into = nullptr, BlockwiseInverse blockwise = {},
+            Decoder decode_bounded, DecoderInto decode_into = nullptr, Blockwise blockwise = {},
             OnDevice on_device = {})
       : type_(type), name_(name), width_(width), encode_(encode), decode_(decode),
         decode_bounded_(decode_bounded), decode_into_(decode_into), blockwise_(blockwise), on_device_(on_device) {
@@ -197,12 +199,22 @@ class WordStage final : public Stage {
     in.resize(1);
     on_device_.inverse(out.at(0), in[0], width_, work, max_stream_bytes);
   }
+  BlockCoder forward_block_coder() const override {
+    return blockwise_.encoder ? blockwise_.encoder(width_) : nullptr;
+  }
+  bool forward_from_blocks(size_t n, const std::function<const uint8_t*(size_t, uint8_t*)>& produce,
+                           std::vector<Bytes>& out, const StageContext& ctx) const override {
+    if (!blockwise_.stream) return false;
+    out.resize(1);
+    elimination::encode_stream_blocks(n, width_, *blockwise_.stream, out[0], ctx.exec, produce);
+    return true;
+  }
   BlockCoder inverse_block_coder() const override {
-    return blockwise_.coder ? blockwise_.coder(width_) : nullptr;
+    return blockwise_.decoder ? blockwise_.decoder(width_) : nullptr;
   }
   std::unique_ptr<BlockSource> inverse_source(ByteSpan output, const StageContext& ctx) const override {
-    if (!blockwise_.source) return nullptr;
-    return std::make_unique<EliminationSource>(output, width_, *blockwise_.source, ctx.max_stream_bytes);
+    if (!blockwise_.stream) return nullptr;
+    return std::make_unique<EliminationSource>(output, width_, *blockwise_.stream, ctx.max_stream_bytes);
   }
 
  private:
@@ -212,7 +224,7 @@ class WordStage final : public Stage {
   Transform encode_, decode_;
   Decoder decode_bounded_;
   DecoderInto decode_into_;
-  BlockwiseInverse blockwise_;
+  Blockwise blockwise_;
   OnDevice on_device_;
 };
 
@@ -236,28 +248,28 @@ void byteswap_apply(ByteSpan in, unsigned w, Bytes& out, const Executor& e) { by
 
 std::unique_ptr<Stage> make_bitshuffle(unsigned w) {
   return std::make_unique<WordStage>(StageType::BitShuffle, "bitshuffle", w, bitshuffle::encode, bitshuffle::decode,
-                                     nullptr, nullptr, BlockwiseInverse{bitshuffle::block_decoder, {}},
+                                     nullptr, nullptr, Blockwise{bitshuffle::block_encoder, bitshuffle::block_decoder, {}},
                                      kBitshuffleOnDevice);
 }
 std::unique_ptr<Stage> make_tcms(unsigned w) {
   return std::make_unique<WordStage>(StageType::Tcms, "tcms", w, tcms::encode, tcms::decode, nullptr, nullptr,
-                                     BlockwiseInverse{}, kTcmsOnDevice);
+                                     Blockwise{}, kTcmsOnDevice);
 }
 std::unique_ptr<Stage> make_diffnb(unsigned w) {
   return std::make_unique<WordStage>(StageType::DiffNb, "diffnb", w, diffnb::encode, diffnb::decode, nullptr,
-                                     diffnb::decode_into, BlockwiseInverse{diffnb::block_decoder, {}}, kDiffnbOnDevice);
+                                     diffnb::decode_into, Blockwise{diffnb::block_encoder, diffnb::block_decoder, {}}, kDiffnbOnDevice);
 }
 std::unique_ptr<Stage> make_byteswap(unsigned w) {
   return std::make_unique<WordStage>(StageType::ByteSwap, "byteswap", w, byteswap_apply, byteswap_apply, nullptr,
-                                     nullptr, BlockwiseInverse{}, kByteswapOnDevice);
+                                     nullptr, Blockwise{}, kByteswapOnDevice);
 }
 std::unique_ptr<Stage> make_rze(unsigned w) {
   return std::make_unique<WordStage>(StageType::Rze, "rze", w, rze::encode, nullptr, rze::decode, nullptr,
-                                     BlockwiseInverse{nullptr, elimination::Rule::kNonZero}, kRzeOnDevice);
+                                     Blockwise{nullptr, nullptr, elimination::Rule::kNonZero}, kRzeOnDevice);
 }
 std::unique_ptr<Stage> make_rre(unsigned w) {
   return std::make_unique<WordStage>(StageType::Rre, "rre", w, rre::encode, nullptr, rre::decode, nullptr,
-                                     BlockwiseInverse{nullptr, elimination::Rule::kChanged}, kRreOnDevice);
+                                     Blockwise{nullptr, nullptr, elimination::Rule::kChanged}, kRreOnDevice);
 }
 
 }  // namespace fz::engine
