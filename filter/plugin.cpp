@@ -185,6 +185,31 @@ std::vector<uint32_t> learn_chunk(const Hdf5Api& api, hid_t dcpl) {
   return chunk;
 }
 
+// The bytes one chunk of the dataset holds (element size x chunk dims), or
+// nothing when the product does not fit 64 bits (no real chunk does).
+std::optional<uint64_t> chunk_bytes(const DatasetInfo& dataset) {
+  uint64_t bytes = dataset.dtype.size;
+  for (uint32_t extent : dataset.chunk_dims) {
+    if (extent != 0 && bytes > std::numeric_limits<uint64_t>::max() / extent) return std::nullopt;
+    bytes *= extent;
+  }
+  return bytes;
+}
+
+// A chunk takes about twice its size while it is written (HDF5's chunk
+// buffer and the filter's working memory, docs/PERFORMANCE.md): one that
+// cannot have that much on this machine is refused when the dataset is
+// created, rather than stored raw or killed for memory chunk after chunk.
+void refuse_chunk_larger_than_memory(const DatasetInfo& dataset) {
+  const std::optional<uint64_t> bytes = chunk_bytes(dataset);
+  const uint64_t total = total_memory();
+  if (!bytes || total == 0 || *bytes <= total / 2) return;
+  throw Refusal{Problem::BadParameters,
+                "a chunk of " + std::to_string(*bytes >> 20) + " MiB needs about twice that in memory while it is "
+                "written (HDF5's chunk buffer and H5Z-FZ's working memory), and this process can have at most " +
+                    std::to_string(total >> 20) + " MiB; use smaller chunks (a few MiB suit H5Z-FZ best)"};
+}
+
 // Our filter's cd_values and flags as stored in the dataset creation list.
 std::vector<unsigned> read_own_cd_values(const Hdf5Api& api, hid_t dcpl, unsigned& flags) {
   std::vector<unsigned> cd(kCdCapacity, 0u);
@@ -303,6 +328,7 @@ herr_t set_local(const Hdf5Api& api, hid_t dcpl, hid_t type, hid_t) {
   params.dataset.fill_value = learn_fill_value(api, dcpl, type, params.dataset.dtype);
   params.dataset.chunk_dims = learn_chunk(api, dcpl);
   params.dataset.first_filter = is_first_filter(api, dcpl);
+  refuse_chunk_larger_than_memory(params.dataset);
   std::vector<unsigned> stored;
   try {
     // The missing-value tuning words take precedence over HDF5's fill value
@@ -345,17 +371,19 @@ size_t hand_back(const Hdf5Api& api, const void* bytes, size_t size, size_t* buf
   return size;
 }
 
+// glibc serves every allocation above this from its own mmap (its dynamic
+// threshold never rises past it): fresh pages, which realloc can remap.
+constexpr size_t kLargestMmapThreshold = size_t{32} << 20;
+
 // A decoded chunk goes into a buffer the filter allocates (HDF5 frees it).
 // Above glibc's largest mmap threshold (32 MiB) every such buffer is fresh
 // memory, and writing the chunk into it faults in every 4 KiB page: 16-18 ms
 // of a 64 MiB chunk's read on the GPU machine. Transparent huge pages cut
 // that to one fault per 2 MiB where the system allows them on request
 // (madvise mode); elsewhere the advice changes nothing.
-constexpr size_t kHugePageOutputBytes = size_t{32} << 20;
-
 void advise_huge_pages(void* buffer, size_t size) {
 #ifdef MADV_HUGEPAGE
-  if (size < kHugePageOutputBytes) return;
+  if (size < kLargestMmapThreshold) return;
   constexpr uintptr_t kHuge = uintptr_t{2} << 20;
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(buffer) + kHuge - 1) & ~(kHuge - 1);
   const uintptr_t end = (reinterpret_cast<uintptr_t>(buffer) + size) & ~(kHuge - 1);
@@ -421,6 +449,22 @@ void warn_if_range_stretched(const unsigned cd[], size_t cd_count, const StoredP
 std::atomic<bool> said_bytes_fallback{false};
 std::atomic<bool> said_decompress{false};
 
+// A chunk comes in a buffer of exactly its size, without room for the raw
+// frame it becomes when it does not compress (or cannot, for want of memory):
+// that frame would take a second buffer of the chunk's size. Large buffers
+// (above glibc's largest mmap threshold, where realloc remaps pages instead
+// of copying them) are grown by the frame's header first, so the raw frame is
+// built over the chunk itself. A buffer that cannot grow is left as it is.
+void make_room_for_raw_frame(const Hdf5Api& api, size_t nbytes, size_t rank, size_t* buf_size, void** buf) {
+  if (nbytes < kLargestMmapThreshold) return;
+  const size_t needed = max_frame_bytes(nbytes, rank);
+  if (*buf_size >= needed) return;
+  void* grown = api.resize_memory(*buf, needed);
+  if (grown == nullptr) return;
+  *buf = grown;
+  *buf_size = needed;
+}
+
 size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], size_t nbytes, size_t* buf_size,
                       void** buf) {
   // Values still in the user layout: set_local never ran. HDF5 skips
@@ -446,13 +490,12 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
     options.threads = threads_from_environment();
     DataType dtype = params.dataset.dtype;
     std::vector<uint64_t> dims(params.dataset.chunk_dims.begin(), params.dataset.chunk_dims.end());
-    uint64_t expected = dtype.size;
-    for (uint64_t extent : dims) expected *= extent;
+    const std::optional<uint64_t> expected = chunk_bytes(params.dataset);
     if (dims.empty() || expected != nbytes) {
       // Another filter ran first and changed the size: the elements are gone,
       // only bytes are left, and bytes are compressed losslessly.
       say_once(said_bytes_fallback, "chunk of " + std::to_string(nbytes) + " bytes does not match the chunk shape (" +
-                                        std::to_string(expected) + " bytes): compressed losslessly as bytes");
+                                        std::to_string(expected.value_or(0)) + " bytes): compressed losslessly as bytes");
       dtype = bytes_type();
       dims = {static_cast<uint64_t>(nbytes)};
       options.preset = Preset::Lossless;
@@ -466,6 +509,7 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
     // the GPU machine, 32 ms for a 52 MB frame), and on the GPU path no second
     // copy of the frame. Only a frame larger than that buffer (an
     // incompressible chunk's raw frame) needs a new one.
+    make_room_for_raw_frame(api, nbytes, dims.size(), buf_size, buf);
     Bytes spill;
     const size_t written = compress_into(*buf, nbytes, dtype, dims, options, *buf, *buf_size, &spill);
     if (written) return written;
@@ -473,17 +517,6 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
   } catch (...) {
     rethrow_as_refusal(Problem::Compress);
   }
-}
-
-// The bytes one chunk of the dataset holds (element size x chunk dims), or
-// nothing when the product does not fit 64 bits (no real chunk does).
-std::optional<uint64_t> chunk_bytes(const DatasetInfo& dataset) {
-  uint64_t bytes = dataset.dtype.size;
-  for (uint32_t extent : dataset.chunk_dims) {
-    if (extent != 0 && bytes > std::numeric_limits<uint64_t>::max() / extent) return std::nullopt;
-    bytes *= extent;
-  }
-  return bytes;
 }
 
 // What the frame must decode to for this dataset, from its stored cd_values.
@@ -559,6 +592,7 @@ size_t decompress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[]
     if (!target.exact && target.chunk && *target.chunk <= kMaxChunkBytes && *target.chunk > size) {
       allocated = static_cast<size_t>(*target.chunk);
     }
+    require_memory(allocated, allocated, "allocate the output of");
     output = api.allocate_memory(allocated > 0 ? allocated : 1, false);
     if (output == nullptr) throw std::bad_alloc();
     advise_huge_pages(output, allocated);

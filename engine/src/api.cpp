@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "fault_injection.hpp"
 #include "frame.hpp"
+#include "memory_budget.hpp"
 #include "fz/fz.hpp"
 #include "pipeline.hpp"
 #include "pipeline_cache.hpp"
@@ -79,6 +80,9 @@ size_t decode_frame(const uint8_t* frame, size_t frame_bytes, uint64_t capacity,
                       std::to_string(capacity) + " allowed");
   }
   if (info_out) *info_out = info;
+  // Decoding takes at most about 3/4 of the chunk beyond the output (cusz's
+  // codes and Huffman stream; docs/PERFORMANCE.md).
+  engine::require_memory(info.original_bytes, info.original_bytes / 4 * 3, "decompress");
   size_t length = 0;
   const bool into = chunk == nullptr;
   if (info.raw) {
@@ -220,6 +224,9 @@ engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dty
     engine::chosen_backend();
     try {
       engine::fault_injection::maybe_fail(engine::fault_injection::pipeline_failures);
+      // Compressing takes at most about the chunk's size beyond it
+      // (docs/PERFORMANCE.md); without that much, the raw frame below needs none.
+      engine::require_memory(bytes, bytes, "compress");
       const ByteSpan chunk(static_cast<const uint8_t*>(data), bytes);
       const engine::BackendChoice& backend = engine::chosen_backend();
       // Under auto, small chunks stay on the CPU (kAutoGpuMinChunkBytes).
@@ -269,7 +276,10 @@ engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dty
     info.stages.clear();
     engine::FrameOut out;
     out.written = engine::write_frame_into(info, raw, target.data, target.capacity);
-    if (!out.written) out.frame = engine::write_frame(info, raw);
+    if (!out.written) {
+      engine::require_memory(bytes, bytes, "store");
+      out.frame = engine::write_frame(info, raw);
+    }
     return out;
   });
 }
@@ -333,6 +343,12 @@ size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t 
 }
 
 bool device_api_available() { return engine::cuda_device_count() > 0; }
+
+void require_memory(uint64_t chunk_bytes, uint64_t needed, const char* what) {
+  engine::require_memory(chunk_bytes, needed, what);
+}
+
+uint64_t total_memory() { return engine::total_memory_bytes(); }
 
 size_t max_frame_bytes(size_t bytes, size_t rank) {
   // A raw frame (the largest): 16 fixed bytes, the element size, original size

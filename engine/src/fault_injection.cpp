@@ -6,6 +6,7 @@ namespace fz::engine::fault_injection {
 
 std::atomic<int> pipeline_failures{0};
 std::atomic<int> device_allocation_failures{0};
+std::atomic<int64_t> available_memory{-1};
 
 bool take(std::atomic<int>& counter) {
   int pending = counter.load();

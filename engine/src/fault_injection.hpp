@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
 namespace fz::engine::fault_injection {
 
@@ -11,6 +12,8 @@ namespace fz::engine::fault_injection {
 extern std::atomic<int> pipeline_failures;
 // The next N device allocations fail as if the GPU were out of memory.
 extern std::atomic<int> device_allocation_failures;
+// When >= 0, what available_memory_bytes() reports (memory_budget.hpp).
+extern std::atomic<int64_t> available_memory;
 
 // True (and one fewer pending) when `counter` is positive.
 bool take(std::atomic<int>& counter);

@@ -126,6 +126,19 @@ struct FrameView {
 // threads: CPU threads for the batch (0 = H5Z_FZ_THREADS or all cores).
 std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, unsigned threads = 0);
 
+// ---- Memory --------------------------------------------------------------------
+// Linux lets a large allocation succeed and kills the process when it touches
+// the pages. So for chunks of 64 MiB or more the engine first checks that the
+// memory it needs beyond the chunk and its frame (at most about the chunk's
+// size, both ways: docs/PERFORMANCE.md) is there (MemAvailable, capped by the
+// process's cgroup). A chunk it cannot compress for want of memory is stored
+// raw in its frame (said on stderr); one it cannot decode is an Error.
+// Throws Error("not enough memory to <what> a chunk of N MiB ...") when a chunk
+// of 64 MiB or more would need `needed` bytes more than are available.
+void require_memory(uint64_t chunk_bytes, uint64_t needed, const char* what);
+// The most memory this process can have (MemTotal, capped by its cgroup); 0 if unknown.
+uint64_t total_memory();
+
 // ---- Device-resident chunks (CUDA builds) -----------------------------------
 // For data already in GPU memory: the chunk, the frame and the decoded chunk
 // are device pointers of one CUDA device (the one that owns them; the calling
