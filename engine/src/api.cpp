@@ -245,6 +245,7 @@ engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dty
         const auto pipeline = engine::cached_forward_pipeline(dtype, dims, effective,
                                                               engine::chunk_values(dtype, effective, chunk, *exec));
         engine::StageContext ctx{*exec, static_cast<size_t>(stream_limit(bytes))};
+        ctx.frame_limit = bytes;
         std::vector<Bytes> stored = pipeline->forward(chunk, ctx);
         info.stages = pipeline->stage_infos();
         const std::vector<ByteSpan> streams(stored.begin(), stored.end());
@@ -259,6 +260,9 @@ engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dty
         for (Bytes& b : stored) engine::release_buffer(std::move(b));
         if (info.frame_bytes < bytes) return out;
       }
+    } catch (const NotSmallerError&) {
+      // A stage found the frame could not be smaller than the chunk: the raw
+      // frame below, as for any such frame.
     } catch (const std::exception& e) {
       // The write path must not fail once the options were accepted (an HDF5
       // optional filter that fails stores the chunk uncompressed, silently):

@@ -163,9 +163,13 @@ std::vector<Bytes> Pipeline::forward(ByteSpan chunk, const StageContext& ctx) co
       }
     }
 
+    StageContext node_ctx = ctx;
+    node_ctx.stored_outputs = 0;
+    for (size_t k = 0; k < node.output_count && k < 32; ++k)
+      if (!consumed_[node.first_output + k]) node_ctx.stored_outputs |= uint32_t{1} << k;
     std::vector<Bytes> out;
     for (size_t k = 0; k < node.output_count; ++k) out.push_back(acquire_buffer());
-    node.stage->forward(in, out, ctx);
+    node.stage->forward(in, out, node_ctx);
     for (size_t k = 0; k < out.size(); ++k) buffers[node.first_output + k] = std::move(out[k]);
     for (uint8_t id : node.inputs) release_buffer(std::move(buffers[id]));  // consumed
     ++i;

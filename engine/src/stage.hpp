@@ -42,6 +42,12 @@ struct StageContext {
   const Executor& exec;
   // No stream an inverse produces may be larger than this (hostile frames).
   size_t max_stream_bytes;
+  // Forward: a frame this long or longer is replaced by the raw chunk (the
+  // chunk's size), so a stage whose outputs stored as they are (bit k of
+  // stored_outputs: output k goes into the frame unchanged) reach it may
+  // give up with NotSmallerError instead of finishing them.
+  size_t frame_limit = SIZE_MAX;
+  uint32_t stored_outputs = 0;
 };
 
 // A stream that a stage's inverse can produce one kBlockBytes block at a time

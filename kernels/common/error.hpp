@@ -18,6 +18,13 @@ class UsageError : public std::invalid_argument {
   explicit UsageError(const std::string& what) : std::invalid_argument(what) {}
 };
 
+// An encoder gave up because its output could not be smaller than its input
+// (the caller asked it to, with a limit): the chunk is stored as it is.
+class NotSmallerError : public std::runtime_error {
+ public:
+  explicit NotSmallerError(const std::string& what) : std::runtime_error(what) {}
+};
+
 // Throws FormatError(message) unless condition holds; for decoder bounds checks.
 inline void require_format(bool condition, const char* message) {
   if (!condition) throw FormatError(message);

@@ -54,9 +54,12 @@ struct Streams {
 // dims: 1 to 3 extents, slowest first (an extent of 0 gives an empty chunk).
 // user_bound: the user's absolute bound, > 0 and finite; every quantized element
 // satisfies |x - x'| <= user_bound exactly. Throws UsageError on bad arguments
-// (including in.size != N * width).
+// (including in.size != N * width). Gives up with NotSmallerError as soon as
+// the outliers stream would reach max_outlier_bytes (a caller that stores it
+// as it is passes the chunk's size: the frame could not be smaller then), so
+// an incompressible chunk costs no more memory than the stream would.
 void encode(ByteSpan in, const std::vector<size_t>& dims, const Config& config, double user_bound, Streams& out,
-            const Executor& exec = serial_executor());
+            const Executor& exec = serial_executor(), size_t max_outlier_bytes = SIZE_MAX);
 
 // Throws FormatError on malformed or hostile streams (never reads out of bounds,
 // allocates at most a few times codes.size), UsageError on bad config/dims.

@@ -30,6 +30,7 @@
 #include "lorenzo/lorenzo.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -243,12 +244,40 @@ struct Special {
   uint64_t bits;
 };
 
-struct Record {
-  size_t index;
-  uint8_t kind;
-  uint64_t delta;
-  uint64_t bits;
+// One block's outlier records, kept as the stream stores them (fields apart,
+// only what each record needs; the index as an offset in the block), so that
+// they take less memory than the outliers stream they become.
+template <typename U>
+struct BlockRecords {
+  std::vector<uint16_t> offsets;  // element index - the block's first (kBlockElems = 2^15)
+  std::vector<uint8_t> kinds;
+  std::vector<U> deltas;          // of the records with kHasDelta, in order
+  std::vector<U> raws;            // of the records whose value is kValueRaw, in order
+  size_t stream_bytes(size_t index_width) const {
+    return kinds.size() * (index_width + 1) + (deltas.size() + raws.size()) * sizeof(U);
+  }
+  void clear() {
+    offsets.clear();
+    kinds.clear();
+    deltas.clear();
+    raws.clear();
+  }
+  // Exact-size copies of `from`'s records.
+  void assign(const BlockRecords& from) {
+    offsets = std::vector<uint16_t>(from.offsets.begin(), from.offsets.end());
+    kinds = std::vector<uint8_t>(from.kinds.begin(), from.kinds.end());
+    deltas = std::vector<U>(from.deltas.begin(), from.deltas.end());
+    raws = std::vector<U>(from.raws.begin(), from.raws.end());
+  }
 };
+
+// Each thread's records of the block it is coding, reused from block to
+// block (their capacity grows to one block's worst case once).
+template <typename U>
+BlockRecords<U>& scratch_records() {
+  thread_local BlockRecords<U> scratch;
+  return scratch;
+}
 
 size_t block_count_elems(size_t n) { return (n + kBlockElems - 1) / kBlockElems; }
 
@@ -348,7 +377,7 @@ void deltas_of_range(const U* window, size_t origin, const Shape& s, size_t begi
 
 template <typename T>
 void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user_bound, Streams& out,
-                  const Executor& exec) {
+                  size_t max_outlier_bytes, const Executor& exec) {
   using I = typename Traits<T>::I;
   using U = typename Traits<T>::U;
   constexpr size_t W = sizeof(T);
@@ -383,7 +412,13 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
   std::unique_ptr<U[]> window(new U[window_elems]);
   std::vector<std::vector<Special>> specials(blocks);
   const U code_limit = static_cast<U>(2 * config.radius);  // zigzag(delta) < 2R -> code (2R <= 65536)
-  std::vector<std::vector<Record>> records(blocks);
+  std::vector<BlockRecords<U>> records(blocks);
+  const size_t index_width = n <= (uint64_t{1} << 32) ? 4 : 8;
+  // The outliers stream's length so far (header included), for giving up as
+  // soon as it reaches max_outlier_bytes: it only grows, so it reaches the
+  // limit, whatever the order the blocks finish in, exactly when the whole
+  // stream would.
+  std::atomic<size_t> outlier_bytes{kHeaderBytes};
   uint8_t* codes = out.codes.data();
   for (size_t first_block = 0; first_block < blocks; first_block += group_blocks) {
     const size_t group_begin = first_block * kBlockElems;
@@ -400,20 +435,20 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
       // Locals, so that the vector stores cannot alias them: the source, the
       // destination, and double's parameters in registers.
       U* const dst = window.get() + (begin - origin);  // p[i] at dst[i - begin]
-  #ifdef __SSE2__
+#ifdef __SSE2__
       const uint8_t* const src = in.data;
       const std::conditional_t<std::is_same_v<T, float>, const Quantizer<float>&, QuantizerSse2> vq(quantizer);
       for (; i + 4 <= end; i += 4)
         if (!quantize4_sse2(vq, src + W * i, dst + (i - begin))) break;  // classify takes over
-  #endif
+#endif
       for (; i < end; ++i) {
-  #ifdef __SSE2__
+#ifdef __SSE2__
         // Back to four at a time once past the group that needed classify.
         if (i % 4 == 0 && i + 4 <= end && quantize4_sse2(vq, src + W * i, dst + (i - begin))) {
           i += 3;
           continue;
         }
-  #endif
+#endif
         const U bits = load_le<U>(in.data + i * W);
         I q;
         const uint8_t kind = quantizer.classify(bits, q);
@@ -433,7 +468,8 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
       const auto& list = specials[b];
       size_t next = 0;
       size_t next_special = list.empty() ? n : list[0].index;
-      auto& recs = records[b];
+      BlockRecords<U>& recs = scratch_records<U>();
+      recs.clear();
       size_t chunk = begin;  // the first element of the chunk in deltas
       auto code_one = [&](size_t i) {
         const U d = deltas[i - chunk];
@@ -443,27 +479,35 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
         // stage, a zero delta and an outlier then both cost no set bits.
         store_le<uint16_t>(dst + 2 * i, fits ? static_cast<uint16_t>(z) : uint16_t{0});
         if (!fits || i == next_special) {
-          Record r{i, static_cast<uint8_t>(fits ? 0 : kHasDelta), d, 0};
+          uint8_t kind = fits ? 0 : kHasDelta;
+          if (!fits) recs.deltas.push_back(d);
           if (i == next_special) {
-            r.kind |= list[next].kind;
-            r.bits = list[next].bits;
+            kind |= list[next].kind;
+            if ((list[next].kind & kValueMask) == kValueRaw) recs.raws.push_back(static_cast<U>(list[next].bits));
             ++next;
             next_special = next < list.size() ? list[next].index : n;
           }
-          recs.push_back(r);
+          recs.offsets.push_back(static_cast<uint16_t>(i - begin));
+          recs.kinds.push_back(kind);
         }
       };
       for (; chunk < end; chunk += kEncodeChunk) {
         const size_t chunk_end = std::min(end, chunk + kEncodeChunk);
         deltas_of_range<U>(pq, origin, s, chunk, chunk_end, deltas.get());
         size_t i = chunk;
-  #ifdef __SSE2__
+#ifdef __SSE2__
         for (; i + 4 <= chunk_end; i += 4)
           if (next_special < i + 4 || !codes4_sse2(deltas.get() + (i - chunk), limit, dst + 2 * i))
             for (size_t k = i; k < i + 4; ++k) code_one(k);
-  #endif
+#endif
         for (; i < chunk_end; ++i) code_one(i);
       }
+      // The block's records were collected in this thread's scratch; the block
+      // keeps exact copies (no growth slack, no reallocation churn).
+      records[b].assign(recs);
+      const size_t added = recs.stream_bytes(index_width);
+      if (outlier_bytes.fetch_add(added) + added >= max_outlier_bytes)
+        throw NotSmallerError("lorenzo: the outliers alone reach " + std::to_string(max_outlier_bytes) + " bytes");
     });
 
     // What the next group's deltas reach back to.
@@ -471,41 +515,49 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
     std::memmove(window.get(), window.get() + (group_end - keep - origin), keep * sizeof(U));
   }
 
-  // Gather: exclusive prefix sums of the per-block counts give every block its
-  // place in each array, so records stay in index order for any schedule.
-  std::vector<size_t> rec_off(blocks + 1, 0), delta_off(blocks + 1, 0), raw_off(blocks + 1, 0);
-  for (size_t b = 0; b < blocks; ++b) {
-    size_t a = 0, r = 0;
-    for (const Record& rec : records[b]) {
-      a += (rec.kind & kHasDelta) != 0;
-      r += (rec.kind & kValueMask) == kValueRaw;
-    }
-    rec_off[b + 1] = rec_off[b] + records[b].size();
-    delta_off[b + 1] = delta_off[b] + a;
-    raw_off[b + 1] = raw_off[b] + r;
+  // Gather, block by block in index order into each of the stream's four
+  // arrays, each block's records freed as soon as they are placed, so the
+  // records and the stream they become are never both held whole.
+  size_t count = 0, deltas = 0, raws = 0;
+  for (const BlockRecords<U>& r : records) {
+    count += r.kinds.size();
+    deltas += r.deltas.size();
+    raws += r.raws.size();
   }
-  const size_t count = rec_off[blocks], deltas = delta_off[blocks], raws = raw_off[blocks];
-  const size_t index_width = n <= (uint64_t{1} << 32) ? 4 : 8;
-  const size_t index_at = kHeaderBytes;
-  const size_t kind_at = index_at + count * index_width;
-  const size_t delta_at = kind_at + count;
-  const size_t raw_at = delta_at + deltas * W;
-  out.outliers.assign(raw_at + raws * W, 0);
-  uint8_t* o = out.outliers.data();
-  store_le<uint64_t>(o, count);
-  store_le<uint64_t>(o + 8, deltas);
-  store_le<uint64_t>(o + 16, raws);
-  exec.parallel_for(blocks, [&](size_t b) {
-    size_t r = rec_off[b], a = delta_off[b], w = raw_off[b];
-    for (const Record& rec : records[b]) {
-      if (index_width == 4) store_le<uint32_t>(o + index_at + 4 * r, static_cast<uint32_t>(rec.index));
-      else store_le<uint64_t>(o + index_at + 8 * r, rec.index);
-      o[kind_at + r] = rec.kind;
-      if (rec.kind & kHasDelta) store_le<U>(o + delta_at + W * a++, static_cast<U>(rec.delta));
-      if ((rec.kind & kValueMask) == kValueRaw) store_le<U>(o + raw_at + W * w++, static_cast<U>(rec.bits));
-      ++r;
+  out.outliers.clear();
+  out.outliers.reserve(kHeaderBytes + count * (index_width + 1) + (deltas + raws) * W);
+  out.outliers.resize(kHeaderBytes);
+  store_le<uint64_t>(out.outliers.data(), count);
+  store_le<uint64_t>(out.outliers.data() + 8, deltas);
+  store_le<uint64_t>(out.outliers.data() + 16, raws);
+  // Appends `words` as little-endian words of `width` bytes.
+  const auto append = [&](const auto& words, size_t width, uint64_t add) {
+    const size_t at = out.outliers.size();
+    out.outliers.resize(at + words.size() * width);
+    uint8_t* dst = out.outliers.data() + at;
+    for (size_t k = 0; k < words.size(); ++k) {
+      const uint64_t word = static_cast<uint64_t>(words[k]) + add;
+      if (width == 8) store_le<uint64_t>(dst + 8 * k, word);
+      else if (width == 4) store_le<uint32_t>(dst + 4 * k, static_cast<uint32_t>(word));
+      else dst[k] = static_cast<uint8_t>(word);
     }
-  });
+  };
+  for (size_t b = 0; b < blocks; ++b) {
+    append(records[b].offsets, index_width, b * kBlockElems);
+    std::vector<uint16_t>().swap(records[b].offsets);
+  }
+  for (size_t b = 0; b < blocks; ++b) {
+    append(records[b].kinds, 1, 0);
+    std::vector<uint8_t>().swap(records[b].kinds);
+  }
+  for (size_t b = 0; b < blocks; ++b) {
+    append(records[b].deltas, W, 0);
+    std::vector<U>().swap(records[b].deltas);
+  }
+  for (size_t b = 0; b < blocks; ++b) {
+    append(records[b].raws, W, 0);
+    std::vector<U>().swap(records[b].raws);
+  }
 }
 
 // ---- decoder -------------------------------------------------------------------
@@ -914,7 +966,7 @@ void check_width(unsigned width) {
 }  // namespace
 
 void encode(ByteSpan in, const std::vector<size_t>& dims, const Config& config, double user_bound, Streams& out,
-            const Executor& exec) {
+            const Executor& exec, size_t max_outlier_bytes) {
   check_width(config.width);
   const Shape s = make_shape(dims);
   if (config.width == 4) check_config<float>(config);
@@ -922,8 +974,8 @@ void encode(ByteSpan in, const std::vector<size_t>& dims, const Config& config, 
   if (!(user_bound > 0) || !std::isfinite(user_bound)) throw UsageError("lorenzo: user bound must be > 0 and finite");
   if (in.size / config.width != s.n || in.size % config.width != 0)
     throw UsageError("lorenzo: input size does not match dims");
-  if (config.width == 4) encode_typed<float>(in, s, config, user_bound, out, exec);
-  else encode_typed<double>(in, s, config, user_bound, out, exec);
+  if (config.width == 4) encode_typed<float>(in, s, config, user_bound, out, max_outlier_bytes, exec);
+  else encode_typed<double>(in, s, config, user_bound, out, max_outlier_bytes, exec);
 }
 
 namespace {

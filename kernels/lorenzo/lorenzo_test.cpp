@@ -290,6 +290,34 @@ void expect_same_bytes_any_threads(const std::vector<T>& v, const Dims& dims, do
   EXPECT_EQ(a, b);
 }
 
+// The encoder gives up (NotSmallerError) exactly when the outliers stream
+// would reach the limit, on any thread count: one byte above the stream's
+// length it finishes with the same bytes, at the length it gives up. Noise
+// under a tight bound makes almost every element an outlier, in many blocks.
+TEST(Lorenzo, GivesUpExactlyWhenTheOutliersReachTheLimit) {
+  std::vector<float> v(3 * 32768 + 1000);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> noise(1.0f, 2.0f);
+  for (float& x : v) x = noise(rng);
+  v[5] = std::numeric_limits<float>::quiet_NaN();  // a raw value among them
+  const Dims dims = {v.size()};
+  const lorenzo::Config c = make_config<float>(1e-4, 512);
+  lorenzo::Streams unlimited;
+  lorenzo::encode(to_bytes(v), dims, c, 1e-4, unlimited);
+  const size_t length = unlimited.outliers.size();
+  ASSERT_GT(length, v.size() * 4);  // the outliers alone outweigh the chunk
+  const testing::ThreadExecutor three(3);
+  for (const Executor* exec : {&serial_executor(), static_cast<const Executor*>(&three)}) {
+    lorenzo::Streams enough;
+    lorenzo::encode(to_bytes(v), dims, c, 1e-4, enough, *exec, length + 1);
+    EXPECT_EQ(enough.outliers, unlimited.outliers);
+    EXPECT_EQ(enough.codes, unlimited.codes);
+    lorenzo::Streams short_of;
+    EXPECT_THROW(lorenzo::encode(to_bytes(v), dims, c, 1e-4, short_of, *exec, length), NotSmallerError);
+    EXPECT_THROW(lorenzo::encode(to_bytes(v), dims, c, 1e-4, short_of, *exec, v.size() * 4), NotSmallerError);
+  }
+}
+
 TEST(Lorenzo, SameBytesWithAnyThreadCount) {
   const RealField& wmag = real_fields()[0];
   const std::vector<float> v = testing::field_values<float>(wmag);

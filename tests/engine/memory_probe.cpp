@@ -58,12 +58,17 @@ struct Case {
   fz::Preset preset;
   fz::ErrorMode mode;
   double bound;
+  bool noise;  // random bits (exponent 0): nothing compresses, every Lorenzo delta an outlier
 };
 const Case kCases[] = {
-    {"lossless", fz::Preset::Lossless, fz::ErrorMode::Abs, 0},
-    {"pfpl", fz::Preset::Pfpl, fz::ErrorMode::Noa, 1e-3},
-    {"fzgpu", fz::Preset::Fzgpu, fz::ErrorMode::Noa, 1e-3},
-    {"cusz", fz::Preset::Cusz, fz::ErrorMode::Noa, 1e-4},
+    {"lossless", fz::Preset::Lossless, fz::ErrorMode::Abs, 0, false},
+    {"pfpl", fz::Preset::Pfpl, fz::ErrorMode::Noa, 1e-3, false},
+    {"fzgpu", fz::Preset::Fzgpu, fz::ErrorMode::Noa, 1e-3, false},
+    {"cusz", fz::Preset::Cusz, fz::ErrorMode::Noa, 1e-4, false},
+    {"lossless-noise", fz::Preset::Lossless, fz::ErrorMode::Abs, 0, true},
+    {"pfpl-noise", fz::Preset::Pfpl, fz::ErrorMode::Noa, 1e-3, true},
+    {"fzgpu-noise", fz::Preset::Fzgpu, fz::ErrorMode::Noa, 1e-3, true},
+    {"cusz-noise", fz::Preset::Cusz, fz::ErrorMode::Noa, 1e-4, true},
 };
 
 std::string data_dir() {
@@ -72,8 +77,8 @@ std::string data_dir() {
 }
 
 // A float32 chunk of about `mib` MiB: wmag91 (91^3, a real turbulence field)
-// repeated along the slowest axis, as a 3-D chunk.
-std::vector<float> tiled_field(size_t mib, std::vector<uint64_t>& dims) {
+// repeated along the slowest axis, as a 3-D chunk; or random values of that shape.
+std::vector<float> tiled_field(size_t mib, std::vector<uint64_t>& dims, bool noise) {
   const std::string path = data_dir() + "/wmag91.float";
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -87,6 +92,14 @@ std::vector<float> tiled_field(size_t mib, std::vector<uint64_t>& dims) {
   std::vector<float> chunk(planes * plane);
   for (size_t z = 0; z < planes; ++z)
     std::memcpy(chunk.data() + z * plane, field.data() + (z % 91) * plane, plane * sizeof(float));
+  if (noise) {
+    uint64_t state = 0x9E3779B97F4A7C15ull;  // xorshift64*: values in [1, 2) with random mantissas
+    for (float& v : chunk) {
+      state ^= state >> 12, state ^= state << 25, state ^= state >> 27;
+      const uint32_t bits = 0x3F800000u | static_cast<uint32_t>((state * 0x2545F4914F6CDD1Dull) >> 41);
+      std::memcpy(&v, &bits, sizeof v);
+    }
+  }
   dims = {planes, 91, 91};
   return chunk;
 }
@@ -127,7 +140,7 @@ std::vector<uint8_t> compress_chunk(const Case& c, std::vector<float>& chunk, co
 
 Measured measure(const Case& c, const std::string& direction, size_t mib) {
   std::vector<uint64_t> dims;
-  std::vector<float> chunk = tiled_field(mib, dims);
+  std::vector<float> chunk = tiled_field(mib, dims, c.noise);
   const size_t bytes = chunk.size() * sizeof(float);
   Measured m;
   m.chunk_bytes = bytes;

@@ -42,7 +42,11 @@ class LorenzoStage final : public Stage {
     lorenzo::Streams streams;
     streams.codes = std::move(out.at(0));
     streams.outliers = std::move(out.at(1));
-    lorenzo::encode(in.at(0), dims_, config_, enforced_bound_, streams, ctx.exec);
+    // Outliers stored as they are: once they alone reach the frame's limit the
+    // chunk is stored raw anyway, and all-outlier chunks (noise under a tight
+    // bound) would otherwise build a stream several times the chunk.
+    const size_t outlier_limit = (ctx.stored_outputs & 2u) ? ctx.frame_limit : SIZE_MAX;
+    lorenzo::encode(in.at(0), dims_, config_, enforced_bound_, streams, ctx.exec, outlier_limit);
     out[0] = std::move(streams.codes);
     out[1] = std::move(streams.outliers);
   }
