@@ -239,7 +239,8 @@ engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dty
       if (on_device) {
         // The GPU wrote the frame itself (its payload CRC computed there),
         // into the target when it went there.
-        if (on_device->written || on_device->frame.size() < bytes) return std::move(*on_device);
+        if (on_device->written || (!on_device->not_smaller && on_device->frame.size() < bytes))
+          return std::move(*on_device);
       } else {
         auto exec = engine::make_pool_executor(options.threads);
         const auto pipeline = engine::cached_forward_pipeline(dtype, dims, effective,

@@ -45,6 +45,9 @@ struct FrameTarget {
 struct FrameOut {
   Bytes frame;
   size_t written = 0;
+  // The frame would not be smaller than the chunk (neither downloaded nor
+  // built): the caller stores the chunk raw, as for any such frame.
+  bool not_smaller = false;
 };
 // `threads`: CPU threads for the copies through pinned memory (0 = default).
 std::optional<FrameOut> compress_on_device(ByteSpan chunk, const DataType& dtype,

@@ -8,8 +8,10 @@ before the write or read, once the data array (or the output array, written
 once) already exists; the read runs in a new process, on the file the write
 left. The same is
 measured for an uncompressed dataset of the same shape and chunking (HDF5's
-own buffers), and the table gives the filter's extra memory as
-(H5Z-FZ peak - uncompressed peak) / chunk size.
+own buffers for a chunked write), and the table gives the filter's extra
+memory: for a write (H5Z-FZ peak - uncompressed peak) / chunk, for a read
+(peak - stored chunk - decoded chunk) / chunk, the two buffers HDF5 holds for
+any filtered read.
 
 Data: float32, one chunk of --mib MiB holding the real field wmag91 (91^3)
 repeated along the slowest axis; with --noise, random bits of exponent 0
@@ -136,7 +138,7 @@ def main():
         rows = []
         for name, _, _, _ in PRESETS:
             rows.append((name, run_child(args, name, "write", folder), run_child(args, name, "read", folder)))
-    base_w, base_r = rows[0][1]["extra"], rows[0][2]["extra"]
+    base_w = rows[0][1]["extra"]
     print("h5py %s, HDF5 %s; one float32 chunk of %d MiB (%s); plugin %s, H5Z_FZ_DEVICE=%s" % (
         h5py.version.version, h5py.version.hdf5_version, args.mib, "random bits" if args.noise else "tiled wmag91",
         args.plugin_dir, os.environ.get("H5Z_FZ_DEVICE", "auto")))
@@ -144,6 +146,11 @@ def main():
     print("| dataset | stored MiB | write: peak over the array | filter's extra | read: peak over the output | "
           "filter's extra | read checked |")
     print("|---|---|---|---|---|---|---|")
+    # Write: HDF5 holds a chunk buffer for any chunked write, so the filter's
+    # extra is the peak over the uncompressed write's. Read: HDF5 holds the
+    # stored chunk and the decoded chunk for any filtered read (an
+    # uncompressed one reads straight into the array), so the filter's extra
+    # is the peak over those two.
     failed = False
     mb = 1 << 20
     for name, w, r in rows:
@@ -151,7 +158,7 @@ def main():
         ok = r.get("ok", True)
         failed |= not ok
         extra_w = "" if name == "uncompressed" else "%.2fx" % ((w["extra"] - base_w) / chunk)
-        extra_r = "" if name == "uncompressed" else "%.2fx" % ((r["extra"] - base_r) / chunk)
+        extra_r = "" if name == "uncompressed" else "%.2fx" % ((r["extra"] - w["stored"] - chunk) / chunk)
         print("| %s | %.1f | %.0f MiB | %s | %.0f MiB | %s | %s |" % (
             name, w["stored"] / mb, w["extra"] / mb, extra_w, r["extra"] / mb, extra_r, "yes" if ok else "FAILED"))
     return 1 if failed else 0

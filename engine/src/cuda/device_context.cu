@@ -55,11 +55,20 @@ PinnedBuffer::~PinnedBuffer() {
 
 uint8_t* PinnedBuffer::reserve(size_t bytes) {
   if (bytes <= capacity_ && data_) return data_;
-  // Grow by half again, so a slowly growing chunk size does not reallocate each time.
-  const size_t wanted = std::max(bytes, capacity_ + capacity_ / 2);
+  // Small buffers grow by half again, so a slowly growing size does not
+  // reallocate each time. Large ones (a chunk's staging) take what is asked,
+  // in whole MiB: half again of a 1 GiB frame's staging is 512 MiB of pinned
+  // memory the chunk never uses.
+  constexpr size_t kExactAbove = size_t{64} << 20, kGranule = size_t{1} << 20;
+  const size_t wanted = bytes > kExactAbove ? (bytes + kGranule - 1) / kGranule * kGranule
+                                            : std::max(bytes, capacity_ + capacity_ / 2);
+  // The old buffer goes first (its contents are not kept): the new one
+  // never coexists with it, which would take both sizes at once.
+  if (data_) (void)cudaFreeHost(data_);
+  data_ = nullptr;
+  capacity_ = 0;
   void* fresh = nullptr;
   check(cudaHostAlloc(&fresh, wanted, cudaHostAllocDefault), "cudaHostAlloc (pinned staging)");
-  if (data_) (void)cudaFreeHost(data_);
   data_ = static_cast<uint8_t*>(fresh);
   capacity_ = wanted;
   return data_;

@@ -615,6 +615,14 @@ FrameOut frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuf
     spans.push_back({buffers[ids[k]].data, static_cast<size_t>(sizes[k])});
     total += sizes[k];
   }
+  // A frame no smaller than the chunk gives way to the raw one: not brought
+  // back at all (noise under a tight bound makes Lorenzo's outliers several
+  // times the chunk, which took that much host memory only to be dropped).
+  if (write_frame_header(info, sizes, 0).size() + total >= info.original_bytes) {
+    FrameOut out;
+    out.not_smaller = true;
+    return out;
+  }
   const bool crc_on_device = total >= kDeviceCrcMinBytes;
   const uint32_t* crc = crc_on_device ? enqueue_crc32c(spans, total, work, lane) : nullptr;
   const uint8_t* staging = enqueue_stored_download(ids, buffers, sizes, total, lane);
