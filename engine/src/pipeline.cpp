@@ -66,12 +66,12 @@ std::vector<uint8_t> Pipeline::stored_buffers() const {
   return ids;
 }
 
-// A forward chain that runs block by block (see Pipeline::forward): nodes
-// [first, last] where `last` codes its input from blocks (an elimination
-// coder), the nodes between are block coders, and `first` is either a block
-// coder too or a stage whose output 0 comes as a ForwardSource.
+// A forward chain that runs block by block (see Pipeline::forward): the nodes
+// from the first up to `last`, which codes its input from blocks (an
+// elimination coder); the nodes between are block coders, and the first is
+// either a block coder too or a stage whose output 0 comes as a ForwardSource.
 struct ForwardChain {
-  size_t first = 0, last = 0;
+  size_t last = 0;
   bool starts_with_source = false;
   std::vector<BlockCoder> coders;
 };
@@ -79,7 +79,6 @@ struct ForwardChain {
 std::optional<ForwardChain> forward_chain_at(const std::vector<StageNode>& nodes, size_t first) {
   const auto one_to_one = [](const StageNode& n) { return n.inputs.size() == 1 && n.output_count == 1; };
   ForwardChain chain;
-  chain.first = first;
   size_t next = first;
   uint8_t stream = 0;  // the buffer the next node of the chain must consume
   if (one_to_one(nodes[first]) && nodes[first].stage->forward_block_coder()) {
