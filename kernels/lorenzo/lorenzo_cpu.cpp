@@ -382,7 +382,10 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
   using U = typename Traits<T>::U;
   constexpr size_t W = sizeof(T);
   const size_t n = s.n;
-  out.codes.assign(2 * n, 0);
+  // The codes grow group by group (below), so that an encoder that gives up
+  // part way (NotSmallerError) has touched only the codes it wrote.
+  out.codes.clear();
+  out.codes.reserve(2 * n);
   out.outliers.clear();
   if (n == 0) {
     out.outliers.assign(kHeaderBytes, 0);
@@ -419,12 +422,13 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
   // limit, whatever the order the blocks finish in, exactly when the whole
   // stream would.
   std::atomic<size_t> outlier_bytes{kHeaderBytes};
-  uint8_t* codes = out.codes.data();
+  std::vector<uint8_t> group_codes(2 * (window_elems - reach));
   for (size_t first_block = 0; first_block < blocks; first_block += group_blocks) {
     const size_t group_begin = first_block * kBlockElems;
     const size_t group_end = std::min(n, (first_block + group_blocks) * kBlockElems);
     const size_t origin = group_begin - std::min(group_begin, reach);  // window[0] is p[origin]
     const size_t group_count = std::min(group_blocks, blocks - first_block);
+    uint8_t* const codes = group_codes.data();  // the group's codes, element group_begin's first
 
     exec.parallel_for(group_count, [&](size_t g) {
       FloatStateGuard guard;
@@ -463,7 +467,7 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
       // The deltas of one chunk at a time, coded while they are in L1.
       std::unique_ptr<U[]> deltas(new U[std::min(end - begin, kEncodeChunk)]);
       const U* const pq = window.get();
-      uint8_t* const dst = codes;
+      uint8_t* const dst = codes + 2 * (begin - group_begin);  // element i's code at dst + 2 * (i - begin)
       const U limit = code_limit;
       const auto& list = specials[b];
       size_t next = 0;
@@ -477,7 +481,7 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
         const bool fits = z < limit;
         // An outlier's code is 0: with bit-shuffle + zero elimination after this
         // stage, a zero delta and an outlier then both cost no set bits.
-        store_le<uint16_t>(dst + 2 * i, fits ? static_cast<uint16_t>(z) : uint16_t{0});
+        store_le<uint16_t>(dst + 2 * (i - begin), fits ? static_cast<uint16_t>(z) : uint16_t{0});
         if (!fits || i == next_special) {
           uint8_t kind = fits ? 0 : kHasDelta;
           if (!fits) recs.deltas.push_back(d);
@@ -497,7 +501,7 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
         size_t i = chunk;
 #ifdef __SSE2__
         for (; i + 4 <= chunk_end; i += 4)
-          if (next_special < i + 4 || !codes4_sse2(deltas.get() + (i - chunk), limit, dst + 2 * i))
+          if (next_special < i + 4 || !codes4_sse2(deltas.get() + (i - chunk), limit, dst + 2 * (i - begin)))
             for (size_t k = i; k < i + 4; ++k) code_one(k);
 #endif
         for (; i < chunk_end; ++i) code_one(i);
@@ -510,6 +514,7 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
         throw NotSmallerError("lorenzo: the outliers alone reach " + std::to_string(max_outlier_bytes) + " bytes");
     });
 
+    out.codes.insert(out.codes.end(), codes, codes + 2 * (group_end - group_begin));
     // What the next group's deltas reach back to.
     const size_t keep = std::min(group_end, reach);
     std::memmove(window.get(), window.get() + (group_end - keep - origin), keep * sizeof(U));

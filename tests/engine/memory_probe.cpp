@@ -124,14 +124,20 @@ fz::Options options_of(const Case& c) {
 
 // Compresses over the chunk's own buffer, as the filter does with HDF5's;
 // measured when `m` is given. Returns the frame.
+// The buffer has room for a raw frame's header beyond the chunk, as the
+// filter gives HDF5's buffer of a large chunk (filter/plugin.cpp,
+// make_room_for_raw_frame), so an incompressible chunk's raw frame is built
+// in place there too.
 std::vector<uint8_t> compress_chunk(const Case& c, std::vector<float>& chunk, const std::vector<uint64_t>& dims,
                                     Measured* m) {
   const size_t bytes = chunk.size() * sizeof(float);
+  const size_t capacity = fz::max_frame_bytes(bytes, dims.size());
+  chunk.resize((capacity + sizeof(float) - 1) / sizeof(float));  // before the baseline: HDF5's own buffer
   const long before = status_kib("VmRSS:");
   if (m && !reset_peak()) std::exit(kSkipped);
   fz::Bytes spill;
   const size_t written = fz::compress_into(chunk.data(), bytes, fz::DataType::of<float>(), dims, options_of(c),
-                                           chunk.data(), bytes, &spill);
+                                           chunk.data(), capacity, &spill);
   if (m) {
     m->extra = double(status_kib("VmHWM:") - before) * 1024;
     m->held = double(status_kib("VmRSS:") - before) * 1024;
