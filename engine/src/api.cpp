@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "backend.hpp"
@@ -207,6 +208,24 @@ std::vector<uint64_t> checked_chunk_dims(const void* data, size_t bytes, const D
 
 namespace {
 
+bool fits(const engine::FrameTarget& target, size_t frame_bytes) {
+  return target.data != nullptr && frame_bytes <= target.capacity;
+}
+
+// The frame straight into the target when it fits there (the filter's:
+// HDF5's chunk buffer), so it is never held twice; else in its own memory.
+engine::FrameOut frame_out(const Bytes& header, const std::vector<ByteSpan>& stored, size_t frame_bytes,
+                           const engine::FrameTarget& target) {
+  engine::FrameOut out;
+  if (fits(target, frame_bytes)) {
+    engine::place_frame(header, stored, target.data);
+    out.written = frame_bytes;
+  } else {
+    out.frame = engine::assemble_frame(header, stored);
+  }
+  return out;
+}
+
 engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dtype, const std::vector<uint64_t>& dims_in,
                        const Options& options, BackendUse use, engine::FrameTarget target) {
   return translate_errors("compress", [&]() -> engine::FrameOut {
@@ -250,16 +269,15 @@ engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dty
         std::vector<Bytes> stored = pipeline->forward(chunk, ctx);
         info.stages = pipeline->stage_infos();
         const std::vector<ByteSpan> streams(stored.begin(), stored.end());
-        // Straight into the target when it fits (the filter's: HDF5's chunk
-        // buffer, whose chunk the pipeline has finished reading), so the
-        // frame is never held twice; only a frame smaller than the chunk goes
-        // there, since a larger one gives way to the raw frame below, which
-        // still needs the chunk.
-        engine::FrameOut out;
-        out.written = engine::write_frame_into(info, streams, target.data, std::min(target.capacity, bytes ? bytes - 1 : 0));
-        if (!out.written && info.frame_bytes < bytes) out.frame = engine::write_frame(info, streams);
+        const Bytes header = engine::frame_header(info, streams);
+        // Only a frame smaller than the chunk is kept: a larger one gives way
+        // to the raw frame below, which still needs the chunk, so the target
+        // (maybe the chunk's own memory, whose chunk the pipeline has finished
+        // reading) is written only then.
+        std::optional<engine::FrameOut> out;
+        if (info.frame_bytes < bytes) out = frame_out(header, streams, info.frame_bytes, target);
         for (Bytes& b : stored) engine::release_buffer(std::move(b));
-        if (info.frame_bytes < bytes) return out;
+        if (out) return std::move(*out);
       }
     } catch (const NotSmallerError&) {
       // A stage found the frame could not be smaller than the chunk: the raw
@@ -279,13 +297,9 @@ engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dty
     const std::vector<ByteSpan> raw = {ByteSpan(static_cast<const uint8_t*>(data), bytes)};
     info.flags = engine::kFlagRaw;
     info.stages.clear();
-    engine::FrameOut out;
-    out.written = engine::write_frame_into(info, raw, target.data, target.capacity);
-    if (!out.written) {
-      engine::require_memory(bytes, bytes, "store");
-      out.frame = engine::write_frame(info, raw);
-    }
-    return out;
+    const Bytes header = engine::frame_header(info, raw);
+    if (!fits(target, info.frame_bytes)) engine::require_memory(bytes, bytes, "store");
+    return frame_out(header, raw, info.frame_bytes, target);
   });
 }
 

@@ -116,9 +116,7 @@ Bytes write_frame_header(FrameInfo& info, const std::vector<uint64_t>& stored_si
   return h;
 }
 
-namespace {
-
-Bytes frame_header_of(FrameInfo& info, const std::vector<ByteSpan>& stored) {
+Bytes frame_header(FrameInfo& info, const std::vector<ByteSpan>& stored) {
   std::vector<uint64_t> sizes;
   uint32_t payload_crc = 0;
   for (const ByteSpan& b : stored) {
@@ -128,31 +126,32 @@ Bytes frame_header_of(FrameInfo& info, const std::vector<ByteSpan>& stored) {
   return write_frame_header(info, sizes, payload_crc);
 }
 
-}  // namespace
-
-Bytes write_frame(FrameInfo& info, const std::vector<ByteSpan>& stored) {
-  Bytes h = frame_header_of(info, stored);
-  h.reserve(info.frame_bytes);
-  for (const ByteSpan& b : stored) h.insert(h.end(), b.data, b.data + b.size);
-  return h;
+Bytes assemble_frame(Bytes header, const std::vector<ByteSpan>& stored) {
+  size_t length = header.size();
+  for (const ByteSpan& b : stored) length += b.size;
+  header.reserve(length);
+  for (const ByteSpan& b : stored) header.insert(header.end(), b.data, b.data + b.size);
+  return header;
 }
 
-Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
-  return write_frame(info, std::vector<ByteSpan>(stored.begin(), stored.end()));
-}
-
-size_t write_frame_into(FrameInfo& info, const std::vector<ByteSpan>& stored, uint8_t* dst, size_t capacity) {
-  const Bytes header = frame_header_of(info, stored);
-  if (info.frame_bytes > capacity) return 0;
+void place_frame(const Bytes& header, const std::vector<ByteSpan>& stored, uint8_t* dst) {
   // Last stream first: a stream that lies in dst itself (a raw frame's chunk)
   // only ever moves towards the end, over bytes no other stream occupies.
-  size_t end = info.frame_bytes;
+  size_t end = header.size();
+  for (const ByteSpan& b : stored) end += b.size;
   for (size_t k = stored.size(); k-- > 0;) {
     end -= stored[k].size;
     if (stored[k].size) std::memmove(dst + end, stored[k].data, stored[k].size);
   }
   std::memcpy(dst, header.data(), header.size());
-  return info.frame_bytes;
+}
+
+Bytes write_frame(FrameInfo& info, const std::vector<ByteSpan>& stored) {
+  return assemble_frame(frame_header(info, stored), stored);
+}
+
+Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored) {
+  return write_frame(info, std::vector<ByteSpan>(stored.begin(), stored.end()));
 }
 
 size_t frame_header_bytes(const uint8_t* frame, size_t available) {

@@ -20,12 +20,15 @@ constexpr size_t kFixedHeaderBytes = 16;     // up to and excluding the element 
 // Serialises header + payload. Fills header_bytes, frame_bytes and both CRCs of `info`.
 Bytes write_frame(FrameInfo& info, const std::vector<ByteSpan>& stored);
 Bytes write_frame(FrameInfo& info, const std::vector<Bytes>& stored);
-// The same into `dst` when the frame fits its `capacity` bytes: returns the
-// frame's length, or 0 with nothing written (`info` is filled either way, so
-// info.frame_bytes says what it needs). A stored stream may lie anywhere in
-// dst (the payload is moved, not copied, and before the header is written):
-// a raw frame is built over its own chunk without a second copy of it.
-size_t write_frame_into(FrameInfo& info, const std::vector<ByteSpan>& stored, uint8_t* dst, size_t capacity);
+// The same in two steps, for a caller that decides where the frame goes once
+// its length is known: the header of a frame holding `stored` (sizes and the
+// payload's CRC32C; fills `info` as above), then the whole frame, either in
+// its own memory or placed at `dst` (info.frame_bytes long). A stored stream
+// may lie anywhere in dst: the payload is moved, not copied, before the
+// header is written, so a raw frame is built over its own chunk.
+Bytes frame_header(FrameInfo& info, const std::vector<ByteSpan>& stored);
+Bytes assemble_frame(Bytes header, const std::vector<ByteSpan>& stored);
+void place_frame(const Bytes& header, const std::vector<ByteSpan>& stored, uint8_t* dst);
 // The header alone, for a payload written elsewhere (GPU memory): the stored
 // streams' sizes and the CRC32C of their concatenation. Fills `info` as above.
 Bytes write_frame_header(FrameInfo& info, const std::vector<uint64_t>& stored_sizes, uint32_t payload_crc);

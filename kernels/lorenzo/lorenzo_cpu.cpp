@@ -509,6 +509,9 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
       // The block's records were collected in this thread's scratch; the block
       // keeps exact copies (no growth slack, no reallocation churn).
       records[b].assign(recs);
+      // The block's specials are in its records now: a chunk of NaN would
+      // otherwise keep 24 bytes per element of them until the end.
+      std::vector<Special>().swap(specials[b]);
       const size_t added = recs.stream_bytes(index_width);
       if (outlier_bytes.fetch_add(added) + added >= max_outlier_bytes)
         throw NotSmallerError("lorenzo: the outliers alone reach " + std::to_string(max_outlier_bytes) + " bytes");

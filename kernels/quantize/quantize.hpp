@@ -98,7 +98,6 @@ class BlockwiseEncoder {
 
   struct Impl {
     virtual ~Impl() = default;
-    virtual bool lossless() const = 0;
     virtual size_t codes_bytes() const = 0;
     virtual void encode_block(size_t block, uint8_t* codes) = 0;
     virtual void finish(Bytes& outliers, Bytes& params) = 0;

@@ -517,7 +517,6 @@ class TypedEncoder final : public BlockwiseEncoder::Impl {
     if (plan_.method != Method::kLossless) block_outliers_.resize(block_count(count_ * sizeof(T)));
   }
 
-  bool lossless() const override { return plan_.method == Method::kLossless; }
   size_t codes_bytes() const override { return lossless() ? 0 : count_ * sizeof(T); }
 
   void encode_block(size_t block, uint8_t* codes) override {
@@ -563,6 +562,8 @@ class TypedEncoder final : public BlockwiseEncoder::Impl {
   U fill_;
   Plan<T> plan_;
   std::vector<std::vector<U>> block_outliers_;
+
+  bool lossless() const { return plan_.method == Method::kLossless; }
 };
 
 // ---------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 add_executable(fz_memory_probe ${CMAKE_CURRENT_LIST_DIR}/memory_probe.cpp)
 target_link_libraries(fz_memory_probe PRIVATE fz_engine)
 target_compile_definitions(fz_memory_probe PRIVATE FZ_DEFAULT_DATA_DIR="${CMAKE_SOURCE_DIR}/../shared/data")
-foreach(preset lossless pfpl fzgpu cusz lossless-noise pfpl-noise fzgpu-noise cusz-noise)
+foreach(preset lossless pfpl fzgpu cusz lossless-noise pfpl-noise fzgpu-noise cusz-noise cusz-nan)
   foreach(direction compress decompress)
     add_test(NAME engine.memory_${preset}_${direction}
              COMMAND fz_memory_probe ${preset} ${direction} 256 1.10)

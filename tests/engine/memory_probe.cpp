@@ -18,11 +18,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -61,17 +63,21 @@ struct Case {
   fz::Preset preset;
   fz::ErrorMode mode;
   double bound;
-  bool noise;  // random bits (exponent 0): nothing compresses, every Lorenzo delta an outlier
+  // The chunk's values: the tiled field; random values in [1, 2) (nothing
+  // compresses, every Lorenzo delta an outlier); or NaN (every element a
+  // special value, stored bit-exactly).
+  enum Data { kField, kNoise, kNaN } data;
 };
 const Case kCases[] = {
-    {"lossless", fz::Preset::Lossless, fz::ErrorMode::Abs, 0, false},
-    {"pfpl", fz::Preset::Pfpl, fz::ErrorMode::Noa, 1e-3, false},
-    {"fzgpu", fz::Preset::Fzgpu, fz::ErrorMode::Noa, 1e-3, false},
-    {"cusz", fz::Preset::Cusz, fz::ErrorMode::Noa, 1e-4, false},
-    {"lossless-noise", fz::Preset::Lossless, fz::ErrorMode::Abs, 0, true},
-    {"pfpl-noise", fz::Preset::Pfpl, fz::ErrorMode::Noa, 1e-3, true},
-    {"fzgpu-noise", fz::Preset::Fzgpu, fz::ErrorMode::Noa, 1e-3, true},
-    {"cusz-noise", fz::Preset::Cusz, fz::ErrorMode::Noa, 1e-4, true},
+    {"lossless", fz::Preset::Lossless, fz::ErrorMode::Abs, 0, Case::kField},
+    {"pfpl", fz::Preset::Pfpl, fz::ErrorMode::Noa, 1e-3, Case::kField},
+    {"fzgpu", fz::Preset::Fzgpu, fz::ErrorMode::Noa, 1e-3, Case::kField},
+    {"cusz", fz::Preset::Cusz, fz::ErrorMode::Noa, 1e-4, Case::kField},
+    {"lossless-noise", fz::Preset::Lossless, fz::ErrorMode::Abs, 0, Case::kNoise},
+    {"pfpl-noise", fz::Preset::Pfpl, fz::ErrorMode::Noa, 1e-3, Case::kNoise},
+    {"fzgpu-noise", fz::Preset::Fzgpu, fz::ErrorMode::Noa, 1e-3, Case::kNoise},
+    {"cusz-noise", fz::Preset::Cusz, fz::ErrorMode::Noa, 1e-4, Case::kNoise},
+    {"cusz-nan", fz::Preset::Cusz, fz::ErrorMode::Abs, 1e-4, Case::kNaN},
 };
 
 std::string data_dir() {
@@ -80,8 +86,8 @@ std::string data_dir() {
 }
 
 // A float32 chunk of about `mib` MiB: wmag91 (91^3, a real turbulence field)
-// repeated along the slowest axis, as a 3-D chunk; or random values of that shape.
-std::vector<float> tiled_field(size_t mib, std::vector<uint64_t>& dims, bool noise) {
+// repeated along the slowest axis, as a 3-D chunk; or noise or NaN of that shape.
+std::vector<float> tiled_field(size_t mib, std::vector<uint64_t>& dims, Case::Data data) {
   const std::string path = data_dir() + "/wmag91.float";
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -95,7 +101,8 @@ std::vector<float> tiled_field(size_t mib, std::vector<uint64_t>& dims, bool noi
   std::vector<float> chunk(planes * plane);
   for (size_t z = 0; z < planes; ++z)
     std::memcpy(chunk.data() + z * plane, field.data() + (z % 91) * plane, plane * sizeof(float));
-  if (noise) {
+  if (data == Case::kNaN) std::fill(chunk.begin(), chunk.end(), std::numeric_limits<float>::quiet_NaN());
+  if (data == Case::kNoise) {
     uint64_t state = 0x9E3779B97F4A7C15ull;  // xorshift64*: values in [1, 2) with random mantissas
     for (float& v : chunk) {
       state ^= state >> 12, state ^= state << 25, state ^= state >> 27;
@@ -159,7 +166,7 @@ void warm_up(const Case& c) {
 
 Measured measure(const Case& c, const std::string& direction, size_t mib) {
   std::vector<uint64_t> dims;
-  std::vector<float> chunk = tiled_field(mib, dims, c.noise);
+  std::vector<float> chunk = tiled_field(mib, dims, c.data);
   const size_t bytes = chunk.size() * sizeof(float);
   Measured m;
   m.chunk_bytes = bytes;
@@ -263,7 +270,7 @@ bool measure_in_child(const Case& c, const std::string& direction, size_t mib, M
 
 int table(size_t mib) {
   const char* device = std::getenv("H5Z_FZ_DEVICE");
-  std::printf("float32 chunk of %zu MiB (wmag91 tiled, or random values in [1, 2)); H5Z_FZ_DEVICE=%s\n\n", mib,
+  std::printf("float32 chunk of %zu MiB (wmag91 tiled, random values in [1, 2), or NaN); H5Z_FZ_DEVICE=%s\n\n", mib,
               device && *device ? device : "auto");
   std::printf("| preset | chunk MiB | frame MiB | compress: extra peak | held after | decompress: extra peak | "
               "held after |\n|---|---|---|---|---|---|---|\n");
