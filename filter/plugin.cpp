@@ -20,7 +20,7 @@
 #include <optional>
 #include <sys/mman.h>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "cd_values.hpp"
@@ -415,25 +415,39 @@ uint64_t hash_of_words(const unsigned cd[], size_t cd_count) {
 // (range_stretch.hpp). Once per dataset, keyed on its stored cd_values, so a
 // second dataset with other parameters warns again; datasets that share every
 // parameter share the warning. Reads the chunk only; the frame is unchanged.
+// The first kEveryChunk chunks of a dataset are looked at, then one in
+// kEveryChunk: land covers many chunks, and the look costs about 15 us, a
+// sizeable share of a small chunk's compression.
 void warn_if_range_stretched(const unsigned cd[], size_t cd_count, const StoredParams& params, const void* chunk,
                              size_t nbytes) {
   if (params.user.mode != ErrorMode::Noa || !preset_is_lossy(params.user.preset)) return;
   if (params.dataset.dtype.element_class != ElementClass::Float) return;
+  constexpr uint64_t kEveryChunk = 16;
+  constexpr uint64_t kWarned = std::numeric_limits<uint64_t>::max();
   // A bounded record: past it, no more warnings rather than unbounded memory.
   constexpr size_t kMostDatasets = 256;
   static std::mutex mutex;
-  static std::unordered_set<uint64_t> warned;
+  static std::unordered_map<uint64_t, uint64_t> chunks_seen;  // per dataset key; kWarned once warned
   const uint64_t key = hash_of_words(cd, cd_count);
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (warned.count(key) || warned.size() >= kMostDatasets) return;
+    auto seen = chunks_seen.find(key);
+    if (seen == chunks_seen.end()) {
+      if (chunks_seen.size() >= kMostDatasets) return;
+      seen = chunks_seen.emplace(key, 0).first;
+    }
+    if (seen->second == kWarned) return;
+    const uint64_t index = seen->second++;
+    if (index >= kEveryChunk && index % kEveryChunk != 0) return;
   }
   const std::optional<RangeStretch> stretch =
       find_range_stretch(chunk, nbytes, params.dataset.dtype, params.dataset.fill_value);
   if (!stretch) return;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!warned.insert(key).second) return;
+    uint64_t& seen = chunks_seen[key];
+    if (seen == kWarned) return;
+    seen = kWarned;
   }
   const char* dtype_word = params.dataset.dtype.size == 4 ? "float32" : "float64";
   const int digits = params.dataset.dtype.size == 4 ? 9 : 17;  // enough to give the value back exactly

@@ -21,11 +21,12 @@ namespace fz::filter {
 // their magnitude when they are all one value). Only the values NOA's range
 // is taken over count (finite, not the fill value, not +0.0).
 //
-// Cost: a strided sample of at most kRangeStretchSample elements, sorted; no
-// pass over the whole chunk. A missing value that marks an area (land, a
-// mask) is found; a lone element may fall between the samples.
+// Cost: a strided sample of at most kRangeStretchSample elements, sorted
+// (about 15 us; 4096 elements took 0.2-0.3 ms, more than compressing a
+// 64 KiB chunk); no pass over the whole chunk. A missing value that marks an
+// area (land, a mask) is found; a lone element may fall between the samples.
 constexpr double kRangeStretchFactor = 1e6;
-constexpr size_t kRangeStretchSample = 4096;
+constexpr size_t kRangeStretchSample = 1024;
 
 struct RangeStretch {
   double value = 0;              // the value that stretches the range
