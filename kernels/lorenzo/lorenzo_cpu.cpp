@@ -53,6 +53,7 @@ using namespace rules;  // the per-element rules the GPU shares
 
 // Work-item grid of the encoder and of the decoder's carry pass.
 constexpr size_t kBlockElems = size_t{1} << 15;
+static_assert(kBlockElems <= 65536, "element offsets in a block are 16-bit");
 // Elements whose deltas the encoder computes and codes at a time (8-16 KiB).
 constexpr size_t kEncodeChunk = 2048;
 constexpr size_t kHeaderBytes = 24;
@@ -238,10 +239,14 @@ inline bool codes4_sse2(const uint64_t* deltas, uint64_t code_limit, uint8_t* co
 }
 #endif
 
+// An element that is not quantized (NaN, Inf, denormal, fill value, too
+// large): its offset in its block (kBlockElems = 2^15), kind and bits. 8 bytes
+// for float32 (a NaN chunk held 24 bytes per element).
+template <typename U>
 struct Special {
-  size_t index;
+  uint16_t offset;
   uint8_t kind;
-  uint64_t bits;
+  U bits;
 };
 
 // One block's outlier records, kept as the stream stores them (fields apart,
@@ -413,7 +418,7 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
   const size_t group_blocks = std::max<size_t>(4, 4 * size_t{exec.concurrency()});
   const size_t window_elems = reach + std::min(n, group_blocks * kBlockElems);
   std::unique_ptr<U[]> window(new U[window_elems]);
-  std::vector<std::vector<Special>> specials(blocks);
+  std::vector<std::vector<Special<U>>> specials(blocks);
   const U code_limit = static_cast<U>(2 * config.radius);  // zigzag(delta) < 2R -> code (2R <= 65536)
   std::vector<BlockRecords<U>> records(blocks);
   const size_t index_width = n <= (uint64_t{1} << 32) ? 4 : 8;
@@ -457,7 +462,7 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
         I q;
         const uint8_t kind = quantizer.classify(bits, q);
         dst[i - begin] = static_cast<U>(q);
-        if (kind != kValueQuantized) list.push_back({i, kind, bits});
+        if (kind != kValueQuantized) list.push_back({static_cast<uint16_t>(i - begin), kind, bits});
       }
     });
 
@@ -471,7 +476,7 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
       const U limit = code_limit;
       const auto& list = specials[b];
       size_t next = 0;
-      size_t next_special = list.empty() ? n : list[0].index;
+      size_t next_special = list.empty() ? n : begin + list[0].offset;
       BlockRecords<U>& recs = scratch_records<U>();
       recs.clear();
       size_t chunk = begin;  // the first element of the chunk in deltas
@@ -487,9 +492,9 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
           if (!fits) recs.deltas.push_back(d);
           if (i == next_special) {
             kind |= list[next].kind;
-            if ((list[next].kind & kValueMask) == kValueRaw) recs.raws.push_back(static_cast<U>(list[next].bits));
+            if ((list[next].kind & kValueMask) == kValueRaw) recs.raws.push_back(list[next].bits);
             ++next;
-            next_special = next < list.size() ? list[next].index : n;
+            next_special = next < list.size() ? begin + list[next].offset : n;
           }
           recs.offsets.push_back(static_cast<uint16_t>(i - begin));
           recs.kinds.push_back(kind);
@@ -510,8 +515,8 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
       // keeps exact copies (no growth slack, no reallocation churn).
       records[b].assign(recs);
       // The block's specials are in its records now: a chunk of NaN would
-      // otherwise keep 24 bytes per element of them until the end.
-      std::vector<Special>().swap(specials[b]);
+      // otherwise keep them for every element until the end.
+      std::vector<Special<U>>().swap(specials[b]);
       const size_t added = recs.stream_bytes(index_width);
       if (outlier_bytes.fetch_add(added) + added >= max_outlier_bytes)
         throw NotSmallerError("lorenzo: the outliers alone reach " + std::to_string(max_outlier_bytes) + " bytes");
