@@ -9,7 +9,6 @@
 namespace fz::filter {
 namespace {
 
-constexpr unsigned kLastPreset = static_cast<unsigned>(Preset::CuszHiCr);
 constexpr unsigned kLastMode = static_cast<unsigned>(ErrorMode::Rel);
 
 [[noreturn]] void fail(const std::string& message) { throw Error(message); }
@@ -18,11 +17,12 @@ std::string preset_label(Preset preset) {
   return std::to_string(static_cast<unsigned>(preset)) + " (" + preset_name(preset) + ")";
 }
 
+// Preset lists come from the engine's preset table (fz::preset_table).
 std::string known_presets() {
   std::string list;
-  for (unsigned id = 0; id <= kLastPreset; ++id) {
+  for (const PresetInfo& preset : preset_table()) {
     if (!list.empty()) list += ", ";
-    list += std::to_string(id) + " " + preset_name(static_cast<Preset>(id));
+    list += std::to_string(static_cast<unsigned>(preset.id)) + " " + preset.name;
   }
   return list;
 }
@@ -44,7 +44,7 @@ std::string format_double(double value) {
 }
 
 Preset checked_preset(unsigned word, const char* where) {
-  if (word > kLastPreset) {
+  if (word > 0xFF || !find_preset(static_cast<Preset>(word))) {
     fail("unknown preset " + std::to_string(word) + " in " + where + " (known presets: " +
          known_presets() + ")");
   }
@@ -224,11 +224,10 @@ UserParams parse_any_layout(const unsigned* cd, size_t n) {
 void require_available(Preset preset) {
   if (preset_is_available(preset)) return;
   std::string available;
-  for (unsigned id = 0; id <= kLastPreset; ++id) {
-    const Preset candidate = static_cast<Preset>(id);
-    if (!preset_is_available(candidate)) continue;
+  for (const PresetInfo& candidate : preset_table()) {
+    if (!candidate.available) continue;
     if (!available.empty()) available += ", ";
-    available += std::to_string(id) + " " + preset_name(candidate);
+    available += std::to_string(static_cast<unsigned>(candidate.id)) + " " + candidate.name;
   }
   fail("preset " + preset_label(preset) + " is not available in this build of H5Z-FZ " + version() +
        " (available: " + available + ")");

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cd_values.hpp"
+#include "environment.hpp"
 #include "fz/fz.hpp"
 #include "hdf5_binding.hpp"
 #include "range_stretch.hpp"
@@ -46,28 +47,7 @@ constexpr uint64_t kMaxChunkBytes = 0xFFFFFFFFull;
 // Enough for any stored layout, and for noticing a user layout that is too long.
 constexpr size_t kCdCapacity = 256;
 
-bool verbose() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("H5Z_FZ_VERBOSE");
-    return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
-  }();
-  return enabled;
-}
-
-unsigned threads_from_environment() {
-  static const unsigned threads = [] {
-    const char* value = std::getenv("H5Z_FZ_THREADS");
-    if (value == nullptr || value[0] == '\0') return 0u;
-    char* end = nullptr;
-    const unsigned long parsed = std::strtoul(value, &end, 10);
-    if (end == value || *end != '\0' || parsed > 4096) {
-      if (verbose()) std::fprintf(stderr, "H5Z-FZ: ignoring H5Z_FZ_THREADS=%s (not a thread count)\n", value);
-      return 0u;
-    }
-    return static_cast<unsigned>(parsed);
-  }();
-  return threads;
-}
+bool verbose() { return verbose_environment(); }
 
 // Prints a message the first time a given kind of decision is made.
 void say_once(std::atomic<bool>& said, const std::string& message) {
@@ -501,7 +481,8 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
     warn_if_range_stretched(cd, cd_count, params, *buf, nbytes);
     Options options = to_options(params.user);
     options.fill_value = params.dataset.fill_value;
-    options.threads = threads_from_environment();
+    // Where and how the engine works: H5Z_FZ_DEVICE, _THREADS, _CPU, _GPU_COPY (environment.hpp).
+    apply_policy(policy_from_environment(), options);
     DataType dtype = params.dataset.dtype;
     std::vector<uint64_t> dims(params.dataset.chunk_dims.begin(), params.dataset.chunk_dims.end());
     const std::optional<uint64_t> expected = chunk_bytes(params.dataset);
@@ -610,7 +591,7 @@ size_t decompress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[]
     output = api.allocate_memory(allocated > 0 ? allocated : 1, false);
     if (output == nullptr) throw std::bad_alloc();
     advise_huge_pages(output, allocated);
-    const size_t decoded = decompress_into(*buf, nbytes, output, size);
+    const size_t decoded = decompress_into(*buf, nbytes, output, size, policy_from_environment());
     if (decoded != size) {
       throw Error("frame decoded to " + std::to_string(decoded) + " bytes, its header says " + std::to_string(size));
     }

@@ -11,9 +11,9 @@
 #include <string>
 #include <thread>
 
-#include "backend.hpp"
 #include "api_internal.hpp"
 #include "fz/fz.hpp"
+#include "policy.hpp"
 #include "thread_pool.hpp"
 
 namespace fz {
@@ -31,7 +31,7 @@ struct WorkSplit {
   unsigned workers = 1;
   unsigned threads_per_item = 1;
 };
-WorkSplit split_work(unsigned threads, size_t items);
+WorkSplit split_work(const engine::Policy& policy, size_t items);
 
 // Runs body(i) for every i in [0, count) on `workers` threads (the caller
 // included). Every item runs even when some throw; the first failure (lowest
@@ -63,11 +63,10 @@ void run_items(size_t count, unsigned workers, const char* item, Body body) {
   if (failed_index < count) throw Error(std::string(item) + " " + std::to_string(failed_index) + ": " + failure);
 }
 
-bool gpu_chosen() { return engine::chosen_backend().backend == engine::Backend::Cuda; }
-
-WorkSplit split_work(unsigned threads, size_t items) {
+WorkSplit split_work(const engine::Policy& policy, size_t items) {
+  const unsigned threads = policy.threads ? policy.threads : engine::default_thread_count();
   WorkSplit split;
-  split.workers = gpu_chosen() ? std::max(kGpuChunksInFlight, threads) : threads;
+  split.workers = policy.backend == engine::Backend::Cuda ? std::max(kGpuChunksInFlight, threads) : threads;
   // Each worker gets an equal share of the CPU threads for its own item.
   split.threads_per_item =
       std::max(1u, threads / std::max<unsigned>(1, static_cast<unsigned>(std::min<size_t>(split.workers, items))));
@@ -86,8 +85,7 @@ std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const Da
       throw Error("compress_batch: chunk " + std::to_string(i) + ": " + e.what());
     }
   }
-  const WorkSplit split =
-      split_work(options.threads ? options.threads : engine::default_thread_count(), chunks.size());
+  const WorkSplit split = split_work(engine::resolve_policy(options), chunks.size());
   Options per_chunk = options;
   per_chunk.threads = split.threads_per_item;
   std::vector<Bytes> frames(chunks.size());
@@ -97,12 +95,13 @@ std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const Da
   return frames;
 }
 
-std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, unsigned threads) {
-  const WorkSplit split = split_work(threads ? threads : engine::default_thread_count(), frames.size());
+std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, const Options& policy) {
+  const WorkSplit split = split_work(engine::resolve_policy(policy), frames.size());
+  Options per_frame = policy;
+  per_frame.threads = split.threads_per_item;
   std::vector<size_t> lengths(frames.size(), 0);
   run_items(frames.size(), split.workers, "decompress_batch: frame", [&](size_t i) {
-    lengths[i] = decompress_into_on(frames[i].frame, frames[i].frame_bytes, frames[i].out, frames[i].capacity,
-                                    split.threads_per_item);
+    lengths[i] = decompress_into(frames[i].frame, frames[i].frame_bytes, frames[i].out, frames[i].capacity, per_frame);
   });
   return lengths;
 }

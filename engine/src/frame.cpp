@@ -195,7 +195,7 @@ FrameInfo parse_frame_header(const uint8_t* frame, size_t available, uint64_t fr
   const uint8_t element_class = h.get<uint8_t>("element class");
   const uint8_t order = h.get<uint8_t>("byte order");
   const uint8_t rank = h.get<uint8_t>("rank");
-  require_format(preset <= static_cast<uint8_t>(Preset::CuszHiCr), "frame names an unknown preset");
+  require_format(find_preset(static_cast<Preset>(preset)) != nullptr, "frame names an unknown preset");
   require_format(element_class <= static_cast<uint8_t>(ElementClass::Float), "frame names an unknown element class");
   require_format(order <= 1, "frame names an unknown byte order");
   require_format(rank <= kMaxRank, "frame rank above 32");

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <utility>
 
-#include "presets.hpp"
+#include "presets/presets.hpp"
 
 namespace fz::engine {
 namespace {

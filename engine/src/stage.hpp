@@ -15,25 +15,14 @@
 #include "common/blocks.hpp"
 #include "common/bytes.hpp"
 #include "common/executor.hpp"
-#include "huffman/huffman.hpp"
-#include "lorenzo/lorenzo.hpp"
-#include "quantize/quantize.hpp"
 
 namespace fz::engine {
 
+// One enumerator per line of stage_list.inc, valued by its stable type id.
 enum class StageType : uint16_t {
-  BitShuffle = 1,
-  Rze = 2,
-  Rre = 3,
-  Tcms = 4,
-  DiffNb = 5,
-  Merge = 6,
-  ByteSwap = 7,
-  ByteTranspose = 8,
-  Quantize = 9,
-  Lorenzo = 10,
-  Huffman = 11,
-  FillMask = 12,
+#define FZ_STAGE(id, Enum, name, parse, samples, gpu) Enum = id,
+#include "stage_list.inc"
+#undef FZ_STAGE
 };
 
 constexpr size_t kMaxStageConfigBytes = 128;
@@ -178,33 +167,28 @@ class Stage {
     return nullptr;
   }
 
-  // The forward on the GPU, for stages that have one (this build has CUDA).
-  // It writes the same bytes as forward(). Inputs have host-known sizes.
-  virtual bool has_device_forward() const { return false; }
+  // The forward on the GPU (cuda/device_forward.cpp), for stages that have
+  // one in this build: it writes the same bytes as forward(). Inputs have
+  // host-known sizes. These entry points are not virtual: they hand over to
+  // the stage type's GPU part (kernels/<stage>/<stage>_stage_cuda.cpp,
+  // stage_device.hpp), which only CUDA builds compile, so a stage's CPU files
+  // know nothing of CUDA.
+  bool has_device_forward() const;
   // False when forward_device leaves output `port`'s size on the device only
   // (data-dependent sizes: elimination coders, outlier streams).
-  virtual bool device_output_size_on_host(size_t port) const {
-    (void)port;
-    return true;
-  }
-  virtual void forward_device(const std::vector<DeviceBuffer>& inputs, std::vector<DeviceBuffer>& outputs,
-                              DeviceWork& work) const {
-    (void)inputs, (void)outputs, (void)work;
-    throw std::logic_error("stage " + name() + " has no GPU forward");
-  }
+  bool device_output_size_on_host(size_t port) const;
+  void forward_device(const std::vector<DeviceBuffer>& inputs, std::vector<DeviceBuffer>& outputs,
+                      DeviceWork& work) const;
 
   // The inverse on the GPU (cuda/device_forward.cpp), the same bytes as
   // inverse(). Streams that came from the frame carry their host bytes too.
   // `max_stream_bytes` bounds every stream it rebuilds, as for inverse().
-  virtual bool has_device_inverse() const { return false; }
+  bool has_device_inverse() const;
   // True when inverse_device reads its output's bytes on the host (its output
   // must then be a stream stored in the frame).
-  virtual bool device_inverse_reads_host_bytes() const { return false; }
-  virtual void inverse_device(const std::vector<DeviceBuffer>& outputs, std::vector<DeviceBuffer>& inputs,
-                              DeviceWork& work, size_t max_stream_bytes) const {
-    (void)outputs, (void)inputs, (void)work, (void)max_stream_bytes;
-    throw std::logic_error("stage " + name() + " has no GPU inverse");
-  }
+  bool device_inverse_reads_host_bytes() const;
+  void inverse_device(const std::vector<DeviceBuffer>& outputs, std::vector<DeviceBuffer>& inputs,
+                      DeviceWork& work, size_t max_stream_bytes) const;
 
   // For a stage whose one input is the chunk: the inverse written straight into
   // `dst` (capacity bytes), saving the last copy of a decoded chunk. Returns
@@ -224,24 +208,19 @@ std::unique_ptr<Stage> parse_stage(uint16_t type_id, ByteSpan config);
 // The stages this build knows, by name, for tools.
 std::string stage_type_name(uint16_t type_id);
 
-// Constructors used by the presets.
-std::unique_ptr<Stage> make_bitshuffle(unsigned width);
-std::unique_ptr<Stage> make_rze(unsigned word_size);
-std::unique_ptr<Stage> make_rre(unsigned word_size);
-std::unique_ptr<Stage> make_tcms(unsigned width);
-std::unique_ptr<Stage> make_diffnb(unsigned width);
-std::unique_ptr<Stage> make_merge(unsigned parts);
-std::unique_ptr<Stage> make_byteswap(unsigned width);
-std::unique_ptr<Stage> make_bytetranspose(uint32_t element_size);
-std::unique_ptr<Stage> make_huffman(const huffman::Config& config);
-std::unique_ptr<Stage> make_quantize(const quantize::Config& config);
-std::unique_ptr<Stage> make_fillmask(unsigned width, uint64_t fill);
-// dims: the predictor shape (1 to 3 axes); enforced_bound: the absolute bound checked per element.
-std::unique_ptr<Stage> make_lorenzo(const lorenzo::Config& config, double enforced_bound, std::vector<size_t> dims);
-// Parsers for stages whose config is more than one value (FormatError when malformed).
-std::unique_ptr<Stage> parse_huffman(ByteSpan config);
-std::unique_ptr<Stage> parse_quantize(ByteSpan config);
-std::unique_ptr<Stage> parse_lorenzo(ByteSpan config);
-std::unique_ptr<Stage> parse_fillmask(ByteSpan config);
+// Each listed stage's parser (stage_list.inc), defined beside its kernels in
+// kernels/<stage>/<stage>_stage.cpp; FormatError when the config is malformed.
+#define FZ_STAGE(id, Enum, name, parse, samples, gpu) std::unique_ptr<Stage> parse(ByteSpan config);
+#include "stage_list.inc"
+#undef FZ_STAGE
+
+// The parser of a stage whose config is one byte (a word width, a part
+// count): `make` builds it, its UsageError becoming a FormatError.
+std::unique_ptr<Stage> parse_single_byte_config(ByteSpan config, const char* stage,
+                                                std::unique_ptr<Stage> (*make)(unsigned));
+// `make()`'s UsageError (a value the stage refuses) as the FormatError of a
+// stored config: "invalid <stage> stage config: ...".
+std::unique_ptr<Stage> config_error_as_format_error(const char* stage,
+                                                    const std::function<std::unique_ptr<Stage>()>& make);
 
 }  // namespace fz::engine

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/cpu_features.hpp"
+
 namespace fz::engine {
 namespace {
 
@@ -137,24 +139,38 @@ class Pool {
 
 class PoolExecutor final : public Executor {
  public:
-  explicit PoolExecutor(unsigned threads) : threads_(threads) {}
+  // Made on the calling thread, so it takes that thread's CPU-features
+  // ceiling (policy.hpp, CpuFeaturesScope) to the workers of its loops.
+  explicit PoolExecutor(unsigned threads) : threads_(threads), optional_isa_(optional_isa_allowed_here()) {}
   void parallel_for(size_t count, const std::function<void(size_t)>& body) const override {
-    Pool::instance().run(count, body, threads_);
+    if (optional_isa_) {
+      Pool::instance().run(count, body, threads_);
+      return;
+    }
+    const std::function<void(size_t)> held = [&body](size_t i) {
+      bool& allowed = optional_isa_allowed_here();
+      const bool saved = allowed;
+      allowed = false;
+      try {
+        body(i);
+      } catch (...) {
+        allowed = saved;
+        throw;
+      }
+      allowed = saved;
+    };
+    Pool::instance().run(count, held, threads_);
   }
   unsigned concurrency() const override { return threads_; }
 
  private:
   unsigned threads_;
+  bool optional_isa_;
 };
 
 }  // namespace
 
 unsigned default_thread_count() {
-  if (const char* env = std::getenv("H5Z_FZ_THREADS")) {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n > 0) return static_cast<unsigned>(std::min<long>(n, 1024));
-  }
   // hardware_concurrency() reads /sys on Linux (open/read/close): once per
   // process, not once per chunk (it cost 20% of small-chunk reads).
   static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());

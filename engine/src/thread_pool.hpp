@@ -11,10 +11,11 @@
 namespace fz::engine {
 
 // An executor that uses at most `threads` threads (the caller included) of the
-// shared pool; 0 means the default (H5Z_FZ_THREADS, else all hardware threads).
+// shared pool; 0 means all hardware threads. Its loops run under the calling
+// thread's CPU-features ceiling (policy.hpp).
 std::unique_ptr<Executor> make_pool_executor(unsigned threads);
 
-// H5Z_FZ_THREADS if set to a positive number, else std::thread::hardware_concurrency().
+// std::thread::hardware_concurrency() (at least 1).
 unsigned default_thread_count();
 
 }  // namespace fz::engine

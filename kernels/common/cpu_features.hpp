@@ -4,13 +4,13 @@
 // version computes exactly what the baseline one does (same operations,
 // wider registers), so frames and values never depend on the CPU.
 //
-// H5Z_FZ_CPU=baseline (read once per process) turns the optional paths off,
-// for comparisons; tests switch them with set_optional_isa_for_testing.
+// A caller may hold a thread to the baseline paths (fz::Options::cpu_features,
+// for comparisons): the engine sets the thread's ceiling for the length of a
+// call and its thread pool carries it to the workers of that call's loops.
+// Tests switch the paths process-wide with set_optional_isa_for_testing.
 #pragma once
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 namespace fz {
 
@@ -21,13 +21,19 @@ inline std::atomic<int>& avx2_state() {  // -1 unknown, 0 no, 1 yes
 }
 }  // namespace detail
 
+// This thread's ceiling: true lets it use what the CPU has, false holds it to
+// baseline x86-64.
+inline bool& optional_isa_allowed_here() {
+  thread_local bool allowed = true;
+  return allowed;
+}
+
 inline bool cpu_has_avx2() {
+  if (!optional_isa_allowed_here()) return false;
   int state = detail::avx2_state().load(std::memory_order_relaxed);
   if (state < 0) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    const char* setting = std::getenv("H5Z_FZ_CPU");
-    const bool baseline = setting && std::strcmp(setting, "baseline") == 0;
-    state = !baseline && __builtin_cpu_supports("avx2") ? 1 : 0;
+    state = __builtin_cpu_supports("avx2") ? 1 : 0;
 #else
     state = 0;
 #endif

@@ -2,7 +2,7 @@
 // header, code-length table and block table (format: huffman/huffman.hpp,
 // docs/FORMAT.md). The CPU coder and the CUDA backend both call these, so the
 // header bytes they write, and the streams they accept, are the same.
-// Implemented in huffman_cpu.cpp.
+// Implemented in format_cpu.cpp.
 #pragma once
 
 #include <array>
@@ -23,6 +23,10 @@ inline size_t table_bytes(size_t symbols) { return (symbols * kLengthBits + 7) /
 inline size_t align4(size_t x) { return (x + 3) & ~size_t{3}; }
 // Where the block table starts for a code-length table of symbols lo..hi.
 inline size_t ends_at(uint32_t lo, uint32_t hi) { return align4(kTableAt + table_bytes(size_t{hi} - lo + 1)); }
+// The block table holds one u32 per block (words before the block's end); the
+// first block's payload follows it.
+constexpr size_t kBlockEntryBytes = 4;
+inline size_t payload_offset(size_t ends_at, uint64_t blocks) { return ends_at + kBlockEntryBytes * blocks; }
 
 // What encoder and decoder derive from the lengths: the symbols in canonical
 // order and, per length, the first code and the first index.
@@ -40,6 +44,10 @@ Canonical make_canonical(const uint8_t* lengths, uint32_t lo, uint32_t hi);
 // Per symbol of the alphabet: (code << 5) | length, 0 for symbols without a
 // code; lo..hi are the first and last symbols with one.
 std::vector<uint32_t> encode_table(const std::vector<uint8_t>& lengths, uint32_t lo, uint32_t hi);
+
+// The checks of an alphabet size and a length limit (UsageError, as
+// huffman::encode and code_lengths say).
+void check_code_config(uint32_t alphabet, unsigned max_length);
 
 // The encoder's checks of its config (UsageError, as huffman::encode says).
 void check_encoder_config(const Config& config);

@@ -1,15 +1,83 @@
-// The per-element rules of the Lorenzo stage that the CPU (lorenzo_cpu.cpp) and
-// the GPU (lorenzo_cuda.cu) share, so the two cannot drift apart: value kinds,
-// the integer ranges, zigzag, the exact bound test and prequantization.
-// Host and device code (common/host_device.hpp); nothing here allocates or throws.
+// The rules of the Lorenzo stage that the CPU (encode_cpu.cpp, decode_cpu.cpp)
+// and the GPU (encode_cuda.cu, decode_cuda.cu) share, so the two cannot drift
+// apart: what a decodable config and a valid shape are, the outlier stream's
+// layout (docs/FORMAT.md, stage type 10), value kinds, the integer ranges,
+// zigzag, the exact bound test and prequantization.
+// The per-element rules are host and device code (common/host_device.hpp);
+// nothing here allocates or throws.
 #pragma once
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "common/host_device.hpp"
+#include "lorenzo/lorenzo.hpp"
 
-namespace fz::lorenzo::rules {
+namespace fz::lorenzo {
+
+// Why lorenzo::decode (and encode) refuse a config whose width is 4 or 8, as
+// the message of their UsageError; nullptr when it is decodable: the working
+// bound exactly a value of the element type, normal, with 2 * eb finite; the
+// radius in [1, 32768]; float32 fill bits within 32 bits.
+inline const char* config_problem(const Config& c) {
+  const bool narrow = c.width == 4;
+  const double eb = narrow ? static_cast<double>(static_cast<float>(c.eb)) : c.eb;
+  if (!(eb == c.eb)) return "lorenzo: working bound must be exactly representable in the element type";
+  const bool normal = narrow ? static_cast<float>(eb) >= std::numeric_limits<float>::min() &&
+                                   std::isfinite(static_cast<float>(eb) + static_cast<float>(eb))
+                             : eb >= std::numeric_limits<double>::min() && std::isfinite(eb + eb);
+  if (!normal) return "lorenzo: working bound must be normal, with 2*eb finite";
+  if (c.radius < 1 || c.radius > 32768) return "lorenzo: radius must be in [1, 32768]";
+  if (narrow && (c.fill_bits >> 32) != 0) return "lorenzo: fill bits wider than the element";
+  return nullptr;
+}
+
+// What lorenzo::decode requires of a config (the engine checks a frame's
+// config with it before decoding on the GPU, which reports no messages).
+inline bool config_is_decodable(const Config& c) {
+  return (c.width == 4 || c.width == 8) && config_problem(c) == nullptr;
+}
+
+namespace rules {
+
+// The chunk as z, y, x extents (a 1-D chunk is 1 x 1 x n).
+struct Shape {
+  size_t nz = 1, ny = 1, nx = 1, n = 0;
+};
+
+enum class ShapeCheck { kOk, kBadRank, kTooManyElements };
+
+// dims (1 to 3 extents, slowest first) as a Shape; an extent of 0 gives n = 0.
+// Bounded so that N * 16 (codes, outliers, temporaries) never overflows.
+inline ShapeCheck shape_of(const std::vector<size_t>& dims, Shape& s) {
+  if (dims.empty() || dims.size() > 3) return ShapeCheck::kBadRank;
+  size_t ext[3] = {1, 1, 1};
+  for (size_t k = 0; k < dims.size(); ++k) ext[3 - dims.size() + k] = dims[k];
+  s.nz = ext[0];
+  s.ny = ext[1];
+  s.nx = ext[2];
+  constexpr size_t kMaxElements = std::numeric_limits<size_t>::max() / 32;
+  size_t n = 1;
+  for (size_t e : ext) {
+    if (e == 0) {
+      s.n = 0;
+      return ShapeCheck::kOk;
+    }
+    if (n > kMaxElements / e) return ShapeCheck::kTooManyElements;
+    n *= e;
+  }
+  s.n = n;
+  return ShapeCheck::kOk;
+}
+
+// The outlier stream: [u64 n][u64 a][u64 b][index x n][kind u8 x n][delta x a]
+// [raw x b] (lorenzo.hpp); the index is u32 when N <= 2^32.
+constexpr size_t kHeaderBytes = 24;
+FZ_HOST_DEVICE inline size_t index_width_of(size_t n) { return n <= (uint64_t{1} << 32) ? 4 : 8; }
 
 constexpr uint8_t kValueQuantized = 0;
 constexpr uint8_t kValueRaw = 1;
@@ -125,4 +193,5 @@ struct Quantizer {
   }
 };
 
-}  // namespace fz::lorenzo::rules
+}  // namespace rules
+}  // namespace fz::lorenzo

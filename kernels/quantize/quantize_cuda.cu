@@ -2,7 +2,7 @@
 // host interface in quantize/quantize_cuda.hpp.
 //
 // Every element is coded on its own by exactly the CPU reference's rule
-// (encode_abs_element / encode_rel_block of quantize_cpu.cpp), so a code never
+// (encode_abs_element / encode_rel_block of encode_cpu.cpp), so a code never
 // depends on the thread that made it. Exactness: the build has -fmad=false,
 // and the arithmetic that must be one IEEE rounding is written with the _rn
 // intrinsics anyway (no contraction can change it); std::round is CUDA's
@@ -16,6 +16,7 @@
 // order (a block-wide scan) and copy the raw bits. Decoding mirrors it: values
 // and per-block zero counts first, the scan, then the outliers placed over the
 // zero codes (only when their total matches the outlier stream).
+// The per-element rules: elements_cuda.cuh and quantize_rules.hpp.
 #include "quantize/quantize_cuda.hpp"
 
 #include <cub/block/block_reduce.cuh>
@@ -30,6 +31,7 @@
 #include "common/one_block_scan_cuda.cuh"
 #include "common/words_cuda.cuh"
 #include "quantize/quantize_plan.hpp"
+#include "quantize/elements_cuda.cuh"
 #include "quantize/quantize_rules.hpp"
 
 namespace fz::quantize::cuda {
@@ -38,163 +40,7 @@ namespace {
 using fz::cuda_detail::load_word;
 using fz::cuda_detail::store_word;
 
-constexpr unsigned kThreads = 256;
-
-template <typename T>
-struct DTraits;
-
-// The shared field layout (quantize_rules.hpp) plus single-rounding device arithmetic.
-template <>
-struct DTraits<float> : rules::Traits<float> {
-  __device__ static float from_bits(uint32_t u) { return __uint_as_float(u); }
-  __device__ static uint32_t to_bits(float v) { return __float_as_uint(v); }
-  __device__ static float mul(float a, float b) { return __fmul_rn(a, b); }
-  __device__ static float add(float a, float b) { return __fadd_rn(a, b); }
-  __device__ static float sub(float a, float b) { return __fsub_rn(a, b); }
-  __device__ static float round_half_away(float s) { return roundf(s); }
-};
-
-template <>
-struct DTraits<double> : rules::Traits<double> {
-  __device__ static double from_bits(uint64_t u) { return __longlong_as_double(static_cast<long long>(u)); }
-  __device__ static uint64_t to_bits(double v) { return static_cast<uint64_t>(__double_as_longlong(v)); }
-  __device__ static double mul(double a, double b) { return __dmul_rn(a, b); }
-  __device__ static double add(double a, double b) { return __dadd_rn(a, b); }
-  __device__ static double sub(double a, double b) { return __dsub_rn(a, b); }
-  __device__ static double round_half_away(double s) { return round(s); }
-};
-
-template <typename T>
-using UintOf = typename DTraits<T>::U;
-using rules::kAbsLimit;
-using rules::kAbsMaxZigzag;
-using rules::kExponentMask;
-using rules::kMantissaMask;
-using rules::kRelLimit;
-using rules::kRelMaxZigzag;
-using rules::kSignBit;
-using rules::unzigzag;
-using rules::zigzag;
-
-template <typename T>
-constexpr unsigned kBlockElements = static_cast<unsigned>(kBlockBytes / sizeof(T));
-template <typename T>
-constexpr unsigned kPerThread = kBlockElements<T> / kThreads;
-
-
-template <typename T>
-__device__ __forceinline__ bool is_nan_or_inf(UintOf<T> bits) {
-  return (bits & kExponentMask<T>) == kExponentMask<T>;
-}
-
-// The CPU's within_abs: |x - xr| <= bound exactly (see quantize_cpu.cpp).
-__device__ __forceinline__ bool within_abs(double x, double xr, double bound) {
-  const double d = __dsub_rn(x, xr);
-  const double ad = fabs(d);
-  if (ad < bound) return true;
-  if (!(ad == bound)) return false;
-  const double bb = __dsub_rn(d, x);
-  double dl = __dadd_rn(__dsub_rn(x, __dsub_rn(d, bb)), __dsub_rn(-xr, bb));
-  if (d < 0) dl = -dl;
-  return dl <= 0;
-}
-
-// The CPU's within_rel: |a - r| <= eb * a exactly, for a > 0.
-__device__ __forceinline__ bool within_rel(double a, double r, double eb) {
-  const double d = __dsub_rn(a, r);
-  const double ad = fabs(d);
-  const double ph = __dmul_rn(eb, a);
-  if (ad < ph) return true;
-  if (!(ad == ph)) return false;
-  if (ph < 0x1p-900) return false;
-  const double pl = fma(eb, a, -ph);  // the exact error term, as std::fma on the CPU
-  const double bb = __dsub_rn(d, a);
-  double dl = __dadd_rn(__dsub_rn(a, __dsub_rn(d, bb)), __dsub_rn(-r, bb));
-  if (d < 0) dl = -dl;
-  return dl <= pl;
-}
-
-// Lg / Pw of specs/algorithms.md section 5, the CPU's lg() and pw().
-template <typename T>
-__device__ __forceinline__ T lg(T a) {
-  using D = DTraits<T>;
-  const UintOf<T> bits = D::to_bits(a);
-  const int e = static_cast<int>(bits >> D::kMantissaBits);
-  const T one_m = D::from_bits((UintOf<T>{D::kBias} << D::kMantissaBits) | (bits & kMantissaMask<T>));
-  return D::add(one_m, static_cast<T>(e - (D::kBias + 1)));
-}
-
-template <typename T>
-__device__ __forceinline__ bool pw(T l, T& out) {
-  using D = DTraits<T>;
-  const T t = D::add(l, static_cast<T>(D::kBias));
-  if (!(t >= T(1) && t < static_cast<T>(D::kMaxBiased + 1))) return false;
-  const int64_t e = static_cast<int64_t>(t);
-  const T f = D::sub(t, static_cast<T>(e - 1));
-  out = D::from_bits((static_cast<UintOf<T>>(e) << D::kMantissaBits) | (D::to_bits(f) & kMantissaMask<T>));
-  return true;
-}
-
-template <typename T>
-struct DevicePlan {
-  T step;
-  T inverse;
-  double check;
-  UintOf<T> fill;
-  bool has_fill;
-};
-
-template <typename T>
-__device__ __forceinline__ UintOf<T> abs_code(int64_t b) {
-  const uint64_t z = zigzag(b);
-  return z <= kAbsMaxZigzag<T> ? static_cast<UintOf<T>>(z + 1) : UintOf<T>{0};
-}
-
-// encode_abs_element of the CPU, operation for operation.
-template <typename T>
-__device__ __forceinline__ UintOf<T> encode_abs_element(UintOf<T> bits, const DevicePlan<T>& plan) {
-  using D = DTraits<T>;
-  if (is_nan_or_inf<T>(bits) || ((bits & kExponentMask<T>) == 0 && bits != 0) || (plan.has_fill && bits == plan.fill))
-    return 0;
-  const T x = D::from_bits(bits);
-  const T s = D::mul(x, plan.inverse);
-  if (!(fabs(s) < kAbsLimit<T>)) return 0;
-  const int64_t b = static_cast<int64_t>(D::round_half_away(s));
-  const T xr = D::mul(static_cast<T>(b), plan.step);
-  if (within_abs(static_cast<double>(x), static_cast<double>(xr), plan.check)) return abs_code<T>(b);
-  if (xr == xr) {
-    const int64_t b2 = x > xr ? b + 1 : b - 1;
-    const T xr2 = D::mul(static_cast<T>(b2), plan.step);
-    if (within_abs(static_cast<double>(x), static_cast<double>(xr2), plan.check)) return abs_code<T>(b2);
-  }
-  return 0;
-}
-
-// The element rule of the CPU's encode_rel_block.
-template <typename T>
-__device__ __forceinline__ UintOf<T> encode_rel_element(UintOf<T> bits, const DevicePlan<T>& plan) {
-  using D = DTraits<T>;
-  using U = UintOf<T>;
-  const U magnitude = bits & static_cast<U>(~kSignBit<T>);
-  if (plan.has_fill && bits == plan.fill) return 0;
-  if (magnitude == 0) return bits == 0 ? 1 : 2;
-  if (is_nan_or_inf<T>(bits) || (bits & kExponentMask<T>) == 0) return 0;
-  const T a = D::from_bits(magnitude);
-  const T s = D::mul(lg(a), plan.inverse);
-  if (!(fabs(s) < kRelLimit<T>)) return 0;
-  const int64_t b = static_cast<int64_t>(D::round_half_away(s));
-  const uint64_t z = zigzag(b);
-  T r;
-  if (z <= kRelMaxZigzag<T> && pw(D::mul(static_cast<T>(b), plan.step), r) &&
-      within_rel(static_cast<double>(a), static_cast<double>(r), plan.check))
-    return static_cast<U>(3 + ((z << 1) | static_cast<uint64_t>(bits >> (8 * sizeof(T) - 1))));
-  return 0;
-}
-
-__device__ __forceinline__ unsigned block_elements(uint64_t n, unsigned per_block, uint64_t block = blockIdx.x) {
-  const uint64_t rest = n - block * per_block;
-  return static_cast<unsigned>(rest < per_block ? rest : per_block);
-}
+using namespace device;  // the element rules (elements_cuda.cuh)
 
 // ---- encode ----------------------------------------------------------------
 
@@ -442,13 +288,10 @@ cudaError_t scan_counts(const Scratch& s, void* scratch, cudaStream_t stream) {
                                        stream);
 }
 
+// The CPU encoder's config rule (quantize_rules.hpp); NOA needs the data's
+// range and is encoded on the CPU.
 bool valid_config(size_t in_size, const Config& config) {
-  if (config.width != 4 && config.width != 8) return false;
-  if (config.mode != Mode::kAbs && config.mode != Mode::kRel) return false;
-  if (!(std::isfinite(config.bound) && config.bound > 0)) return false;
-  if (in_size % config.width != 0) return false;
-  if (config.fill && config.width == 4 && (*config.fill >> 32) != 0) return false;
-  return true;
+  return config.mode != Mode::kNoa && rules::config_problem(in_size, config).empty();
 }
 
 template <typename T>

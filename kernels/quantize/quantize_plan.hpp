@@ -1,7 +1,7 @@
 // Host-side setup of the quantizer that every backend shares: the plan of the
-// ABS and REL modes (what abs_plan / rel_plan of quantize_cpu.cpp compute,
+// ABS and REL modes (what abs_plan / rel_plan of plan_cpu.hpp compute,
 // including the LOSSLESS fall-back when the bound cannot be represented) and
-// the 40 params bytes. Defined in quantize_cpu.cpp, from the very functions the
+// the 40 params bytes. Defined in plan_cpu.cpp, from the very functions the
 // CPU encoder uses, so a GPU encoder built on them writes the CPU's params and
 // uses the CPU's step, inverse and exact-test bound.
 #pragma once

@@ -1,4 +1,4 @@
-// RRE: repeated word elimination (stage type 3). See common/elimination.hpp for
+// RRE: repeated word elimination (stage type 3). See elimination/elimination.hpp for
 // the stream format it shares with RZE; RRE keeps a word iff it differs from the
 // word before it (the word before the first of a sub-chunk counts as 0).
 #pragma once

@@ -1,7 +1,7 @@
 // RRE on the CPU: the shared elimination coder with the "keep changed words" rule.
 #include <string>
 
-#include "common/elimination.hpp"
+#include "elimination/elimination.hpp"
 #include "common/error.hpp"
 #include "rre/rre.hpp"
 

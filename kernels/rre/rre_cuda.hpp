@@ -1,5 +1,5 @@
 // RRE on the GPU (keeps a word iff it differs from the word before it): the
-// shared elimination coder of common/elimination_cuda.hpp, which documents the
+// shared elimination coder of elimination/elimination_cuda.hpp, which documents the
 // pointers, scratch, the encoded/decoded size words and the decode status
 // (0 = valid stream).
 #pragma once
@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/elimination_cuda.hpp"
+#include "elimination/elimination_cuda.hpp"
 
 namespace fz::rre::cuda {
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "rre/rre.hpp"
-#include "common/testing/elimination_cuda_checks.hpp"
+#include "elimination/testing/elimination_cuda_checks.hpp"
 
 namespace fz {
 namespace {

@@ -1,4 +1,4 @@
-// RZE: repeated zero elimination (stage type 2). See common/elimination.hpp for
+// RZE: repeated zero elimination (stage type 2). See elimination/elimination.hpp for
 // the stream format it shares with RRE; RZE keeps a word iff it is not zero.
 #pragma once
 

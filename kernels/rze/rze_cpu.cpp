@@ -1,7 +1,7 @@
 // RZE on the CPU: the shared elimination coder with the "keep non-zero words" rule.
 #include <string>
 
-#include "common/elimination.hpp"
+#include "elimination/elimination.hpp"
 #include "common/error.hpp"
 #include "rze/rze.hpp"
 

@@ -1,5 +1,5 @@
 // RZE on the GPU (keeps a word iff it is not zero): the shared elimination
-// coder of common/elimination_cuda.hpp, which documents the pointers, scratch,
+// coder of elimination/elimination_cuda.hpp, which documents the pointers, scratch,
 // the encoded/decoded size words and the decode status (0 = valid stream).
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/elimination_cuda.hpp"
+#include "elimination/elimination_cuda.hpp"
 
 namespace fz::rze::cuda {
 

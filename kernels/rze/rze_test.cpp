@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/blocks.hpp"
-#include "common/elimination.hpp"
+#include "elimination/elimination.hpp"
 #include "common/error.hpp"
 #include "common/testing/test_data.hpp"
 #include "common/testing/word_coder_checks.hpp"

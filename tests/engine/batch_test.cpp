@@ -72,7 +72,9 @@ TEST(Batch, DecodesEveryFrameIntoItsBuffer) {
     for (size_t i = 0; i < frames.size(); ++i)
       views.push_back({frames[i].data(), frames[i].size(), outputs[i].data(), outputs[i].size()});
     for (unsigned threads : {1u, 3u}) {
-      const std::vector<size_t> lengths = decompress_batch(views, threads);
+      Options policy;
+      policy.threads = threads;
+      const std::vector<size_t> lengths = decompress_batch(views, policy);
       ASSERT_EQ(lengths.size(), frames.size());
       for (size_t i = 0; i < frames.size(); ++i) {
         ASSERT_EQ(lengths[i], slabs.chunks[i].bytes) << c.label << ", frame " << i;
@@ -118,7 +120,9 @@ TEST(Batch, BadFrameIsNamedAndTheOthersStillDecode) {
   for (size_t i = 0; i < frames.size(); ++i)
     views.push_back({frames[i].data(), frames[i].size(), outputs[i].data(), outputs[i].size()});
   try {
-    decompress_batch(views, 2);
+    Options two_threads;
+    two_threads.threads = 2;
+    decompress_batch(views, two_threads);
     FAIL() << "damaged frames were accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("frame 2"), std::string::npos) << e.what();  // the first bad one

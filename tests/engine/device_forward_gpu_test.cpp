@@ -16,14 +16,18 @@
 #include <thread>
 
 #include "api_internal.hpp"
+#include "bitshuffle/bitshuffle_stage.hpp"
 #include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
 #include "cuda/device_context.hpp"
+#include "diffnb/diffnb_stage.hpp"
 #include "fault_injection.hpp"
 #include "frame.hpp"
 #include "fz/fz.hpp"
-#include "presets.hpp"
+#include "presets/presets.hpp"
 #include "quantize/quantize.hpp"
+#include "quantize/quantize_stage.hpp"
+#include "rze/rze_stage.hpp"
 #include "thread_pool.hpp"
 
 namespace fz::engine {
@@ -332,16 +336,17 @@ TEST(DeviceForward, CompressIntoWritesTheCpusFrameAlsoInPlace) {
   }
 }
 
-// Through the public API with H5Z_FZ_DEVICE=cuda: frames decode to the input.
+// Through the public API with device "cuda": frames decode to the input.
 TEST(DeviceForward, PublicApiRoundTripOnTheGpu) {
   FZ_SKIP_WITHOUT_CUDA();
-  setenv("H5Z_FZ_DEVICE", "cuda", 1);  // read once, at the engine's first call in this process
+  Options on_gpu;
+  on_gpu.device = "cuda";
   for (const Case& c : cases()) {
-    const Bytes frame = compress(c.data.data(), c.data.size(), c.dtype, {c.data.size() / c.dtype.size}, Options{});
-    const Decoded d = decompress(frame.data(), frame.size());
+    const Bytes frame = compress(c.data.data(), c.data.size(), c.dtype, {c.data.size() / c.dtype.size}, on_gpu);
+    const Decoded d = decompress(frame.data(), frame.size(), on_gpu);
     EXPECT_TRUE(d.data == c.data) << c.what;
     Bytes into(c.data.size(), 0xA5);  // decompress_into decodes on the GPU
-    EXPECT_EQ(decompress_into(frame.data(), frame.size(), into.data(), into.size()), c.data.size()) << c.what;
+    EXPECT_EQ(decompress_into(frame.data(), frame.size(), into.data(), into.size(), on_gpu), c.data.size()) << c.what;
     EXPECT_TRUE(into == c.data) << c.what;
   }
 }
@@ -352,11 +357,12 @@ TEST(DeviceForward, PublicApiRoundTripOnTheGpu) {
 // is reported as such, whichever side checked it.
 TEST(DeviceInverse, PayloadChecksumIsCheckedOnTheGpuPath) {
   FZ_SKIP_WITHOUT_CUDA();
-  setenv("H5Z_FZ_DEVICE", "cuda", 1);
+  Options on_gpu;
+  on_gpu.device = "cuda";
   const Bytes field = testing::read_field("wmag91.float");
   for (size_t bytes : {size_t{4096}, size_t{60000}, field.size()}) {  // small payloads and a 2.9 MB one
     const Bytes chunk(field.begin(), field.begin() + bytes);
-    const Bytes frame = compress(chunk.data(), chunk.size(), DataType::of<float>(), {bytes / 4}, Options{});
+    const Bytes frame = compress(chunk.data(), chunk.size(), DataType::of<float>(), {bytes / 4}, on_gpu);
     const ParsedFrame parsed = parse_frame(frame.data(), frame.size());
     ASSERT_FALSE(parsed.info.raw) << bytes;
     Pipeline p;
@@ -372,7 +378,7 @@ TEST(DeviceInverse, PayloadChecksumIsCheckedOnTheGpuPath) {
     Bytes corrupted = frame;
     corrupted[parsed.info.header_bytes + (parsed.info.frame_bytes - parsed.info.header_bytes) / 2] ^= 0x10;
     try {
-      decompress_into(corrupted.data(), corrupted.size(), out.data(), out.size());
+      decompress_into(corrupted.data(), corrupted.size(), out.data(), out.size(), on_gpu);
       ADD_FAILURE() << bytes << ": a corrupted payload decoded";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("payload checksum mismatch"), std::string::npos) << e.what();
@@ -380,7 +386,7 @@ TEST(DeviceInverse, PayloadChecksumIsCheckedOnTheGpuPath) {
   }
 }
 
-// Pipelines that come again run as CUDA graphs on the lane (device_forward.cpp):
+// Pipelines that come again run as CUDA graphs on the lane (cuda/forward_graphs.hpp):
 // the first chunk of a key launches stage by stage, the second captures the
 // graph, later ones replay it, each with its own data. Every frame equals the
 // CPU's. The chunks of a key share their size and (NOA) value range: a chunk,
@@ -389,7 +395,8 @@ TEST(DeviceInverse, PayloadChecksumIsCheckedOnTheGpuPath) {
 // never get a graph.
 TEST(DeviceForward, RepeatedPipelinesReplayAsGraphsWithTheCpusFrames) {
   FZ_SKIP_WITHOUT_CUDA();
-  setenv("H5Z_FZ_DEVICE", "cuda", 1);
+  Options on_gpu;
+  on_gpu.device = "cuda";
   const Bytes field = testing::read_field("wmag91.float");
   enum class Expect { kGraph, kNotCapturable, kTooLarge };
   struct Config {
@@ -429,7 +436,7 @@ TEST(DeviceForward, RepeatedPipelinesReplayAsGraphsWithTheCpusFrames) {
       const Bytes gpu = compress_with(chunk.data(), c.bytes, DataType::of<float>(), dims, o, BackendUse::kGpu);
       EXPECT_TRUE(gpu == cpu) << what;
       std::vector<float> back(n);
-      EXPECT_EQ(decompress_into(gpu.data(), gpu.size(), back.data(), c.bytes), c.bytes) << what;
+      EXPECT_EQ(decompress_into(gpu.data(), gpu.size(), back.data(), c.bytes, on_gpu), c.bytes) << what;
     }
     const ForwardGraphCounts counts = forward_graph_counts(0);
     const std::string what = std::string(preset_name(c.preset)) + " " + std::to_string(c.bytes);

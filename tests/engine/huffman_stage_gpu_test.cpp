@@ -1,4 +1,4 @@
-// The Huffman stage on the GPU (engine/src/stages/huffman_stage.cpp): its
+// The Huffman stage on the GPU (kernels/huffman/huffman_stage_cuda.cpp): its
 // stream equals the CPU's; its inverse decodes a stream stored in the frame
 // (host bytes at hand) and one that another GPU stage rebuilt (RZE: only the
 // device holds it, the stage reads its header back); damaged streams and the
@@ -18,7 +18,9 @@
 #include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
 #include "device_forward.hpp"
+#include "huffman/huffman_stage.hpp"
 #include "pipeline.hpp"
+#include "rze/rze_stage.hpp"
 #include "stage.hpp"
 #include "thread_pool.hpp"
 

@@ -123,8 +123,25 @@ struct Measured {
   size_t chunk_bytes = 0, frame_bytes = 0;
 };
 
-fz::Options options_of(const Case& c) {
+// The engine's threads (H5Z_FZ_THREADS, else the hardware's), as it counts them.
+unsigned engine_threads() {
+  const char* env = std::getenv("H5Z_FZ_THREADS");
+  const long threads = env ? std::strtol(env, nullptr, 10) : 0;
+  return threads > 0 ? static_cast<unsigned>(threads) : std::max(1u, std::thread::hardware_concurrency());
+}
+
+// The probe's policy: H5Z_FZ_DEVICE (ctest pins the CPU) and H5Z_FZ_THREADS,
+// mapped as the filter maps them.
+fz::Options policy() {
   fz::Options options;
+  const char* device = std::getenv("H5Z_FZ_DEVICE");
+  if (device && *device) options.device = device;
+  options.threads = engine_threads();
+  return options;
+}
+
+fz::Options options_of(const Case& c) {
+  fz::Options options = policy();
   options.preset = c.preset;
   options.mode = c.mode;
   options.bound = c.bound;
@@ -163,7 +180,7 @@ void warm_up(const Case& c) {
   for (size_t i = 0; i < small.size(); ++i) small[i] += float(i % 97) * 0.01f;
   const size_t bytes = small.size() * sizeof(float);
   const fz::Bytes frame = fz::compress(small.data(), bytes, fz::DataType::of<float>(), {small.size()}, options_of(c));
-  fz::decompress_into(frame.data(), frame.size(), small.data(), bytes);
+  fz::decompress_into(frame.data(), frame.size(), small.data(), bytes, policy());
 }
 
 Measured measure(const Case& c, const std::string& direction, size_t mib) {
@@ -221,7 +238,7 @@ Measured measure(const Case& c, const std::string& direction, size_t mib) {
   std::vector<float> out(original.size(), 1.0f);
   const long before = status_kib("VmRSS:");
   if (!reset_peak()) std::exit(kSkipped);
-  const size_t decoded = fz::decompress_into(frame.data(), frame.size(), out.data(), bytes);
+  const size_t decoded = fz::decompress_into(frame.data(), frame.size(), out.data(), bytes, policy());
   m.extra = double(status_kib("VmHWM:") - before) * 1024;
   m.held = double(status_kib("VmRSS:") - before) * 1024;
   if (decoded != bytes) {
@@ -241,12 +258,6 @@ const Case* find_case(const std::string& name) {
   return nullptr;
 }
 
-// The engine's threads (H5Z_FZ_THREADS, else the hardware's), as it counts them.
-unsigned engine_threads() {
-  const char* env = std::getenv("H5Z_FZ_THREADS");
-  const long threads = env ? std::strtol(env, nullptr, 10) : 0;
-  return threads > 0 ? static_cast<unsigned>(threads) : std::max(1u, std::thread::hardware_concurrency());
-}
 
 // Working memory that grows with the threads, not the chunk: per thread, a
 // Lorenzo group's share (prequantized values, codes and special values of

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "presets.hpp"
+#include "presets/presets.hpp"
 
 namespace fz::engine {
 namespace {

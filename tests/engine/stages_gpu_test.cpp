@@ -12,12 +12,21 @@
 #include <functional>
 #include <random>
 
+#include "bitshuffle/bitshuffle_stage.hpp"
+#include "byteswap/byteswap_stage.hpp"
+#include "bytetranspose/bytetranspose_stage.hpp"
 #include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
 #include "cuda/device_context.hpp"
 #include "device_forward.hpp"
+#include "diffnb/diffnb_stage.hpp"
+#include "fillmask/fillmask_stage.hpp"
 #include "fz/fz.hpp"
-#include "presets.hpp"
+#include "merge/merge_stage.hpp"
+#include "presets/presets.hpp"
+#include "rre/rre_stage.hpp"
+#include "rze/rze_stage.hpp"
+#include "tcms/tcms_stage.hpp"
 #include "thread_pool.hpp"
 
 namespace fz::engine {

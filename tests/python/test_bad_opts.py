@@ -27,10 +27,13 @@ def _b(x):
     return h5fz.split_bound(x)
 
 
+# The first id past the preset table (h5fz.PRESET_TABLE, generated from the engine's).
+_FIRST_UNKNOWN_PRESET = max(h5fz.PRESET_NAMES) + 1
+
 # id, cd_values, extra create_dataset kwargs, words of which one must appear in the message
 BAD = [
     ("unknown-preset-99", (99,), {}, ["preset"]),
-    ("unknown-preset-7", (7, 0) + _b(1e-3), {}, ["preset"]),
+    ("unknown-preset-%d" % _FIRST_UNKNOWN_PRESET, (_FIRST_UNKNOWN_PRESET, 0) + _b(1e-3), {}, ["preset"]),
     ("lossy-preset-4-without-bound", (4,), {}, ["bound", "not available", "unavailable", "not implemented"]),
     ("lossy-preset-2-mode-only", (2, 0), {}, ["bound", "not available", "unavailable", "not implemented"]),
     ("bad-mode-lossless", (1, 7), {}, ["mode"]),
@@ -42,6 +45,11 @@ BAD = [
     ("lossy-after-shuffle", (2, 0) + _b(1e-3), {"shuffle": True},
      ["shuffle", "after", "order", "not available", "unavailable", "not implemented"]),
 ]
+# Every mode a built lossy preset does not honour strictly (REL for the
+# predictor presets), from the preset table.
+BAD += [("%s-refuses-%s" % (name, mode), (pid, h5fz.MODES[mode]) + _b(1e-3), {}, ["cannot guarantee"])
+        for pid, name, lossy, available, modes in h5fz.PRESET_TABLE if lossy and available
+        for mode in h5fz.MODES if mode not in modes]
 
 CHILD = r"""
 import json, sys

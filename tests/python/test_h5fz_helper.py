@@ -1,7 +1,9 @@
-"""tools/python/h5fz.py itself (no plugin needed)."""
+"""tools/python/h5fz.py itself (no plugin needed; the preset table's check
+runs the h5fz tool)."""
 
 import os
 import struct
+import subprocess
 
 import pytest
 
@@ -13,6 +15,42 @@ def test_ids_are_stable():
     assert [h5fz.PRESETS[n] for n in ("lossless", "pfpl", "fzgpu", "cusz", "cuszhi-tp", "cuszhi-cr")] \
         == [1, 2, 3, 4, 5, 6]
     assert (h5fz.MODES["abs"], h5fz.MODES["noa"], h5fz.MODES["rel"]) == (0, 1, 2)
+
+
+def test_preset_table_is_the_engines():
+    """tools/python/h5fz_presets.py is exactly what `h5fz presets --python`
+    prints from the engine's preset table, so the helper cannot drift from it.
+    On a difference, regenerate it: h5fz presets --python > tools/python/h5fz_presets.py"""
+    tool = os.environ.get("FZ_H5FZ") or os.path.join(os.path.dirname(h5fz.plugin_dir()), "tools", "h5fz")
+    assert os.access(tool, os.X_OK), "h5fz not built: %s (set FZ_H5FZ)" % tool
+    r = subprocess.run([tool, "presets", "--python"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    path = os.path.join(os.path.dirname(os.path.abspath(h5fz.__file__)), "h5fz_presets.py")
+    with open(path) as f:
+        committed = f.read()
+    assert committed == r.stdout, "%s differs from `%s presets --python`: regenerate it" % (path, tool)
+
+
+def test_cd_values_doc_presets_are_the_table():
+    """docs/CD_VALUES.md's preset table lists the engine's presets: id, name,
+    lossy, and the modes each honours."""
+    import re
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(repo, "docs", "CD_VALUES.md")) as f:
+        doc = f.read()
+    section = doc[doc.index("### Presets"):doc.index("### Error-bound modes")]
+    rows = re.findall(r"^\| (\d+) \| ([\w-]+) \| (yes|no) \| ([^|]+) \|", section, re.M)
+    documented = [(int(pid), name, lossy == "yes", modes.strip()) for pid, name, lossy, modes in rows]
+    expected = [(pid, name, lossy, ", ".join(m for m in h5fz.MODES if m in modes) if lossy else "any (exact)")
+                for pid, name, lossy, _available, modes in h5fz.PRESET_TABLE]
+    assert documented == expected
+
+
+def test_preset_lookups_follow_the_table():
+    for pid, name, lossy, available, modes in h5fz.PRESET_TABLE:
+        assert h5fz.preset_id(name) == pid and h5fz.PRESET_NAMES[pid] == name
+        assert (pid in h5fz.LOSSY_PRESETS) == lossy and (pid in h5fz.AVAILABLE_PRESETS) == available
+        assert h5fz.PRESET_MODES[pid] == frozenset(modes) and set(modes) <= set(h5fz.MODES)
 
 
 @pytest.mark.parametrize("bound", [1e-3, 0.5, 1.0, 3.0e-7, 1234.5678, 5e-324, 1.7976931348623157e308])

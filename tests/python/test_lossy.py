@@ -42,10 +42,12 @@ pytestmark = pytest.mark.usefixtures("plugin")
 # See the module docstring and test_noa_edge_chunk_range_is_the_datas.
 EDGE_ZERO_PADDING_IN_RANGE = False
 
-PRESET_MODES = [("pfpl", "abs"), ("pfpl", "noa"), ("pfpl", "rel"),
-                ("fzgpu", "abs"), ("fzgpu", "noa"),
-                ("cusz", "abs"), ("cusz", "noa")]
-LOSSY_PRESETS = ["pfpl", "fzgpu", "cusz"]
+# From the engine's preset table (h5fz.PRESET_TABLE): every lossy preset this
+# version has, in every mode it honours, so a new preset is tested by being
+# listed there (docs/ADDING_A_STAGE.md, "Adding a preset").
+LOSSY_PRESETS = [name for pid, name, lossy, available, _modes in h5fz.PRESET_TABLE if lossy and available]
+PRESET_MODES = [(name, mode) for pid, name, lossy, available, modes in h5fz.PRESET_TABLE if lossy and available
+                for mode in h5fz.MODES if mode in modes]
 
 
 # ---- checking ------------------------------------------------------------------

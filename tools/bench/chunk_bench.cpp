@@ -57,6 +57,7 @@
 #include <thread>
 #include <vector>
 
+#include "environment.hpp"
 #include "fz/fz.hpp"
 
 namespace {
@@ -134,14 +135,16 @@ struct Case {
 };
 
 std::vector<Case> known_cases() {
-  auto lossy = [](fz::Preset p, double bound) {
-    fz::Options o;
+  // The backend and threads come from H5Z_FZ_DEVICE and H5Z_FZ_THREADS, as for the filter.
+  const fz::Options& policy = fz::filter::policy_from_environment();
+  auto lossy = [&](fz::Preset p, double bound) {
+    fz::Options o = policy;
     o.preset = p;
     o.mode = fz::ErrorMode::Noa;
     o.bound = bound;
     return o;
   };
-  return {{"lossless", fz::Options{}},
+  return {{"lossless", policy},
           {"pfpl", lossy(fz::Preset::Pfpl, 1e-3)},
           {"fzgpu", lossy(fz::Preset::Fzgpu, 1e-3)},
           {"cusz", lossy(fz::Preset::Cusz, 1e-4)}};
@@ -227,12 +230,13 @@ void decompress_share(Api api, const std::vector<fz::Bytes>& frames, const std::
   switch (api) {
     case Api::Chunk:
       for (size_t i : share)
-        lengths[i] = fz::decompress_into(frames[i].data(), frames[i].size(), decoded[i].data(), decoded[i].size() * 4);
+        lengths[i] = fz::decompress_into(frames[i].data(), frames[i].size(), decoded[i].data(), decoded[i].size() * 4,
+                                          fz::filter::policy_from_environment());
       return;
     case Api::Batch: {
       std::vector<fz::FrameView> views;
       for (size_t i : share) views.push_back({frames[i].data(), frames[i].size(), decoded[i].data(), decoded[i].size() * 4});
-      const std::vector<size_t> out = fz::decompress_batch(views);
+      const std::vector<size_t> out = fz::decompress_batch(views, fz::filter::policy_from_environment());
       for (size_t k = 0; k < share.size(); ++k) lengths[share[k]] = out[k];
       return;
     }

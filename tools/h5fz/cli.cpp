@@ -1,4 +1,5 @@
 #include "cli.hpp"
+#include "presets_text.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -144,19 +145,12 @@ uint64_t element_count(const std::vector<uint64_t>& dims) {
 }
 
 fz::Preset parse_preset(const std::string& text) {
-  static const std::map<std::string, fz::Preset> names = {
-      {"default", fz::Preset::Default}, {"lossless", fz::Preset::Lossless},
-      {"pfpl", fz::Preset::Pfpl},       {"fzgpu", fz::Preset::Fzgpu},
-      {"cusz", fz::Preset::Cusz},       {"cuszhi-tp", fz::Preset::CuszHiTp},
-      {"cuszhi-cr", fz::Preset::CuszHiCr},
-  };
-  auto it = names.find(text);
-  if (it != names.end()) return it->second;
+  if (const fz::PresetInfo* named = fz::find_preset(text)) return named->id;
   if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
-    unsigned id = parse_unsigned("--preset", text);
-    if (id <= static_cast<unsigned>(fz::Preset::CuszHiCr)) return static_cast<fz::Preset>(id);
+    const unsigned id = parse_unsigned("--preset", text);
+    if (id <= 0xFF && fz::find_preset(static_cast<fz::Preset>(id))) return static_cast<fz::Preset>(id);
   }
-  throw UsageError("unknown --preset '" + text + "' (lossless pfpl fzgpu cusz cuszhi-tp cuszhi-cr, or 0..6)");
+  throw UsageError("unknown --preset '" + text + "' (" + preset_choices_text() + ")");
 }
 
 fz::ErrorMode parse_mode(const std::string& text) {

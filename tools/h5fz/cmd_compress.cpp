@@ -2,6 +2,7 @@
 // with --verify it decodes the frame again and reports the round trip's quality.
 #include <cstdio>
 
+#include "environment.hpp"
 #include "cli.hpp"
 #include "quality.hpp"
 
@@ -22,7 +23,7 @@ const char* const kHelp =
     "  --mode M       error-bound mode for lossy presets: abs (default), noa (relative to the\n"
     "                 value range), rel (point-wise relative)\n"
     "  --bound X      error bound (> 0), required by lossy presets\n"
-    "  --threads N    CPU threads (0 = H5Z_FZ_THREADS or all cores, the default)\n"
+    "  --threads N    CPU threads (default: H5Z_FZ_THREADS, else all cores)\n"
     "  --verify       decode the frame again and compare it with the input: bit-exact for\n"
     "                 lossless presets and non-float data; for float32/float64 under a lossy\n"
     "                 preset the max abs error, max point-wise relative error (over x != 0),\n"
@@ -58,6 +59,7 @@ int run_compress(const std::vector<std::string>& args) {
   fz::DataType dtype = parse_dtype(parsed.get("--dtype"));
   std::vector<uint64_t> dims = parse_shape(parsed.get("--shape"));
   fz::Options options;
+  fz::filter::apply_policy(fz::filter::policy_from_environment(), options);  // H5Z_FZ_DEVICE, _THREADS, ...
   if (parsed.has("--preset")) options.preset = parse_preset(parsed.get("--preset"));
   if (parsed.has("--mode")) options.mode = parse_mode(parsed.get("--mode"));
   if (parsed.has("--bound")) options.bound = parse_positive_double("--bound", parsed.get("--bound"));
@@ -97,7 +99,7 @@ int run_compress(const std::vector<std::string>& args) {
   if (!parsed.has("--verify")) return 0;
 
   Stopwatch decode_clock;
-  fz::Decoded decoded = fz::decompress(frame.data(), frame.size());
+  fz::Decoded decoded = fz::decompress(frame.data(), frame.size(), options);
   double decode_seconds = decode_clock.seconds();
   BoundSpec spec;
   if (lossy) {

@@ -3,6 +3,7 @@
 // float32/float64 data, quality.hpp).
 #include <cstdio>
 
+#include "environment.hpp"
 #include "cli.hpp"
 #include "quality.hpp"
 
@@ -51,7 +52,7 @@ int run_decompress(const std::vector<std::string>& args) {
 
   fz::Bytes frame = read_whole_file(in_path);
   Stopwatch clock;
-  fz::Decoded decoded = fz::decompress(frame.data(), frame.size());
+  fz::Decoded decoded = fz::decompress(frame.data(), frame.size(), fz::filter::policy_from_environment());
   double seconds = clock.seconds();
   write_whole_file(out_path, decoded.data);
 

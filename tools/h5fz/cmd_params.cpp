@@ -8,6 +8,7 @@
 
 #include "cli.hpp"
 #include "filter_params.hpp"
+#include "presets_text.hpp"
 
 namespace h5fz {
 
@@ -20,38 +21,46 @@ bool parse_float_dtype(const std::string& text) {
   throw UsageError("--dtype: '" + text + "' is not float32 or float64");
 }
 
-const char* const kHelp =
-    "usage: h5fz params [--preset P] [--mode M] [--bound X] [--missing V] [--dtype D]\n"
-    "\n"
-    "Prints the H5Z-FZ filter parameters (the cd_values user layout: cd[0] preset,\n"
-    "cd[1] mode, cd[2] and cd[3] the low and high 32 bits of the bound as an IEEE-754\n"
-    "double) as an h5repack -f argument and as an h5py compression_opts tuple.\n"
-    "A preset/mode pair the engine refuses (rel with fzgpu or cusz) exits 1 with the\n"
-    "engine's message.\n"
-    "\n"
-    "  --preset P   lossless (default), pfpl, fzgpu, cusz, cuszhi-tp, cuszhi-cr, or 0..6\n"
-    "  --mode M     abs (default), noa (relative to the chunk's value range), rel\n"
-    "               (point-wise relative; pfpl only)\n"
-    "  --bound X    error bound (> 0), required by lossy presets\n"
-    "  --missing V  lossy presets: the missing value (the variable's _FillValue),\n"
-    "               appended as cd[4], cd[5] (low, high 32 bits of a double); it is\n"
-    "               kept bit-exact and left out of the NOA range, over HDF5's fill\n"
-    "               value (use it for netCDF files written by nccopy / in no-fill mode)\n"
-    "  --dtype D    float32 (default) or float64: the variable's type. The missing\n"
-    "               value is rounded to it (a float32 dataset refuses a double that\n"
-    "               is not a float32, and h5repack then copies it unfiltered);\n"
-    "               without --dtype, a note on stderr says float32 was assumed\n"
-    "\n"
-    "examples:\n"
-    "  h5fz params --preset cusz --mode noa --bound 1e-4\n"
-    "  h5fz params --preset pfpl --mode noa --bound 1e-3 --missing -1e34 --dtype float32\n"
-    "  h5repack -f \"$(h5fz params --preset pfpl --mode noa --bound 1e-3 | sed -n 's/^h5repack: *-f //p')\" in.h5 out.h5\n";
+// The preset lists come from the engine's preset table (presets_text.hpp).
+std::string help_text() {
+  return "usage: h5fz params [--preset P] [--mode M] [--bound X] [--missing V] [--dtype D]\n"
+         "\n"
+         "Prints the H5Z-FZ filter parameters (the cd_values user layout: cd[0] preset,\n"
+         "cd[1] mode, cd[2] and cd[3] the low and high 32 bits of the bound as an IEEE-754\n"
+         "double) as an h5repack -f argument and as an h5py compression_opts tuple.\n"
+         "A preset/mode pair the engine refuses (rel with " +
+         lossy_presets_text(fz::ErrorMode::Rel, false, " or ") +
+         ") exits 1 with the\n"
+         "engine's message.\n"
+         "\n"
+         "  --preset P   " +
+         preset_help_text() +
+         "\n"
+         "  --mode M     abs (default), noa (relative to the chunk's value range), rel\n"
+         "               (point-wise relative; " +
+         lossy_presets_text(fz::ErrorMode::Rel, true, ", ") +
+         " only)\n"
+         "  --bound X    error bound (> 0), required by lossy presets\n"
+         "  --missing V  lossy presets: the missing value (the variable's _FillValue),\n"
+         "               appended as cd[4], cd[5] (low, high 32 bits of a double); it is\n"
+         "               kept bit-exact and left out of the NOA range, over HDF5's fill\n"
+         "               value (use it for netCDF files written by nccopy / in no-fill mode)\n"
+         "  --dtype D    float32 (default) or float64: the variable's type. The missing\n"
+         "               value is rounded to it (a float32 dataset refuses a double that\n"
+         "               is not a float32, and h5repack then copies it unfiltered);\n"
+         "               without --dtype, a note on stderr says float32 was assumed\n"
+         "\n"
+         "examples:\n"
+         "  h5fz params --preset cusz --mode noa --bound 1e-4\n"
+         "  h5fz params --preset pfpl --mode noa --bound 1e-3 --missing -1e34 --dtype float32\n"
+         "  h5repack -f \"$(h5fz params --preset pfpl --mode noa --bound 1e-3 | sed -n 's/^h5repack: *-f //p')\" in.h5 out.h5\n";
+}
 
 }  // namespace
 
 int run_params(const std::vector<std::string>& args) {
   if (wants_help(args)) {
-    std::fputs(kHelp, stdout);
+    std::fputs(help_text().c_str(), stdout);
     return 0;
   }
   ParsedArgs parsed = parse_args(args, {"--preset", "--mode", "--bound", "--missing", "--dtype"}, {});

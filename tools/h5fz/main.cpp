@@ -7,11 +7,13 @@
 
 #include "cli.hpp"
 #include "filter_params.hpp"
+#include "presets_text.hpp"
 
 namespace {
 
-const char* const kUsage =
-    "usage: h5fz <command> [options]\n"
+// The preset lines come from the engine's preset table (presets_text.hpp).
+std::string usage_text() {
+  return "usage: h5fz <command> [options]\n"
     "\n"
     "commands:\n"
     "  compress    raw array file -> FZM frame (one chunk through the engine); ratio and\n"
@@ -21,29 +23,31 @@ const char* const kUsage =
     "              NRMSE and the number of elements outside the bound (must be 0)\n"
     "  inspect     print the structure of an FZM frame or of every dataset in an HDF5 file\n"
     "  params      print the cd_values for h5repack -f UD=... and h5py compression_opts\n"
+    "  presets     list the presets (--python: as tools/python/h5fz_presets.py)\n"
     "\n"
     "presets: lossless (1, default); lossy for float32/float64 (other types stay lossless):\n"
-    "  pfpl (2) modes abs, noa, rel; fzgpu (3) and cusz (4) modes abs, noa\n"
+    "  " + h5fz::lossy_presets_summary() + "\n"
     "  (noa: bound relative to the chunk's finite value range; rel: point-wise)\n"
     "\n"
     "  h5fz <command> --help   options of one command\n"
     "  h5fz --version          tool and engine versions\n"
     "\n"
     "exit status: 0 success, 1 failure (bad data, I/O, mismatch), 2 bad usage\n";
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::fputs(kUsage, stderr);
+    std::fputs(usage_text().c_str(), stderr);
     return 2;
   }
   const std::string command = args.front();
   std::vector<std::string> rest(args.begin() + 1, args.end());
   try {
     if (command == "--help" || command == "-h" || command == "help") {
-      std::fputs(kUsage, stdout);
+      std::fputs(usage_text().c_str(), stdout);
       return 0;
     }
     if (command == "--version" || command == "-V") {
@@ -54,6 +58,7 @@ int main(int argc, char** argv) {
     if (command == "decompress") return h5fz::run_decompress(rest);
     if (command == "inspect") return h5fz::run_inspect(rest);
     if (command == "params") return h5fz::run_params(rest);
+    if (command == "presets") return h5fz::run_presets(rest);
     throw h5fz::UsageError("unknown command '" + command + "'");
   } catch (const h5fz::UsageError& e) {
     std::fprintf(stderr, "h5fz: %s\n(try 'h5fz --help' or 'h5fz <command> --help')\n", e.what());

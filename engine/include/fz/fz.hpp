@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -51,20 +52,63 @@ enum class Preset : uint8_t {
   CuszHiTp = 5,
   CuszHiCr = 6,
 };
-const char* preset_name(Preset p);
-bool preset_is_lossy(Preset p);
-bool preset_is_available(Preset p);  // implemented in this build
 
 // Error-bound modes (stable ids).
 enum class ErrorMode : uint8_t { Abs = 0, Noa = 1, Rel = 2 };
 const char* mode_name(ErrorMode m);
+
+// The preset table, read-only: one entry per id the format knows, in id order.
+// Tools, the filter and tests list presets from it, never by hand.
+struct PresetInfo {
+  Preset id = Preset::Default;
+  const char* name = "";  // stable, as the id: h5fz and h5py users give presets by name
+  bool lossy = false;
+  bool available = false;  // implemented in this build
+  uint8_t modes = 0;       // bit (1 << mode) for each error-bound mode it honours strictly
+  bool honours(ErrorMode m) const { return (modes >> static_cast<unsigned>(m)) & 1u; }
+};
+const std::vector<PresetInfo>& preset_table();
+const PresetInfo* find_preset(Preset id);                 // null for an unknown id
+const PresetInfo* find_preset(const std::string& name);  // null for an unknown name
+const char* preset_name(Preset p);    // "unknown" for an unknown id
+bool preset_is_lossy(Preset p);
+bool preset_is_available(Preset p);  // implemented in this build
+
+// ---- Policy: where and how the engine works --------------------------------
+// The engine reads no environment variables and prints nothing itself: these
+// fields say everything (the HDF5 filter and the h5fz tools map their
+// H5Z_FZ_* variables onto them). None of them changes a frame's bytes.
+enum class CpuFeatures : uint8_t {
+  kAll = 0,       // the optional x86-64 paths (AVX2) where the CPU has them
+  kBaseline = 1,  // baseline x86-64 only, for comparisons
+};
+// How chunks cross between host and GPU memory (for measurements,
+// docs/PERFORMANCE.md): through pinned staging buffers in overlapped pieces,
+// or handed to the driver as they are.
+enum class GpuCopies : uint8_t { kStaged = 0, kDirect = 1 };
+enum class LogLevel : uint8_t {
+  kInfo = 0,     // which backend runs, a chunk the GPU gave back to the CPU
+  kWarning = 1,  // always worth saying: a chunk stored uncompressed after a failure, a GPU retired
+};
+// Receives the engine's messages (without a prefix). May be called from any
+// engine thread, concurrently.
+using LogCallback = std::function<void(LogLevel, const std::string&)>;
 
 struct Options {
   Preset preset = Preset::Lossless;
   ErrorMode mode = ErrorMode::Abs;
   double bound = 0.0;           // lossy presets only
   Bytes fill_value;             // one element in the data's byte order; empty = none
-  unsigned threads = 0;         // CPU threads; 0 = H5Z_FZ_THREADS or all cores
+  // Policy (above).
+  unsigned threads = 0;         // CPU threads; 0 = all cores
+  // "auto" (CUDA device 0 when one is usable, chunks under 256 KiB on the
+  // CPU), "cpu", "cuda" or "cuda:N" (every chunk on that device). A request
+  // this process cannot meet runs on the CPU and says why (kWarning).
+  std::string device = "auto";
+  CpuFeatures cpu_features = CpuFeatures::kAll;
+  GpuCopies gpu_copies = GpuCopies::kStaged;
+  // Empty: warnings go to stderr prefixed "fz: ", information is dropped.
+  LogCallback log;
 };
 
 // Checks options against a data type; throws Error naming the problem.
@@ -94,17 +138,19 @@ struct Decoded {
 
 // Decodes a whole frame (exactly `frame_bytes` long). Throws Error on anything
 // malformed, truncated, corrupted (CRC32C) or written by an incompatible version.
-Decoded decompress(const void* frame, size_t frame_bytes);
+// `policy`: only the policy fields of Options count (the frame says the rest).
+Decoded decompress(const void* frame, size_t frame_bytes, const Options& policy = {});
 
 // Decodes into a caller buffer of `capacity` bytes; returns the decoded length.
-size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t capacity);
+size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t capacity,
+                       const Options& policy = {});
 
 // ---- Batches: many chunks, several in flight --------------------------------
 // Each chunk gives exactly the frame compress() gives it, and each frame
 // decodes exactly as decompress_into() decodes it; what a batch adds is
 // concurrency. On the GPU several chunks are in flight at once, each on its own
 // stream, so one chunk's copies overlap another's kernels; on the CPU the
-// chunks share the threads of Options::threads (or H5Z_FZ_THREADS).
+// chunks share the threads of Options::threads.
 struct ChunkView {
   const void* data = nullptr;
   size_t bytes = 0;
@@ -123,8 +169,8 @@ struct FrameView {
 };
 // Decoded lengths in frame order. If a frame is malformed, every other frame is
 // still decoded and an Error naming the first bad frame (by index) is thrown.
-// threads: CPU threads for the batch (0 = H5Z_FZ_THREADS or all cores).
-std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, unsigned threads = 0);
+// policy.threads: CPU threads for the whole batch (0 = all cores).
+std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, const Options& policy = {});
 
 // ---- Memory --------------------------------------------------------------------
 // Linux lets a large allocation succeed and kills the process when it touches
@@ -156,7 +202,8 @@ size_t compress_on_device(const void* device_data, size_t bytes, const DataType&
                           const std::vector<uint64_t>& dims, const Options& options, void* device_frame,
                           size_t frame_capacity);
 // Returns the decoded length (at most capacity).
-size_t decompress_on_device(const void* device_frame, size_t frame_bytes, void* device_out, size_t capacity);
+size_t decompress_on_device(const void* device_frame, size_t frame_bytes, void* device_out, size_t capacity,
+                            const Options& policy = {});
 
 // The structure of a frame, for tools (h5fz inspect) and tests.
 struct StageInfo {

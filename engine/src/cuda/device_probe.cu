@@ -2,6 +2,8 @@
 // engine asks "is a usable device there?" without touching any stage.
 #include <cuda_runtime.h>
 
+#include "policy.hpp"
+
 namespace fz::engine {
 
 // Number of usable CUDA devices; 0 when there is no driver, no device, or the

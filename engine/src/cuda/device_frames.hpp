@@ -1,0 +1,94 @@
+// Frames from streams in device memory: their sizes and checksums read back
+// in few copies, the streams downloaded back to back, and the status words the
+// GPU decoders set. Only compiled with CUDA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/executor.hpp"
+#include "cuda/chunk_work.hpp"
+#include "cuda/crc32c_cuda.hpp"
+#include "cuda/device_context.hpp"
+#include "execution.hpp"
+#include "frame.hpp"
+#include "pipeline.hpp"
+
+namespace fz::engine::cuda {
+
+// The stored streams' sizes, those only the device knows read back in one copy.
+std::vector<uint64_t> stored_sizes(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers,
+                                   Lane& lane);
+
+// The stored streams, downloaded back to back; the Bytes are cut from them.
+std::vector<Bytes> download_stored(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers,
+                                   Lane& lane);
+
+// The frame of a chunk whose stored streams are on the device: their sizes
+// and payload CRC32C (computed there) come back in one small read, the
+// streams in one download through the staging buffer, and the frame is the
+// host-built header followed by a parallel copy of the streams (no pass of
+// the host over the payload for its checksum). The frame goes into `target`
+// when it fits there and is smaller than the chunk (FrameTarget), else into
+// FrameOut::frame.
+FrameOut frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers, FrameInfo info,
+                           ChunkWork& work, Lane& lane, const Executor& exec, FrameTarget target);
+
+// Payloads of this size or more are checksummed on the GPU, both ways; smaller
+// ones on the host, where it costs less than the GPU's launches (the fixed
+// cost per chunk counts most for them): the host's CRC32C runs at 4-8 GB/s,
+// 64 KiB in 8-16 us, about what the GPU's launches and read-back cost.
+constexpr size_t kDeviceCrcMinBytes = size_t{64} << 10;
+
+// The checksum of the concatenated device spans (`total` bytes), enqueued:
+// a word of the chunk's word blocks, so it comes back with the status words
+// (WordsOnHost) or on its own.
+uint32_t* enqueue_crc32c(const std::vector<DeviceSpan>& spans, size_t total, ChunkWork& work,
+                         Lane& lane);
+
+// The checksum of device bytes, read back.
+uint32_t device_crc32c(const uint8_t* data, size_t bytes, ChunkWork& work, Lane& lane);
+
+// The decoders' status words (and `extra`, a checksum: both from
+// ChunkWork::zeroed_word) read back with whatever the caller enqueues next,
+// in one synchronisation; valid once the stream is synchronised. Words in one
+// block come back in one copy.
+class WordsOnHost {
+ public:
+  WordsOnHost(ChunkWork& work, Lane& lane, const uint32_t* extra) {
+    constexpr size_t kWords = ChunkWork::kBlockWords;
+    const auto& blocks = work.word_blocks();
+    auto* pinned = reinterpret_cast<uint32_t*>(lane.scalars.reserve(std::max<size_t>(blocks.size(), 1) * kWords * 4));
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const size_t used = k + 1 == blocks.size() ? work.words_in_last_block() : kWords;
+      check(cudaMemcpyAsync(pinned + k * kWords, blocks[k], used * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                  lane.stream),
+                  "status download");
+    }
+    words_ = pinned;
+    // Where a word lands: its block's place, then its place in the block.
+    auto slot = [&](const uint32_t* word) {
+      for (size_t k = 0; k < blocks.size(); ++k)
+        if (std::less_equal<const uint32_t*>()(blocks[k], word) && std::less<const uint32_t*>()(word, blocks[k] + kWords))
+          return k * kWords + static_cast<size_t>(word - blocks[k]);
+      throw std::logic_error("a word read back that ChunkWork::zeroed_word did not make");
+    };
+    for (const uint32_t* w : work.status_words()) status_at_.push_back(slot(w));
+    if (extra) extra_at_ = slot(extra);
+  }
+  // A GPU decoder found its stream malformed.
+  bool any_status_set() const {
+    for (size_t at : status_at_)
+      if (words_[at] != 0) return true;
+    return false;
+  }
+  uint32_t extra() const { return words_[extra_at_]; }
+
+ private:
+  const uint32_t* words_ = nullptr;
+  std::vector<size_t> status_at_;
+  size_t extra_at_ = 0;
+};
+
+}  // namespace fz::engine::cuda

@@ -1,0 +1,93 @@
+#include "cuda/device_pipeline.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "cuda/value_range_cuda.hpp"
+#include "device_forward.hpp"
+#include "presets/presets.hpp"
+
+namespace fz::engine {
+namespace cuda {
+
+std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chunk, DeviceWork& work) {
+  std::vector<DeviceBuffer> buffers{chunk};
+  for (const StageNode& node : pipeline.nodes()) {
+    std::vector<DeviceBuffer> in;
+    for (uint8_t id : node.inputs) in.push_back(buffers.at(id));
+    std::vector<DeviceBuffer> out;
+    node.stage->forward_device(in, out, work);
+    if (out.size() != node.output_count) throw std::logic_error("GPU stage produced the wrong number of streams");
+    buffers.resize(std::max<size_t>(buffers.size(), node.first_output + node.output_count));
+    for (size_t i = 0; i < out.size(); ++i) buffers[node.first_output + i] = out[i];
+  }
+  return buffers;
+}
+
+DeviceBuffer run_inverse(const Pipeline& pipeline, std::vector<DeviceBuffer> view, ChunkWork& work,
+                         size_t max_stream_bytes) {
+  const auto& nodes = pipeline.nodes();
+  for (auto node = nodes.rbegin(); node != nodes.rend(); ++node) {
+    std::vector<DeviceBuffer> outs;
+    for (size_t i = 0; i < node->output_count; ++i) outs.push_back(view[node->first_output + i]);
+    std::vector<DeviceBuffer> ins;
+    node->stage->inverse_device(outs, ins, work, max_stream_bytes);
+    if (ins.size() != node->inputs.size()) throw std::logic_error("GPU inverse produced the wrong number of streams");
+    for (size_t i = 0; i < ins.size(); ++i) view[node->inputs[i]] = ins[i];
+  }
+  return view[Pipeline::kChunk];
+}
+
+FiniteRange device_chunk_values(const uint8_t* chunk, size_t bytes, const DataType& dtype, const Options& options,
+                                ChunkWork& work, Lane& lane) {
+  FiniteRange values;
+  const FactsNeeded needed = facts_needed(dtype, options);
+  if (needed == FactsNeeded::kNone) return values;
+  const auto fill = fill_bits(dtype, options);
+  const bool big_endian = dtype.order == ByteOrder::Big;
+  if (needed == FactsNeeded::kFillOnly) {
+    auto* found = reinterpret_cast<uint32_t*>(work.allocate(sizeof(uint32_t)));
+    work.check(contains_element(chunk, bytes, dtype.size, big_endian, *fill, found, lane.stream),
+               "fill test (GPU)");
+    uint32_t host_found = 0;
+    work.read_back(reinterpret_cast<const uint8_t*>(found), sizeof host_found, reinterpret_cast<uint8_t*>(&host_found));
+    values.has_fill = host_found != 0;
+    return values;
+  }
+  auto* range = reinterpret_cast<DeviceRange*>(work.allocate(sizeof(DeviceRange)));
+  void* scratch = work.allocate(finite_range_scratch_bytes(bytes, dtype.size));
+  work.check(finite_range(chunk, bytes, dtype.size, big_endian, fill, range, scratch, lane.stream),
+             "NOA range (GPU)");
+  DeviceRange host_range;
+  work.read_back(reinterpret_cast<const uint8_t*>(range), sizeof host_range, reinterpret_cast<uint8_t*>(&host_range));
+  return to_finite_range(host_range, dtype.size);
+}
+
+}  // namespace cuda
+
+bool runs_on_device(const Pipeline& pipeline) {
+  // Buffers whose size only the device knows may be stored, not fed to a stage.
+  std::vector<bool> size_on_device(1, false);
+  for (const StageNode& node : pipeline.nodes()) {
+    if (!node.stage->has_device_forward()) return false;
+    for (uint8_t id : node.inputs)
+      if (id < size_on_device.size() && size_on_device[id]) return false;
+    size_on_device.resize(std::max<size_t>(size_on_device.size(), node.first_output + node.output_count), false);
+    for (size_t i = 0; i < node.output_count; ++i)
+      size_on_device[node.first_output + i] = !node.stage->device_output_size_on_host(i);
+  }
+  return true;
+}
+
+bool inverse_runs_on_device(const Pipeline& pipeline) {
+  const std::vector<uint8_t> stored = pipeline.stored_buffers();
+  for (const StageNode& node : pipeline.nodes()) {
+    if (!node.stage->has_device_inverse()) return false;
+    if (node.stage->device_inverse_reads_host_bytes())
+      for (size_t i = 0; i < node.output_count; ++i)
+        if (std::find(stored.begin(), stored.end(), node.first_output + i) == stored.end()) return false;
+  }
+  return !pipeline.nodes().empty();
+}
+
+}  // namespace fz::engine

@@ -1,0 +1,56 @@
+// The GPU halves of RZE and RRE (kernels/rze/rze_stage_cuda.cpp,
+// kernels/rre/rre_stage_cuda.cpp), which differ only in the rule
+// (docs/FORMAT.md, "RZE and RRE streams"). CUDA builds only.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+
+#include "common/error.hpp"
+#include "elimination/elimination_cuda.hpp"
+#include "word_stage_device.hpp"
+
+namespace fz::engine::elimination_device {
+
+template <elimination::Rule rule>
+constexpr const char* what(bool inverse) {
+  if (rule == elimination::Rule::kNonZero) return inverse ? "RZE inverse (GPU)" : "RZE (GPU)";
+  return inverse ? "RRE inverse (GPU)" : "RRE (GPU)";
+}
+
+// The coded length is data-dependent: it stays on the device.
+template <elimination::Rule rule>
+void forward(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
+  out.capacity = elimination::cuda::max_encoded_bytes(in.size);
+  out.data = work.allocate(out.capacity);
+  out.size = 0;
+  out.device_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
+  void* scratch = work.allocate(elimination::cuda::encode_scratch_bytes(in.size));
+  work.check(elimination::cuda::encode(in.data, in.size, width, rule, out.data, out.device_size, scratch,
+                                       static_cast<cudaStream_t>(work.stream())),
+             what<rule>(false));
+}
+
+// The host checks the decoded length against the limit before allocating; the
+// device checks everything else.
+template <elimination::Rule rule>
+void inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t max_bytes) {
+  require_format(out.size >= 8, "RZE/RRE: stream shorter than its header");
+  // The decoded length is the stream's first 8 bytes: on the host for a frame
+  // in host memory, else read back (a device-resident frame, or a stream an
+  // earlier GPU inverse produced).
+  uint8_t header[8];
+  if (out.host) std::memcpy(header, out.host, 8);
+  else work.read_back(out.data, 8, header);
+  const uint64_t n = load_le<uint64_t>(header);
+  require_format(n <= max_bytes, "RZE/RRE: decoded size exceeds the allowed maximum");
+  in = {work.allocate(static_cast<size_t>(n)), static_cast<size_t>(n), nullptr, nullptr};
+  uint64_t* decoded = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
+  void* scratch = work.allocate(elimination::cuda::decode_scratch_bytes(out.size, static_cast<size_t>(n)));
+  work.check(elimination::cuda::decode(out.data, out.size, width, rule, in.data, static_cast<size_t>(n), decoded,
+                                       work.status_word(), scratch, static_cast<cudaStream_t>(work.stream())),
+             what<rule>(true));
+}
+
+}  // namespace fz::engine::elimination_device

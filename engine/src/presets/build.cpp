@@ -1,0 +1,53 @@
+// From a chunk and its options to the preset's pipeline (presets.hpp): what a
+// lossy preset must know of the chunk first, then the builder of its row in
+// the preset table (preset_table.cpp).
+#include "lossy_common.hpp"
+#include "preset_table.hpp"
+#include "presets.hpp"
+
+namespace fz::engine {
+namespace {
+
+bool quantizable(const DataType& dtype) {
+  return dtype.element_class == ElementClass::Float && (dtype.size == 4 || dtype.size == 8);
+}
+
+// The preset's pipeline once the chunk's facts are known.
+Pipeline pipeline_for(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                      const ChunkFacts& facts) {
+  const PresetRow* row = preset_row(options.preset);
+  if (row && row->build) return row->build(dtype, dims, options, facts);
+  throw Error(std::string("preset '") + preset_name(options.preset) + "' is not available in this build");
+}
+
+}  // namespace
+
+FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan chunk, const Executor& exec) {
+  if (facts_needed(dtype, options) == FactsNeeded::kNone) return {};
+  const auto fill = fill_bits(dtype, options);
+  const bool big_endian = dtype.order == ByteOrder::Big;
+  if (options.mode == ErrorMode::Noa) return finite_range(chunk, dtype.size, big_endian, fill, exec);
+  FiniteRange values;
+  values.has_fill = fill && contains_element(chunk, dtype.size, big_endian, *fill);
+  return values;
+}
+
+FactsNeeded facts_needed(const DataType& dtype, const Options& options) {
+  if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return FactsNeeded::kNone;
+  if (options.mode == ErrorMode::Noa) return FactsNeeded::kRangeAndFill;
+  return fill_bits(dtype, options) ? FactsNeeded::kFillOnly : FactsNeeded::kNone;
+}
+
+Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                        ByteSpan chunk, const Executor& exec) {
+  if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return lossless_pipeline(dtype);
+  return build_pipeline_from_range(dtype, dims, options, chunk_values(dtype, options, chunk, exec));
+}
+
+Pipeline build_pipeline_from_range(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                                   const FiniteRange& range) {
+  if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return lossless_pipeline(dtype);
+  return pipeline_for(dtype, dims, options, facts_from_range(options, range));
+}
+
+}  // namespace fz::engine

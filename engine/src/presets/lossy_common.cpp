@@ -1,0 +1,87 @@
+#include "lossy_common.hpp"
+
+#include <cfloat>
+#include <cmath>
+
+#include "byteswap/byteswap_stage.hpp"
+#include "fillmask/fillmask_stage.hpp"
+#include "presets.hpp"
+#include "rze/rze_stage.hpp"
+#include "shape.hpp"
+
+namespace fz::engine {
+
+std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options) {
+  if (options.fill_value.size() != dtype.size || dtype.size > 8) return std::nullopt;
+  uint64_t bits = 0;
+  for (unsigned i = 0; i < dtype.size; ++i) {
+    const unsigned byte = dtype.order == ByteOrder::Big ? dtype.size - 1 - i : i;
+    bits |= uint64_t(options.fill_value[byte]) << (8 * i);
+  }
+  return bits;
+}
+
+// Big-endian words are swapped first so the arithmetic stages see their value.
+uint8_t native_order(Pipeline& p, const DataType& dtype, unsigned width) {
+  if (dtype.order == ByteOrder::Big && width > 1) return p.add(make_byteswap(width), {Pipeline::kChunk})[0];
+  return Pipeline::kChunk;
+}
+
+// The fill value's elements come back exactly; stored as outliers they would
+// cost 4-9 bytes each, and a land mask is often half a chunk. The mask is
+// stored zero-eliminated. A chunk without fill elements skips the mask: it
+// would cost a pass each way for nothing (HDF5's default fill value 0.0 rarely
+// occurs inside data; decoding a float64 field took 30% longer with the mask).
+uint8_t lossy_source(Pipeline& p, const DataType& dtype, const Options& options, const ChunkFacts& facts) {
+  const uint8_t native = native_order(p, dtype, dtype.size);
+  const auto fill = fill_bits(dtype, options);
+  if (!fill || !facts.has_fill) return native;
+  const auto streams = p.add(make_fillmask(dtype.size, *fill), {native});
+  p.add(make_rze(1), {streams[1]});
+  return streams[0];
+}
+
+// The absolute bound a lossy preset enforces for this chunk, from what is
+// known of its values (`range`: NOA's range and the fill test, found on the
+// host by chunk_values or on the GPU): the user's bound (ABS, REL), or the
+// largest double <= bound x (max - min) over the chunk's finite values other
+// than the fill value and +0.0 (NOA; see finite_range). Empty when NOA has
+// nothing to be relative to (no such value, or zero range): the chunk is then
+// stored losslessly. Resolving NOA here gives every preset one definition of
+// the range.
+ChunkFacts facts_from_range(const Options& options, const FiniteRange& range) {
+  ChunkFacts facts;
+  facts.has_fill = range.has_fill;
+  if (options.mode != ErrorMode::Noa) {
+    facts.enforced = options.bound;
+    return facts;
+  }
+  const double eb = noa_absolute_bound(options.bound, range);
+  if (eb > 0) facts.enforced = eb;
+  return facts;
+}
+
+std::optional<PredictorBound> predictor_bound(const DataType& dtype, const ChunkFacts& facts) {
+  if (!facts.enforced) return std::nullopt;
+  PredictorBound b;
+  b.enforced = *facts.enforced;
+  b.facts = facts;
+  if (dtype.size == 4) {
+    float f = static_cast<float>(b.enforced);
+    if (static_cast<double>(f) > b.enforced) f = std::nextafter(f, 0.0f);
+    if (!(f >= FLT_MIN) || !std::isfinite(2.0f * f)) return std::nullopt;
+    b.working = f;
+  } else {
+    if (!(b.enforced >= DBL_MIN) || !std::isfinite(2.0 * b.enforced)) return std::nullopt;
+    b.working = b.enforced;
+  }
+  return b;
+}
+
+std::vector<size_t> predictor_dims(const std::vector<uint64_t>& dims) {
+  std::vector<size_t> out;
+  for (uint64_t d : predictor_shape(dims)) out.push_back(static_cast<size_t>(d));
+  return out;
+}
+
+}  // namespace fz::engine

@@ -1,0 +1,47 @@
+// Presets: which pipeline compresses a chunk, given its data type, shape and
+// options (and, for NOA bounds, its values). What each preset is (name, lossy,
+// modes, builder) is one row of the preset table (preset_table.hpp); this is
+// what the rest of the engine asks of presets.
+#pragma once
+
+#include <optional>
+
+#include "common/executor.hpp"
+#include "fz/fz.hpp"
+#include "pipeline.hpp"
+#include "preset_table.hpp"
+#include "value_range.hpp"
+
+namespace fz::engine {
+
+// The element width the lossless stages work on: the element size where it is
+// 1, 2, 4 or 8 bytes, else single bytes (compound, array and odd-sized types).
+unsigned lossless_word_width(const DataType& dtype);
+
+// Builds the forward pipeline for `options.preset` (already validated). Lossy
+// presets compress what they cannot quantize (non-float types, float16, chunks
+// without a usable bound) with the lossless chain instead.
+Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                        ByteSpan chunk, const Executor& exec);
+
+// What a lossy preset must know of the chunk's values before it can build its
+// pipeline: the chunk's NOA range (mode NOA) and whether it holds the fill
+// value, as a FiniteRange (value_range.hpp; for other modes only has_fill
+// counts). build_pipeline finds them on the CPU; the GPU path finds them on
+// the device (cuda/value_range_cuda.hpp) and calls build_pipeline_from_range.
+// Which of them `options` needs for this data type: none (lossless, or not
+// quantizable), the range (NOA), or only the fill test (a fill value is set).
+enum class FactsNeeded { kNone, kFillOnly, kRangeAndFill };
+FactsNeeded facts_needed(const DataType& dtype, const Options& options);
+// The fill value's bits as a native-order integer, if the dataset has one.
+std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options);
+Pipeline build_pipeline_from_range(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                                   const FiniteRange& range);
+
+// The facts found on the host, as build_pipeline finds them: NOA's pass over
+// the chunk also finds fill values; the other modes look for them separately;
+// nothing when facts_needed says none. build_pipeline equals
+// build_pipeline_from_range of these.
+FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan chunk, const Executor& exec);
+
+}  // namespace fz::engine

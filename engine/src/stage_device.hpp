@@ -1,0 +1,76 @@
+// The GPU part of a stage type: what Stage's device entry points
+// (has_device_forward, forward_device, ... in stage.hpp) hand over to. A
+// stage's GPU part lives in kernels/<stage>/<stage>_stage_cuda.cpp, which
+// only CUDA builds compile (engine/CMakeLists.txt); the part is found by type
+// id in a table generated from stage_list.inc, and a CPU build's table is
+// empty. No CUDA type appears here, so the stage's CPU files may include it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "stage.hpp"
+
+namespace fz::engine {
+
+// Type-erased: the entry points below receive the stage itself.
+class StageDevice {
+ public:
+  virtual ~StageDevice() = default;
+  // Whether `stage` is of the class this part was written for (a test's
+  // stand-in may borrow a real stage's type id, but not its class).
+  virtual bool accepts(const Stage& stage) const = 0;
+  virtual bool has_forward(const Stage& stage) const = 0;
+  virtual bool output_size_on_host(const Stage& stage, size_t port) const = 0;
+  virtual void forward(const Stage& stage, const std::vector<DeviceBuffer>& inputs,
+                       std::vector<DeviceBuffer>& outputs, DeviceWork& work) const = 0;
+  virtual bool has_inverse(const Stage& stage) const = 0;
+  virtual bool inverse_reads_host_bytes(const Stage& stage) const = 0;
+  virtual void inverse(const Stage& stage, const std::vector<DeviceBuffer>& outputs,
+                       std::vector<DeviceBuffer>& inputs, DeviceWork& work, size_t max_stream_bytes) const = 0;
+};
+
+// What a stage's GPU part derives from: the same entry points, given the
+// stage as the class its CPU part declares (kernels/<stage>/<stage>_stage.hpp).
+// The meaning of each is that of Stage's entry point of the same name.
+template <typename StageClass>
+class StageDeviceFor : public StageDevice {
+ public:
+  virtual bool has_device_forward(const StageClass&) const { return true; }
+  virtual bool device_output_size_on_host(const StageClass&, size_t) const { return true; }
+  virtual void forward_device(const StageClass& stage, const std::vector<DeviceBuffer>& inputs,
+                              std::vector<DeviceBuffer>& outputs, DeviceWork& work) const = 0;
+  virtual bool has_device_inverse(const StageClass&) const { return true; }
+  virtual bool device_inverse_reads_host_bytes(const StageClass&) const { return false; }
+  virtual void inverse_device(const StageClass& stage, const std::vector<DeviceBuffer>& outputs,
+                              std::vector<DeviceBuffer>& inputs, DeviceWork& work,
+                              size_t max_stream_bytes) const = 0;
+
+ private:
+  static const StageClass& as(const Stage& stage) { return static_cast<const StageClass&>(stage); }
+  bool accepts(const Stage& stage) const final { return dynamic_cast<const StageClass*>(&stage) != nullptr; }
+  bool has_forward(const Stage& stage) const final { return has_device_forward(as(stage)); }
+  bool output_size_on_host(const Stage& stage, size_t port) const final {
+    return device_output_size_on_host(as(stage), port);
+  }
+  void forward(const Stage& stage, const std::vector<DeviceBuffer>& inputs, std::vector<DeviceBuffer>& outputs,
+               DeviceWork& work) const final {
+    forward_device(as(stage), inputs, outputs, work);
+  }
+  bool has_inverse(const Stage& stage) const final { return has_device_inverse(as(stage)); }
+  bool inverse_reads_host_bytes(const Stage& stage) const final {
+    return device_inverse_reads_host_bytes(as(stage));
+  }
+  void inverse(const Stage& stage, const std::vector<DeviceBuffer>& outputs, std::vector<DeviceBuffer>& inputs,
+               DeviceWork& work, size_t max_stream_bytes) const final {
+    inverse_device(as(stage), outputs, inputs, work, max_stream_bytes);
+  }
+};
+
+// The GPU part of stage type `type_id` in this build, or nullptr (no CUDA in
+// this build, or the stage has none): stage_device_registry_cuda.cpp, or
+// stage_device_registry_none.cpp in CPU builds.
+const StageDevice* find_stage_device(uint16_t type_id);
+
+}  // namespace fz::engine

@@ -1,0 +1,29 @@
+// BSWAP's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds:
+// length-preserving both ways, so every size is known on the host.
+#include <cuda_runtime_api.h>
+
+#include "byteswap/byteswap_cuda.hpp"
+#include "word_stage_device.hpp"
+
+namespace fz::engine {
+namespace {
+
+cudaStream_t stream_of(DeviceWork& work) { return static_cast<cudaStream_t>(work.stream()); }
+
+void forward(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
+  out = {work.allocate(in.size), in.size, nullptr, nullptr};
+  work.check(byteswap::cuda::apply(in.data, in.size, width, out.data, stream_of(work)), "byteswap (GPU)");
+}
+
+void inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t) {
+  forward(out, in, width, work);  // its own inverse
+}
+
+}  // namespace
+
+const StageDevice& byteswap_stage_device() {
+  static const WordStageDevice part(forward, inverse, true);
+  return part;
+}
+
+}  // namespace fz::engine

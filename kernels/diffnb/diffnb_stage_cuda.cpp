@@ -1,0 +1,30 @@
+// DIFFNB's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds:
+// length-preserving both ways, so every size is known on the host.
+#include <cuda_runtime_api.h>
+
+#include "diffnb/diffnb_cuda.hpp"
+#include "word_stage_device.hpp"
+
+namespace fz::engine {
+namespace {
+
+cudaStream_t stream_of(DeviceWork& work) { return static_cast<cudaStream_t>(work.stream()); }
+
+void forward(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
+  out = {work.allocate(in.size), in.size, nullptr, nullptr};
+  work.check(diffnb::cuda::encode(in.data, in.size, width, out.data, stream_of(work)), "diffnb (GPU)");
+}
+
+void inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t) {
+  in = {work.allocate(out.size), out.size, nullptr, nullptr};
+  work.check(diffnb::cuda::decode(out.data, out.size, width, in.data, stream_of(work)), "diffnb inverse (GPU)");
+}
+
+}  // namespace
+
+const StageDevice& diffnb_stage_device() {
+  static const WordStageDevice part(forward, inverse, true);
+  return part;
+}
+
+}  // namespace fz::engine

@@ -1,0 +1,273 @@
+// The RZE/RRE CUDA encode kernels (schedule: elimination_cuda.cu): one block
+// per sub-chunk, a fast path from registers for full sub-chunks of bytes and
+// the general path through shared memory for the rest.
+// Internal to elimination_cuda.cu, which alone includes it.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "elimination/block_helpers_cuda.cuh"
+#include "elimination/elimination_cuda.cuh"
+
+namespace fz::elimination::cuda {
+namespace {  // internal linkage, as in elimination_cuda.cu, the one file that includes this
+
+using namespace fz::elimination::cuda_detail;
+using fz::cuda_detail::block_copy_bytes;
+using fz::cuda_detail::load_word;
+using fz::cuda_detail::store_word;
+using fz::cuda_detail::swizzled_vector;
+
+// ---- encode ----------------------------------------------------------------
+
+
+// Shared memory of the encoder: the fast path's staged input and coded
+// output, or the general path's sub-chunk, levels and ranks.
+struct FastEncodeShared {
+  uint4 staged[kBlockBytes / 16];
+  __align__(16) uint8_t coded[kBlockBytes];
+  uint32_t last_b0[kThreads / 32];
+  uint32_t last_b1[kThreads / 32];
+  uint32_t b2[kThreads / 32];
+  typename PackedScan::TempStorage scan;
+};
+struct GeneralEncodeShared {
+  uint8_t data[kBlockBytes];
+  uint8_t levels[kLevelStorage];
+  unsigned prefix[kMaxBitmapBytes];
+  union {
+    typename PopcountScan::TempStorage scan;
+    typename SizeReduce::TempStorage reduce;
+  };
+};
+union EncodeShared {
+  FastEncodeShared fast;
+  GeneralEncodeShared general;
+};
+
+struct EncodeTile {
+  size_t chunk;
+  unsigned size;
+  uint64_t offset;
+  uint32_t b3;
+};
+
+__device__ __forceinline__ unsigned packed_field(uint64_t v, unsigned field) {
+  return static_cast<unsigned>((v >> (20 * field)) & 0xFFFFFu);
+}
+
+// The byte at offset i / 32-bit word q of the fast path's staged sub-chunk.
+__device__ __forceinline__ uint8_t staged_byte(const uint4* staged, unsigned i) {
+  return reinterpret_cast<const uint8_t*>(staged)[(swizzled_vector<4>(i >> 4) << 4) | (i & 15u)];
+}
+__device__ __forceinline__ uint32_t staged_word(const uint4* staged, unsigned q) {
+  return reinterpret_cast<const uint32_t*>(staged)[(swizzled_vector<4>(q >> 2) << 2) | (q & 3u)];
+}
+
+// RZE of a full sub-chunk of bytes (16-byte aligned input). Levels: B_0 2048
+// bytes, B_1 256, B_2 32, B_3 4 (the raw top). Thread t holds input bytes
+// 64t..64t+63, B_0 bytes 8t..8t+7 (b0[0], b0[1]) and B_1 byte t.
+__device__ void encode_fast(const uint8_t* src, size_t chunks, uint8_t* out, uint64_t* states, EncodeTile& tile,
+                            FastEncodeShared& sh) {
+  const unsigned t = threadIdx.x, lane = t & 31u, warp = t >> 5;
+  const uint4* src4 = reinterpret_cast<const uint4*>(src);
+  uint4 loaded[4];  // all four loads in flight before the first store
+#pragma unroll
+  for (unsigned i = 0; i < 4; ++i) loaded[i] = src4[i * kThreads + t];
+#pragma unroll
+  for (unsigned i = 0; i < 4; ++i) sh.staged[swizzled_vector<4>(i * kThreads + t)] = loaded[i];
+  __syncthreads();
+  uint32_t b0[2] = {0, 0};
+#pragma unroll
+  for (unsigned i = 0; i < 4; ++i) {
+    const uint4 x = sh.staged[swizzled_vector<4>(4 * t + i)];
+    // Input words 4i..4i+3 are B_0 bytes 2i and 2i+1.
+    const unsigned even = nonzero_bytes(x.x) | (nonzero_bytes(x.y) << 4);
+    const unsigned odd = nonzero_bytes(x.z) | (nonzero_bytes(x.w) << 4);
+    b0[i / 2] |= (even | (odd << 8)) << (16 * (i % 2));
+  }
+  if (lane == 31) sh.last_b0[warp] = b0[1] >> 24;
+  __syncthreads();
+  // B_1 bit j: B_0 byte 8t+j differs from the one before it (0 before the first).
+  uint32_t before = __shfl_up_sync(0xFFFFFFFFu, b0[1] >> 24, 1);
+  if (lane == 0) before = warp > 0 ? sh.last_b0[warp - 1] : 0u;
+  const uint32_t b1 = differing_bytes(b0[0], (b0[0] << 8) | before) |
+                      (differing_bytes(b0[1], (b0[1] << 8) | (b0[0] >> 24)) << 4);
+  if (lane == 31) sh.last_b1[warp] = b1;
+  __syncthreads();
+  // B_2 bit t: B_1 byte t differs from byte t-1; a warp's ballot is 4 bytes of B_2.
+  uint32_t b1_before = __shfl_up_sync(0xFFFFFFFFu, b1, 1);
+  if (lane == 0) b1_before = warp > 0 ? sh.last_b1[warp - 1] : 0u;
+  const bool b1_kept = b1 != b1_before;
+  const uint32_t b2_word = __ballot_sync(0xFFFFFFFFu, b1_kept);
+  if (lane == 0) sh.b2[warp] = b2_word;
+  // Ranks: kept input bytes (field 0), kept B_0 bytes (1), kept B_1 bytes (2).
+  const uint64_t mine = static_cast<uint64_t>(__popc(b0[0]) + __popc(b0[1])) |
+                        (static_cast<uint64_t>(__popc(b1)) << 20) | (static_cast<uint64_t>(b1_kept) << 40);
+  uint64_t rank = 0, all = 0;
+  PackedScan(sh.scan).ExclusiveSum(mine, rank, all);
+  __syncthreads();  // sh.b2 complete
+  const unsigned kept_input = packed_field(all, 0), kept_b0 = packed_field(all, 1), kept_b1 = packed_field(all, 2);
+  // B_3 (warp 0): bit i set iff B_2 byte i differs from byte i-1. The size
+  // is announced at once; warp 0 looks back for the offset while the other
+  // warps assemble the coded sub-chunk.
+  uint8_t b2_byte = 0;
+  bool b2_kept = false;
+  if (warp == 0) {
+    b2_byte = static_cast<uint8_t>(sh.b2[lane / 4] >> (8 * (lane % 4)));
+    uint32_t b2_before = __shfl_up_sync(0xFFFFFFFFu, static_cast<uint32_t>(b2_byte), 1);
+    if (lane == 0) b2_before = 0;
+    b2_kept = b2_byte != b2_before;
+    const uint32_t b3 = __ballot_sync(0xFFFFFFFFu, b2_kept);
+    const unsigned coded = 4 + static_cast<unsigned>(__popc(b3)) + kept_b1 + kept_b0 + kept_input;
+    const unsigned size = coded < kBlockBytes ? coded : kBlockBytes;
+    if (lane == 0) {
+      announce_size(states, tile.chunk, size);
+      tile.size = size;
+      tile.b3 = b3;
+    }
+  }
+  __syncthreads();
+  const unsigned size = tile.size;
+  if (warp == 0) {
+    const uint64_t offset = look_back(states, tile.chunk, size);
+    if (lane == 0) tile.offset = offset;
+  }
+  if (size < kBlockBytes) {
+    // B_3 | K_2 | K_1 | K_0 | kept bytes, assembled in shared memory.
+    const unsigned k2 = static_cast<unsigned>(__popc(tile.b3));
+    if (warp == 0) {
+      if (lane < 4) sh.coded[lane] = static_cast<uint8_t>(tile.b3 >> (8 * lane));
+      if (b2_kept) sh.coded[4 + __popc(tile.b3 & ((1u << lane) - 1u))] = b2_byte;
+    }
+    if (b1_kept) sh.coded[4 + k2 + packed_field(rank, 2)] = static_cast<uint8_t>(b1);
+    unsigned at = 4 + k2 + kept_b1 + packed_field(rank, 1);
+#pragma unroll
+    for (unsigned j = 0; j < 8; ++j) {
+      if ((b1 >> j) & 1u) sh.coded[at++] = static_cast<uint8_t>(b0[j / 4] >> (8 * (j % 4)));
+    }
+    at = 4 + k2 + kept_b1 + kept_b0 + packed_field(rank, 0);
+    uint64_t kept = static_cast<uint64_t>(b0[0]) | (static_cast<uint64_t>(b0[1]) << 32);
+    while (kept) {
+      const unsigned j = static_cast<unsigned>(__ffsll(static_cast<long long>(kept))) - 1;
+      sh.coded[at++] = staged_byte(sh.staged, 64 * t + j);
+      kept &= kept - 1;
+    }
+  }
+  __syncthreads();  // tile.offset and the coded sub-chunk
+  uint8_t* dst = out + 8 + 2 * chunks + tile.offset;
+  if (size == kBlockBytes) {
+    store_bytes(dst, kBlockBytes, [&](unsigned q) { return staged_word(sh.staged, q); });
+  } else {
+    const uint32_t* coded_words = reinterpret_cast<const uint32_t*>(sh.coded);
+    store_bytes(dst, size, [&](unsigned q) { return coded_words[q]; });
+  }
+}
+
+template <typename Word, bool kChanged>
+__device__ void encode_general(const uint8_t* src, unsigned osize, size_t chunks, uint8_t* out, uint64_t* states,
+                               EncodeTile& tile, GeneralEncodeShared& sh) {
+  constexpr unsigned k = sizeof(Word);
+  const unsigned words = osize / k;
+  block_copy_bytes(src, sh.data, osize);
+  __syncthreads();
+  const LevelPlan plan = plan_levels(words);
+  unsigned size = osize;  // raw unless coding is strictly smaller
+  if (words > 0) {
+    build_levels<Word, kChanged>(sh.data, words, plan, sh.levels);
+    // Stored bytes: k per kept word (bits of B_0), one per kept byte of each
+    // lower level (bits of B_1 .. B_top), the raw top level, the leftover bytes.
+    unsigned mine = 0;
+    for (unsigned b = threadIdx.x; b < plan.bytes(0); b += kThreads) mine += k * __popc(sh.levels[b]);
+    for (unsigned l = 1; l < plan.count; ++l) {
+      for (unsigned b = threadIdx.x; b < plan.bytes(l); b += kThreads) mine += __popc(sh.levels[plan.offset[l] + b]);
+    }
+    const unsigned kept = SizeReduce(sh.reduce).Sum(mine);
+    const unsigned total = kept + plan.bytes(plan.top()) + osize % k;
+    if (threadIdx.x == 0 && total < osize) tile.size = total;
+  }
+  if (threadIdx.x == 0 && (words == 0 || tile.size > osize)) tile.size = osize;
+  __syncthreads();
+  size = tile.size;
+  if (threadIdx.x < 32) {
+    if (threadIdx.x == 0) announce_size(states, tile.chunk, size);
+    __syncwarp();
+    const uint64_t offset = look_back(states, tile.chunk, size);
+    if (threadIdx.x == 0) tile.offset = offset;
+  }
+  __syncthreads();
+  uint8_t* dst = out + 8 + 2 * chunks + tile.offset;
+  if (size == osize) {
+    block_copy_bytes(sh.data, dst, osize);
+    return;
+  }
+  // B_top | K_{top-1} | ... | K_0 | kept words | leftover bytes
+  const unsigned top = plan.top();
+  block_copy_bytes(sh.levels + plan.offset[top], dst, plan.bytes(top));
+  unsigned pos = plan.bytes(top);
+  for (unsigned l = top; l-- > 0;) {
+    const uint8_t* above = sh.levels + plan.offset[l + 1];
+    const uint8_t* level = sh.levels + plan.offset[l];
+    const unsigned count = scan_popcounts(above, plan.bytes(l + 1), sh.prefix, sh.scan);
+    for (unsigned i = threadIdx.x; i < plan.bits[l + 1]; i += kThreads) {
+      if (bit_set(above, i)) dst[pos + rank_before(above, sh.prefix, i)] = level[i];
+    }
+    __syncthreads();  // prefix is rewritten by the next scan
+    pos += count;
+  }
+  const unsigned kept_words = scan_popcounts(sh.levels, plan.bytes(0), sh.prefix, sh.scan);
+  for (unsigned w = threadIdx.x; w < words; w += kThreads) {
+    if (bit_set(sh.levels, w)) {
+      const unsigned at = pos + rank_before(sh.levels, sh.prefix, w) * k;
+#pragma unroll
+      for (unsigned b = 0; b < k; ++b) dst[at + b] = sh.data[w * k + b];
+    }
+  }
+  pos += kept_words * k;
+  for (unsigned i = threadIdx.x; i < osize % k; i += kThreads) dst[pos + i] = sh.data[words * k + i];
+}
+
+// One block per sub-chunk, taken in start order from *ticket; the last one
+// also writes the header and the stream's length.
+template <typename Word, bool kChanged>
+__global__ void __launch_bounds__(kThreads)
+    encode_subchunks(const uint8_t* in, uint64_t n, size_t chunks, bool aligned_input, uint8_t* out,
+                     uint64_t* states, unsigned* ticket, uint64_t* encoded_size) {
+  __shared__ __align__(16) EncodeShared sh;
+  __shared__ EncodeTile tile;
+  if (threadIdx.x == 0) {
+    tile.chunk = atomicAdd(ticket, 1u);
+    tile.size = 0xFFFFFFFFu;
+  }
+  __syncthreads();
+  const size_t chunk = tile.chunk;
+  const unsigned osize = subchunk_length(n, chunk);
+  const uint8_t* src = in + chunk * kBlockBytes;
+  if (sizeof(Word) == 1 && !kChanged && osize == kBlockBytes && aligned_input)
+    encode_fast(src, chunks, out, states, tile, sh.fast);
+  else
+    encode_general<Word, kChanged>(src, osize, chunks, out, states, tile, sh.general);
+  if (chunk == chunks - 1 && threadIdx.x == 0) {
+    // tile.offset + tile.size: every payload byte before this one's end.
+    out[8 + 2 * chunk] = static_cast<uint8_t>(tile.size);
+    out[8 + 2 * chunk + 1] = static_cast<uint8_t>(tile.size >> 8);
+    for (unsigned b = 0; b < 8; ++b) out[b] = static_cast<uint8_t>(n >> (8 * b));
+    *encoded_size = 8 + 2 * static_cast<uint64_t>(chunks) + tile.offset + tile.size;
+  } else if (threadIdx.x == 0) {
+    out[8 + 2 * chunk] = static_cast<uint8_t>(tile.size);
+    out[8 + 2 * chunk + 1] = static_cast<uint8_t>(tile.size >> 8);
+  }
+}
+
+// An empty input: the header alone.
+__global__ void encode_empty(uint8_t* out, uint64_t* encoded_size) {
+  for (unsigned b = 0; b < 8; ++b) out[b] = 0;
+  *encoded_size = 8;
+}
+
+}  // namespace
+}  // namespace fz::elimination::cuda

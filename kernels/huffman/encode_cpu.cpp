@@ -1,0 +1,141 @@
+// Huffman encoding on the CPU (format and methods: huffman/huffman.hpp).
+// Encoding makes three passes, each parallel over independent work items with
+// integer results, so the bytes cannot depend on the thread count: a histogram
+// (per slab, summed), the bit length of each block (so every block knows where
+// its words go before any is written), then the blocks' codes written in place.
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "common/error.hpp"
+#include "huffman/huffman.hpp"
+#include "huffman/huffman_format.hpp"
+
+namespace fz::huffman {
+namespace {
+
+static_assert(sizeof(size_t) == 8, "stream sizes are 64-bit");
+
+using format::Canonical;
+using format::kHeaderBytes;
+using format::kLengthBits;
+using format::make_canonical;
+using format::table_bytes;
+
+// ---- encoding ----
+
+// The histogram of the whole input, from per-slab histograms summed in
+// integers (so the slab count does not matter). Throws UsageError on a symbol
+// outside the alphabet.
+std::vector<uint64_t> histogram(const uint8_t* symbols, size_t n, uint32_t alphabet, const Executor& exec) {
+  constexpr size_t kMinSlab = size_t{1} << 16;
+  constexpr size_t kMaxSlab = size_t{1} << 30;  // keeps u32 slab counts exact
+  size_t slabs = std::max<size_t>(1, std::min<size_t>(exec.concurrency(), (n + kMinSlab - 1) / kMinSlab));
+  slabs = std::max(slabs, (n + kMaxSlab - 1) / kMaxSlab);
+  const size_t per = (n + slabs - 1) / slabs;
+  std::vector<std::vector<uint32_t>> partial(slabs);
+  std::vector<uint8_t> bad(slabs, 0);
+  exec.parallel_for(slabs, [&](size_t k) {
+    // One extra bin counts every symbol >= alphabet: no branch in the loop, and
+    // the table is only as large as the alphabet (small chunks, small alphabets).
+    // Skewed data hits one bin over and over; for small alphabets four
+    // interleaved tables break that store-to-load chain.
+    const size_t bins = size_t{alphabet} + 1;
+    const size_t ways = alphabet <= 4096 ? 4 : 1;
+    std::vector<uint32_t>& h = partial[k];
+    h.assign(bins * ways, 0);
+    const size_t begin = std::min(n, k * per);
+    const size_t end = std::min(n, begin + per);
+    size_t i = begin;
+    if (ways == 4) {
+      for (; i + 4 <= end; i += 4) {
+        ++h[std::min<uint32_t>(load_le<uint16_t>(symbols + 2 * i), alphabet)];
+        ++h[bins + std::min<uint32_t>(load_le<uint16_t>(symbols + 2 * i + 2), alphabet)];
+        ++h[2 * bins + std::min<uint32_t>(load_le<uint16_t>(symbols + 2 * i + 4), alphabet)];
+        ++h[3 * bins + std::min<uint32_t>(load_le<uint16_t>(symbols + 2 * i + 6), alphabet)];
+      }
+      for (size_t s = 0; s < bins; ++s) h[s] += h[bins + s] + h[2 * bins + s] + h[3 * bins + s];
+    }
+    for (; i < end; ++i) ++h[std::min<uint32_t>(load_le<uint16_t>(symbols + 2 * i), alphabet)];
+    bad[k] = h[alphabet] != 0;
+  });
+  for (uint8_t b : bad) {
+    if (b) throw UsageError("Huffman input holds a symbol outside the alphabet");
+  }
+  std::vector<uint64_t> total(alphabet, 0);
+  for (const auto& h : partial) {
+    for (uint32_t s = 0; s < alphabet; ++s) total[s] += h[s];
+  }
+  return total;
+}
+
+uint64_t block_bits(const uint8_t* symbols, size_t count, const uint32_t* table) {
+  uint64_t bits = 0;
+  for (size_t i = 0; i < count; ++i) bits += table[load_le<uint16_t>(symbols + 2 * i)] & 31u;
+  return bits;
+}
+
+// Writes the codes MSB-first into 32-bit little-endian words. `acc` keeps the
+// pending bits in its low `pending` bits (< 32 between symbols, so a code of
+// up to 24 bits never overflows 64); higher bits of acc are stale, already written.
+void encode_block(const uint8_t* symbols, size_t count, const uint32_t* table, uint8_t* dst) {
+  uint64_t acc = 0;
+  unsigned pending = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t e = table[load_le<uint16_t>(symbols + 2 * i)];
+    const unsigned len = e & 31u;
+    acc = (acc << len) | (e >> 5);
+    pending += len;
+    if (pending >= 32) {
+      pending -= 32;
+      store_le<uint32_t>(dst, static_cast<uint32_t>(acc >> pending));
+      dst += 4;
+    }
+  }
+  if (pending > 0) store_le<uint32_t>(dst, static_cast<uint32_t>(acc << (32 - pending)));
+}
+
+}  // namespace
+
+void encode(ByteSpan in, const Config& config, Bytes& out, const Executor& exec) {
+  format::check_encoder_config(config);
+  if (in.size % 2 != 0) throw UsageError("Huffman input is u16 symbols: its length must be even");
+  const size_t n = in.size / 2;
+  const size_t S = config.block_symbols;
+  if (n == 0) {
+    out = format::write_head(0, config, {});
+    return;
+  }
+
+  const std::vector<uint64_t> hist = histogram(in.data, n, config.alphabet, exec);
+  const std::vector<uint8_t> lengths = code_lengths(hist.data(), config.alphabet, config.max_length);
+  uint32_t lo = 0, hi = 0;
+  format::code_range(lengths, lo, hi);
+  const std::vector<uint32_t> table = format::encode_table(lengths, lo, hi);
+
+  const size_t blocks = (n + S - 1) / S;
+  std::vector<uint64_t> words(blocks);
+  exec.parallel_for(blocks, [&](size_t b) {
+    const size_t count = std::min(S, n - b * S);
+    words[b] = (block_bits(in.data + 2 * b * S, count, table.data()) + 31) / 32;
+  });
+  std::vector<uint64_t> start(blocks + 1, 0);
+  for (size_t b = 0; b < blocks; ++b) start[b + 1] = start[b] + words[b];
+  if (start[blocks] > UINT32_MAX) throw UsageError("Huffman input too large: over 2^32 coded words");
+
+  out = format::write_head(n, config, lengths);
+  const size_t ends_at = out.size();
+  const size_t payload_at = format::payload_offset(ends_at, blocks);
+  out.resize(payload_at + 4 * start[blocks], 0);
+  for (size_t b = 0; b < blocks; ++b) {
+    store_le<uint32_t>(out.data() + ends_at + 4 * b, static_cast<uint32_t>(start[b + 1]));
+  }
+  exec.parallel_for(blocks, [&](size_t b) {
+    const size_t count = std::min(S, n - b * S);
+    encode_block(in.data + 2 * b * S, count, table.data(), out.data() + payload_at + 4 * start[b]);
+  });
+}
+
+}  // namespace fz::huffman

@@ -1,0 +1,160 @@
+// LORENZO on the GPU, encode: the host dispatch (scratch layout, launches,
+// stream) over the kernels of encode_kernels_cuda.cuh. Stream format:
+// lorenzo/lorenzo.hpp; host interface: lorenzo/lorenzo_cuda.hpp. The rules are
+// the CPU's (lorenzo_rules.hpp); only the schedule differs:
+// Encode, over tiles of kTile elements (one thread block each):
+//   prequantize   one thread per element: classify -> p and value kind, packed
+//                 in one word (U);
+//   count_tiles   per element the Lorenzo delta from the prequantized neighbours
+//                 (inclusion-exclusion, neighbours outside the data are 0, modulo
+//                 2^bits), the code, and whether it is a record; per tile the
+//                 number of records, stored deltas and raw values;
+//   exclusive device scans of the three per-tile counts;
+//   write_records recomputes each element's delta and places its record at
+//                 tile offset + block-scan rank (index order, any schedule);
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/float_state.hpp"
+#include "common/one_block_scan_cuda.cuh"
+#include "lorenzo/common_cuda.cuh"
+#include "lorenzo/encode_kernels_cuda.cuh"
+#include "lorenzo/lorenzo_cuda.hpp"
+
+namespace fz::lorenzo::cuda {
+namespace {
+
+using namespace detail;
+
+struct EncodeLayout {
+  void* p;
+  unsigned long long* tile_counts;  // row_codes' packed per-tile counts
+  uint64_t* counts[3];
+  uint64_t* offsets[3];
+  void* scan;
+  size_t scan_bytes;
+  size_t total;
+};
+
+EncodeLayout encode_layout(void* scratch, size_t n, unsigned width) {
+  auto* base = static_cast<uint8_t*>(scratch);
+  const size_t tiles = tiles_of(n);
+  EncodeLayout l;
+  size_t at = 0;
+  l.p = base + at;
+  at += aligned(n * width);
+  l.tile_counts = reinterpret_cast<unsigned long long*>(base + at);
+  at += aligned(tiles * 8);
+  for (int k = 0; k < 3; ++k) {
+    l.counts[k] = reinterpret_cast<uint64_t*>(base + at);
+    at += aligned(tiles * 8);
+    l.offsets[k] = reinterpret_cast<uint64_t*>(base + at);
+    at += aligned(tiles * 8);
+  }
+  l.scan = base + at;
+  l.scan_bytes = exclusive_scan_bytes(tiles);
+  at += aligned(l.scan_bytes);
+  l.total = at;
+  return l;
+}
+
+template <typename T>
+cudaError_t encode_typed(const uint8_t* in, const Shape& s, const Config& config, double user_bound, uint8_t* codes,
+                         uint8_t* outliers, uint64_t* outliers_size, void* scratch, cudaStream_t stream) {
+  using U = typename Traits<T>::U;
+  const size_t n = s.n;
+  const size_t tiles = tiles_of(n);
+  if (tiles > 0x7FFFFFFFu) return cudaErrorInvalidValue;
+  const EncodeLayout l = encode_layout(scratch, n, sizeof(T));
+  Quantizer<T> quantizer;
+  quantizer.eb2 = static_cast<T>(config.eb) * 2;
+  {
+    FloatStateGuard guard;
+    quantizer.inv = static_cast<T>(1) / quantizer.eb2;
+  }
+  quantizer.bound = user_bound;
+  quantizer.has_fill = config.has_fill;
+  quantizer.fill = static_cast<U>(config.fill_bits);
+  const U code_limit = static_cast<U>(2 * config.radius);
+  U* p = static_cast<U*>(l.p);
+  CountArrays c;
+  for (int k = 0; k < 3; ++k) {
+    c.counts[k] = l.counts[k];
+    c.offsets[k] = l.offsets[k];
+  }
+  if (n > 0) {
+    const size_t blocks = (n + kThreads - 1) / kThreads;
+    if (blocks > 0x7FFFFFFFu) return cudaErrorInvalidValue;
+    const Grid g = grid_of(s);
+    // 16-byte vectors where the input allows, the rest one element per thread.
+    const size_t vectors = (reinterpret_cast<uintptr_t>(in) & 15) == 0 ? n * sizeof(T) / 16 : 0;
+    const size_t first = vectors * 16 / sizeof(T);
+    if (vectors > 0)
+      prequantize_vectors<T><<<stride_grid(vectors), kThreads, 0, stream>>>(
+          reinterpret_cast<const uint4*>(in), vectors, quantizer, reinterpret_cast<uint4*>(p));
+    if (n > first)
+      prequantize<T><<<static_cast<unsigned>((n - first + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+          in, first, n, quantizer, p);
+    if (decodes_by_rows(s) && (reinterpret_cast<uintptr_t>(codes) & 1) == 0) {
+      const cudaError_t err = cudaMemsetAsync(l.tile_counts, 0, tiles * 8, stream);
+      if (err != cudaSuccess) return err;
+      const size_t rows = rows_per_segment(s), segments = (s.ny + rows - 1) / rows;
+      const unsigned warps_grid = static_cast<unsigned>((s.nz * segments + kRowWarps - 1) / kRowWarps);
+      const size_t k = (s.nx + 31) / 32;
+      auto kernel = k <= 1 ? row_codes<U, 1> : k <= 2 ? row_codes<U, 2> : k <= 4 ? row_codes<U, 4>
+                  : k <= 8 ? row_codes<U, 8> : k <= 16 ? row_codes<U, 16> : row_codes<U, 32>;
+      kernel<<<warps_grid, kThreads, 0, stream>>>(p, s, rows, segments, code_limit,
+                                                  reinterpret_cast<uint16_t*>(codes), l.tile_counts);
+      unpack_tile_counts<<<static_cast<unsigned>((tiles + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+          l.tile_counts, tiles, l.counts[0], l.counts[1], l.counts[2]);
+    } else {
+      count_tiles<U><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(p, g, code_limit, codes, l.counts[0],
+                                                                             l.counts[1], l.counts[2]);
+    }
+    if (tiles <= cuda_detail::kOneBlockScanItems) {
+      cuda_detail::OneBlockScans scans;
+      for (int k = 0; k < 3; ++k) scans.in[k] = l.counts[k], scans.out[k] = l.offsets[k];
+      scans.count = 3;
+      cuda_detail::exclusive_sums_one_block<<<1, cuda_detail::kOneBlockScanThreads, 0, stream>>>(scans, tiles, false);
+    } else {
+      for (int k = 0; k < 3; ++k) {
+        size_t scan_bytes = l.scan_bytes;
+        const cudaError_t err = cub::DeviceScan::ExclusiveSum(l.scan, scan_bytes, l.counts[k], l.offsets[k],
+                                                              static_cast<uint64_t>(tiles), stream);
+        if (err != cudaSuccess) return err;
+      }
+    }
+    write_records<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, p, g, code_limit, c, tiles,
+                                                                             outliers);
+  }
+  finish_encode<<<1, 1, 0, stream>>>(n, sizeof(T), c, tiles, outliers, outliers_size);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+size_t max_outliers_bytes(const std::vector<size_t>& dims, unsigned width) {
+  Shape s;
+  if (!make_shape(dims, s)) return kHeaderBytes;
+  return kHeaderBytes + s.n * (index_width_of(s.n) + 1 + 2 * static_cast<size_t>(width));
+}
+
+size_t encode_scratch_bytes(const std::vector<size_t>& dims, unsigned width) {
+  Shape s;
+  if (!make_shape(dims, s)) return 0;
+  return encode_layout(nullptr, s.n, width).total;
+}
+
+cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
+                   uint8_t* codes, uint8_t* outliers, uint64_t* outliers_size, void* scratch, cudaStream_t stream) {
+  Shape s;
+  if (!arguments_ok(dims, config, s)) return cudaErrorInvalidValue;
+  if (!(user_bound > 0) || !std::isfinite(user_bound)) return cudaErrorInvalidValue;
+  return config.width == 4
+             ? encode_typed<float>(in, s, config, user_bound, codes, outliers, outliers_size, scratch, stream)
+             : encode_typed<double>(in, s, config, user_bound, codes, outliers, outliers_size, scratch, stream);
+}
+
+}  // namespace fz::lorenzo::cuda

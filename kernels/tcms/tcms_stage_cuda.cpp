@@ -1,0 +1,30 @@
+// TCMS's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds:
+// length-preserving both ways, so every size is known on the host.
+#include <cuda_runtime_api.h>
+
+#include "tcms/tcms_cuda.hpp"
+#include "word_stage_device.hpp"
+
+namespace fz::engine {
+namespace {
+
+cudaStream_t stream_of(DeviceWork& work) { return static_cast<cudaStream_t>(work.stream()); }
+
+void forward(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
+  out = {work.allocate(in.size), in.size, nullptr, nullptr};
+  work.check(tcms::cuda::encode(in.data, in.size, width, out.data, stream_of(work)), "tcms (GPU)");
+}
+
+void inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t) {
+  in = {work.allocate(out.size), out.size, nullptr, nullptr};
+  work.check(tcms::cuda::decode(out.data, out.size, width, in.data, stream_of(work)), "tcms inverse (GPU)");
+}
+
+}  // namespace
+
+const StageDevice& tcms_stage_device() {
+  static const WordStageDevice part(forward, inverse, true);
+  return part;
+}
+
+}  // namespace fz::engine
