@@ -1,6 +1,6 @@
 // The value range NOA bounds are relative to: min and max over the finite
-// elements that are not the fill value (specs/algorithms.md decision 6; design.md
-// "Guarantees": fill values are left out of NOA's range). Exact and independent
+// elements that are not the fill value (docs/FORMAT.md section 0, rule 6:
+// fill values are left out of NOA's range). Exact and independent
 // of the thread count (min and max do not depend on order).
 #pragma once
 

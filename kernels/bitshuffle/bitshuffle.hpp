@@ -8,7 +8,7 @@
 //   The transposed part is W = 8*width planes of m/8 bytes each, plane 0 first.
 //   Plane q holds bit q (bit 0 = least significant) of every word:
 //     bit j of byte g of plane q  =  bit q of word 8g + j.
-// The same bit order is used for every width (specs/algorithms.md decision 1),
+// The same bit order is used for every width (docs/FORMAT.md section 0, rule 1),
 // and it is what a CUDA warp ballot produces, so both backends agree naturally.
 #pragma once
 

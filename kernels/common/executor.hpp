@@ -1,6 +1,6 @@
 // How a CPU kernel runs independent work items. Kernels split their work into
 // items whose results do not depend on how the items are scheduled, so output
-// bytes are the same with one thread or many (specs/algorithms.md, decision 4).
+// bytes are the same with one thread or many (docs/FORMAT.md section 0, rule 4).
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
-// The floating-point environment every kernel computes in (specs/algorithms.md,
-// decision 5): round to nearest, no flush-to-zero or denormals-are-zero,
+// The floating-point environment every kernel computes in (docs/FORMAT.md
+// section 0, rule 5): round to nearest, no flush-to-zero or denormals-are-zero,
 // exceptions masked, whatever the host application left in the thread's
 // control register. A guard per work item sets it and restores the caller's
 // state, exception flags included, on the way out.

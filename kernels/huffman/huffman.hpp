@@ -1,5 +1,5 @@
 // Huffman: canonical, length-limited Huffman coding of u16 symbols (stage type
-// 11, "huffman"; specs/algorithms.md decision 8). Exact format with a worked
+// 11, "huffman"; docs/FORMAT.md section 0, rule 8). Exact format with a worked
 // example: docs/FORMAT.md. In short (all fields little-endian):
 //
 //   u64 n                 number of symbols

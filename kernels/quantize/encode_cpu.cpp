@@ -3,7 +3,7 @@
 // Work is cut into the 16 KiB blocks of common/blocks.hpp (4096 float32 or 2048
 // float64 elements). Each block writes its codes in place and collects its
 // outliers; the outliers are then concatenated in block order, so the streams
-// are the same bytes for any thread count (specs/algorithms.md, decision 4).
+// are the same bytes for any thread count (docs/FORMAT.md section 0, rule 4).
 //
 // Why the bound is strict. The encoder computes x' with exactly the decoder's
 // operations in the element's own precision T (float for float32, double for

@@ -4,7 +4,7 @@
 // stage after it (diffnb -> bitshuffle -> rze) exploits the smoothness of the
 // codes. Modes (numbers as in cd_values): 0 ABS |x - x'| <= eb, 1 NOA the same
 // with eb * (max - min) over the chunk's finite non-fill values, 2 REL
-// |x - x'| <= eb * |x| (log2 space, Lg/Pw of specs/algorithms.md section 5).
+// |x - x'| <= eb * |x| (log2 space, Lg/Pw of docs/FORMAT.md, QUANTIZE).
 // The bound holds EXACTLY against the user's double bound: the encoder builds
 // the decoder's value with the decoder's own operations and keeps the code only
 // if an exact test passes; everything else is an outlier stored bit-exactly.

@@ -1,4 +1,4 @@
-// The backends' contract (design.md, "Guarantees"): for every preset, mode,
+// The backends' contract (docs/FORMAT.md section 0, rule 1): for every preset, mode,
 // data type and real field, the GPU writes the CPU's frame bytes, and each
 // backend decodes the other's frames to the same bytes. Both paths onto the
 // GPU are covered: chunks in host memory (the filter's path, compress_with

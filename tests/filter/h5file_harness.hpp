@@ -18,10 +18,10 @@
 // A read may fail. It must never crash or over-read (ASan), and a read that
 // succeeds through a frame the engine refuses, or one that decodes to a
 // different byte count than the chunk HDF5 expects, is a violation (the
-// filter handed HDF5 a buffer of the wrong size: design.md, "a corrupted,
-// truncated or hostile frame gives an HDF5 read error").
+// filter handed HDF5 a buffer of the wrong size, where a corrupted,
+// truncated or hostile frame must give an HDF5 read error).
 //
-// The filter is compiled into the program (plugin.cpp, hdf5_binding.cpp) and
+// The filter is compiled into the program (the plugin's sources) and
 // registered with H5Zregister(H5PLget_plugin_info()); its run-time binding
 // must find the libhdf5 this program links. Plugin loading from
 // HDF5_PLUGIN_PATH is switched off, so a plugin .so cannot stand in for it.

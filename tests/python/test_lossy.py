@@ -3,7 +3,7 @@ and netCDF files, under whichever HDF5 runs pytest (2.0, 1.14 or 1.10).
 
 Every check reads the data back from a CLOSED and reopened file (HDF5's chunk
 cache would otherwise hand back the uncompressed chunks) and checks EVERY
-element against the guarantee of ../shared/design.md:
+element against the guarantee (docs/FORMAT.md section 0, rule 3):
 
   ABS  |x - x'| <= bound
   NOA  |x - x'| <= bound * (max - min of the chunk over its finite elements

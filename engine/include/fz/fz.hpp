@@ -178,7 +178,8 @@ std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, const
 // memory it needs beyond the chunk and its frame (at most about the chunk's
 // size, both ways: docs/PERFORMANCE.md) is there (MemAvailable, capped by the
 // process's cgroup). A chunk it cannot compress for want of memory is stored
-// raw in its frame (said on stderr); one it cannot decode is an Error.
+// raw in its frame (a warning through Options::log); one it cannot decode is
+// an Error.
 // Throws Error("not enough memory to <what> a chunk of N MiB ...") when a chunk
 // of 64 MiB or more would need `needed` bytes more than are available.
 void require_memory(uint64_t chunk_bytes, uint64_t needed, const char* what);

@@ -1,4 +1,4 @@
-// The CUDA backend's per-device state (design.md, "Backends and devices"):
+// The CUDA backend's per-device state (README.md, "Environment variables"):
 // created lazily, once per device and process, and shared by every engine call
 // on that device, from any thread.
 //
