@@ -87,14 +87,15 @@ FrameOut store_raw_on_host(ByteSpan chunk, const FrameInfo& description, FrameTa
 }
 
 FrameOut compress_through(const std::vector<EncoderFactory>& backends, const RawWriter& store_raw, FrameInfo info,
-                          const Options& options, const Policy& policy, FrameTarget target,
-                          bool store_raw_on_failure) {
+                          const Options& options, const Policy& policy, FrameTarget target, ChunkPlace place) {
   const uint64_t bytes = info.original_bytes;
   try {
-    fault_injection::maybe_fail(fault_injection::pipeline_failures);
-    // Compressing takes at most about the chunk's size beyond it
-    // (docs/PERFORMANCE.md); without that much, the raw frame below needs none.
-    require_memory(bytes, bytes, "compress");
+    if (place == ChunkPlace::kHost) {
+      fault_injection::maybe_fail(fault_injection::pipeline_failures);
+      // Compressing takes at most about the chunk's size beyond it
+      // (docs/PERFORMANCE.md); without that much, the raw frame below needs none.
+      require_memory(bytes, bytes, "compress");
+    }
     bool ran = false;
     for (const EncoderFactory& make : backends) {
       std::unique_ptr<ChunkEncoder> encoder = make();
@@ -117,7 +118,7 @@ FrameOut compress_through(const std::vector<EncoderFactory>& backends, const Raw
     }
     if (!ran) throw std::logic_error("no backend ran the chunk's pipeline");
   } catch (const std::exception& e) {
-    if (!store_raw_on_failure) throw;
+    if (place == ChunkPlace::kDevice) throw;
     // The write path must not fail once the options were accepted (an HDF5
     // optional filter that fails stores the chunk uncompressed, silently):
     // keep the chunk in a raw frame and say why, always.
@@ -168,7 +169,7 @@ engine::FrameOut compress_to(const void* data, size_t bytes, const DataType& dty
     backends.push_back([&] { return engine::make_cpu_encoder(chunk, policy); });
     return engine::compress_through(
         backends, [&](const FrameInfo& raw, engine::FrameTarget t) { return engine::store_raw_on_host(chunk, raw, t); },
-        info, effective, policy, target, /*store_raw_on_failure=*/true);
+        info, effective, policy, target, engine::ChunkPlace::kHost);
   });
 }
 
@@ -228,8 +229,7 @@ size_t compress_on_device(const void* device_data, size_t bytes, const DataType&
     const engine::FrameOut out = engine::compress_through(
         backends,
         [&](const FrameInfo& raw, engine::FrameTarget t) { return engine::store_raw_on_device(chunk, raw, t, device); },
-        info, effective, policy, {static_cast<uint8_t*>(device_frame), frame_capacity},
-        /*store_raw_on_failure=*/false);
+        info, effective, policy, {static_cast<uint8_t*>(device_frame), frame_capacity}, engine::ChunkPlace::kDevice);
     return out.written;
   });
 }

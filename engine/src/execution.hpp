@@ -78,15 +78,21 @@ using EncoderFactory = std::function<std::unique_ptr<ChunkEncoder>()>;
 // Writes the raw frame (`info` flagged raw, no stages) of the chunk.
 using RawWriter = std::function<FrameOut(const FrameInfo& info, FrameTarget target)>;
 
+// Where the chunk is, which decides two rules of the flow.
+enum class ChunkPlace {
+  // Host memory (the filter's chunks): the host memory compressing needs is
+  // checked first, and any failure stores the raw frame with a warning.
+  kHost,
+  // Device memory (the device-resident API): failures are the caller's errors.
+  kDevice,
+};
+
 // The chunk's frame through `backends`, in order (the fallback rule: one that
 // cannot run the pipeline or gives up passes the chunk on; the last one runs
 // every pipeline), or the raw frame when the frame would not be smaller than
-// the chunk. `info` describes the chunk (preset, dtype, dims, original
-// bytes). On any other failure: with store_raw_on_failure (a chunk of the
-// filter's), the raw frame and a warning; without, the error.
+// the chunk. `info` describes the chunk (preset, dtype, dims, original bytes).
 FrameOut compress_through(const std::vector<EncoderFactory>& backends, const RawWriter& store_raw, FrameInfo info,
-                          const Options& options, const Policy& policy, FrameTarget target,
-                          bool store_raw_on_failure);
+                          const Options& options, const Policy& policy, FrameTarget target, ChunkPlace place);
 
 // The CPU backend for a chunk in host memory.
 std::unique_ptr<ChunkEncoder> make_cpu_encoder(ByteSpan chunk, const Policy& policy);

@@ -72,7 +72,7 @@ class ForwardSource {
   virtual void finish(std::vector<Bytes>& outputs) = 0;
 };
 
-// GPU execution of a pipeline's forward (cuda/device_forward.cpp). A stream
+// GPU execution of a pipeline's forward (engine/src/cuda/, through device_forward.hpp). A stream
 // in device memory, its size known on the host, or only on the device (the
 // producer wrote it to device_size) until the caller reads it back.
 struct DeviceBuffer {
@@ -85,7 +85,7 @@ struct DeviceBuffer {
   const uint8_t* host = nullptr;
   // For a size on the device: the bytes allocated at `data`, which it never
   // exceeds (0: not said). Small chunks download their streams whole with
-  // their sizes, in one trip (cuda/device_forward.cpp).
+  // their sizes, in one trip (engine/src/cuda/, through device_forward.hpp).
   size_t capacity = 0;
 };
 
@@ -167,7 +167,7 @@ class Stage {
     return nullptr;
   }
 
-  // The forward on the GPU (cuda/device_forward.cpp), for stages that have
+  // The forward on the GPU (engine/src/cuda/, through device_forward.hpp), for stages that have
   // one in this build: it writes the same bytes as forward(). Inputs have
   // host-known sizes. These entry points are not virtual: they hand over to
   // the stage type's GPU part (kernels/<stage>/<stage>_stage_cuda.cpp,
@@ -180,7 +180,7 @@ class Stage {
   void forward_device(const std::vector<DeviceBuffer>& inputs, std::vector<DeviceBuffer>& outputs,
                       DeviceWork& work) const;
 
-  // The inverse on the GPU (cuda/device_forward.cpp), the same bytes as
+  // The inverse on the GPU (engine/src/cuda/, through device_forward.hpp), the same bytes as
   // inverse(). Streams that came from the frame carry their host bytes too.
   // `max_stream_bytes` bounds every stream it rebuilds, as for inverse().
   bool has_device_inverse() const;

@@ -154,7 +154,7 @@ double finite_range(const Bytes& raw) {
 }
 
 // The codes lorenzo::encode gives the field at `fraction` of its range (radius
-// 512, as presets.cpp builds cusz), with a working bound of the element type
+// 512, as engine/src/presets/lorenzo.cpp builds cusz), with a working bound of the element type
 // rounded toward zero as the engine's.
 Bytes lorenzo_codes(const RealField& f, const Bytes& raw, double fraction) {
   const double user = fraction * (f.f64 ? finite_range<double>(raw) : finite_range<float>(raw));

@@ -180,15 +180,7 @@ void encode_typed(ByteSpan in, const Shape& s, const Config& config, double user
     return;
   }
 
-  Quantizer<T> quantizer;
-  quantizer.eb2 = static_cast<T>(config.eb) * 2;
-  {
-    FloatStateGuard guard;
-    quantizer.inv = static_cast<T>(1) / quantizer.eb2;
-  }
-  quantizer.bound = user_bound;
-  quantizer.has_fill = config.has_fill;
-  quantizer.fill = static_cast<U>(config.fill_bits);
+  const Quantizer<T> quantizer = make_quantizer<T>(config, user_bound);
 
   // The prequantized values p are kept for a window of the chunk only: a
   // group of blocks plus the reach of a delta behind it (one plane, one row

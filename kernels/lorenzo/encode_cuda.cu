@@ -68,15 +68,7 @@ cudaError_t encode_typed(const uint8_t* in, const Shape& s, const Config& config
   const size_t tiles = tiles_of(n);
   if (tiles > 0x7FFFFFFFu) return cudaErrorInvalidValue;
   const EncodeLayout l = encode_layout(scratch, n, sizeof(T));
-  Quantizer<T> quantizer;
-  quantizer.eb2 = static_cast<T>(config.eb) * 2;
-  {
-    FloatStateGuard guard;
-    quantizer.inv = static_cast<T>(1) / quantizer.eb2;
-  }
-  quantizer.bound = user_bound;
-  quantizer.has_fill = config.has_fill;
-  quantizer.fill = static_cast<U>(config.fill_bits);
+  const Quantizer<T> quantizer = make_quantizer<T>(config, user_bound);
   const U code_limit = static_cast<U>(2 * config.radius);
   U* p = static_cast<U*>(l.p);
   CountArrays c;

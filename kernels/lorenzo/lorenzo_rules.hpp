@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/float_state.hpp"
 #include "common/host_device.hpp"
 #include "lorenzo/lorenzo.hpp"
 
@@ -192,6 +193,23 @@ struct Quantizer {
     return kValueQuantized;
   }
 };
+
+// The quantizer both encoders use (host side), its reciprocal step computed
+// under the kernels' floating-point state (FORMAT.md section 0, rule 5), so
+// the CPU and the GPU quantize with the very same values.
+template <typename T>
+Quantizer<T> make_quantizer(const Config& config, double user_bound) {
+  Quantizer<T> quantizer;
+  quantizer.eb2 = static_cast<T>(config.eb) * 2;
+  {
+    FloatStateGuard guard;
+    quantizer.inv = static_cast<T>(1) / quantizer.eb2;
+  }
+  quantizer.bound = user_bound;
+  quantizer.has_fill = config.has_fill;
+  quantizer.fill = static_cast<typename Traits<T>::U>(config.fill_bits);
+  return quantizer;
+}
 
 }  // namespace rules
 }  // namespace fz::lorenzo

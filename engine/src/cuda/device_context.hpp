@@ -78,7 +78,7 @@ class PinnedBuffer {
 };
 
 // A pipeline's forward captured as a CUDA graph (defined where it is used,
-// engine/src/cuda/device_forward.cpp).
+// engine/src/cuda/forward_graphs.hpp).
 struct CapturedForward;
 
 struct Lane {
@@ -90,7 +90,7 @@ struct Lane {
   // reused by every later download on this lane.
   std::vector<cudaEvent_t> piece_events;
   // Device memory lent to one chunk at a time, in order, and taken back whole
-  // when the chunk is done (device_forward.cpp's ChunkWork), so a chunk's
+  // when the chunk is done (cuda/chunk_work.hpp's ChunkWork), so a chunk's
   // buffers cost no pool allocation and release each (1.4 us a pair on the
   // H100 machine, a dozen or more per chunk). It grows, before a chunk starts,
   // to what the most demanding chunk so far needed, up to a cap; buffers
