@@ -1,0 +1,248 @@
+// The rules of the spline stage that the CPU (encode_cpu.cpp, decode_cpu.cpp)
+// and a later GPU version share, so that the two cannot drift apart: tile size
+// and level count per rank, the chunk's tile and anchor grids, the 1-D
+// predictor, the quantization of one element, the per-level steps, the side
+// stream's layout and what a valid config is (spline.hpp states the format).
+// The per-element rules are host and device code (common/host_device.hpp);
+// nothing here allocates or throws.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "common/float_state.hpp"
+#include "common/host_device.hpp"
+#include "lorenzo/lorenzo_rules.hpp"  // within_bound, magnitude, Traits: the exact bound test is shared
+#include "spline/spline.hpp"
+
+namespace fz::spline::rules {
+
+using lorenzo::rules::magnitude;
+using lorenzo::rules::within_bound;
+
+// Tile edge B per rank (spline.hpp): 16 in 3-D, 64 in 2-D, 256 in 1-D, and
+// the level count L = log2(B): units B/2 .. 1.
+FZ_HOST_DEVICE constexpr size_t tile_size(unsigned rank) { return rank == 3 ? 16 : rank == 2 ? 64 : 256; }
+FZ_HOST_DEVICE constexpr unsigned level_count(unsigned rank) { return rank == 3 ? 4 : rank == 2 ? 6 : 8; }
+constexpr unsigned kMaxLevels = 8;
+
+// The largest radius code_bytes can carry: codes run up to 2 * radius - 1.
+FZ_HOST_DEVICE constexpr uint32_t max_radius(unsigned code_bytes) { return code_bytes == 1 ? 128 : 32768; }
+
+// Level flags (spline.hpp): bit 0 reverse (axes fastest to slowest), bit 1
+// natural cubic (-1, 9, 9, -1) / 16 instead of (-3, 23, 23, -3) / 40.
+constexpr uint8_t kFlagReverse = 1;
+constexpr uint8_t kFlagNatural = 2;
+constexpr uint8_t kFlagsUsed = 3;
+
+// The chunk as three axes, slowest first: a rank-r chunk gets 3 - r leading
+// axes of extent 1 (one tile of one point each, which no pass ever visits).
+struct Grid {
+  unsigned rank = 1;
+  size_t tile = 256;        // B
+  size_t n[3] = {1, 1, 1};  // extents
+  size_t tiles[3] = {0, 0, 0};  // ceil(n / B) per axis; also the anchor grid's extents
+  size_t elements = 0;
+  size_t tile_count = 0;  // also the anchor count
+
+  // True at the points whose every coordinate is a multiple of B.
+  bool is_anchor(size_t z, size_t y, size_t x) const { return z % tile == 0 && y % tile == 0 && x % tile == 0; }
+};
+
+enum class GridCheck { kOk, kBadRank, kTooManyElements };
+
+// dims (1 to 3 extents, slowest first) as a Grid; an extent of 0 gives no
+// elements and no tiles. Bounded so that N * 16 never overflows.
+inline GridCheck grid_of(const std::vector<size_t>& dims, Grid& g) {
+  if (dims.empty() || dims.size() > 3) return GridCheck::kBadRank;
+  g = Grid{};
+  g.rank = static_cast<unsigned>(dims.size());
+  g.tile = tile_size(g.rank);
+  for (size_t k = 0; k < dims.size(); ++k) g.n[3 - dims.size() + k] = dims[k];
+  constexpr size_t kMaxElements = std::numeric_limits<size_t>::max() / 32;
+  size_t elements = 1;
+  for (size_t e : g.n) {
+    if (e != 0 && elements > kMaxElements / e) return GridCheck::kTooManyElements;
+    elements *= e;
+  }
+  g.elements = elements;
+  g.tile_count = 1;
+  for (int k = 0; k < 3; ++k) {
+    g.tiles[k] = (g.n[k] + g.tile - 1) / g.tile;
+    g.tile_count *= g.tiles[k];
+  }
+  return GridCheck::kOk;
+}
+
+// Outlier indices are u32 when N <= 2^32, else u64 (spline.hpp).
+FZ_HOST_DEVICE inline size_t index_width_of(size_t n) { return n <= (uint64_t{1} << 32) ? 4 : 8; }
+
+// Byte offsets of the side stream's parts (spline.hpp): u8 rank, u8 L,
+// u32 radius, L x (u8 flags, step), anchors, u64 K, indices, values.
+struct SideLayout {
+  size_t levels_at = 6;
+  size_t level_bytes = 0;  // 1 + W
+  size_t anchors_at = 0;
+  size_t count_at = 0;
+  size_t indices_at = 0;  // count_at + 8
+  size_t values_at(size_t outliers, size_t index_width) const { return indices_at + outliers * index_width; }
+};
+inline SideLayout side_layout(unsigned rank, unsigned width, size_t anchor_count) {
+  SideLayout s;
+  s.level_bytes = 1 + width;
+  s.anchors_at = s.levels_at + level_count(rank) * s.level_bytes;
+  s.count_at = s.anchors_at + anchor_count * width;
+  s.indices_at = s.count_at + 8;
+  return s;
+}
+
+// Why encode refuses a config, as its UsageError's message; nullptr when it is valid.
+inline const char* config_problem(const Config& c) {
+  if (c.width != 4 && c.width != 8) return "spline: width must be 4 or 8";
+  if (c.code_bytes != 1 && c.code_bytes != 2) return "spline: code_bytes must be 1 or 2";
+  if (c.radius < 1 || c.radius > max_radius(c.code_bytes)) return "spline: radius must be in [1, 128] for 1-byte codes, [1, 32768] for 2";
+  if (!(c.alpha >= 1) || !std::isfinite(c.alpha)) return "spline: alpha must be >= 1 and finite";
+  if (!(c.beta >= 1) || !std::isfinite(c.beta)) return "spline: beta must be >= 1 and finite";
+  if (c.tuning != Tuning::kOff && c.tuning != Tuning::kRatioFirst) return "spline: unknown tuning";
+  return nullptr;
+}
+
+// Every step must be a positive, normal, finite value of T (the decoder's check).
+template <typename T>
+bool step_is_valid(T step) {
+  return step >= std::numeric_limits<T>::min() && step <= std::numeric_limits<T>::max();
+}
+
+// The per-level steps, steps[l] for level l (0 finest): 2 * eb / min(alpha^l,
+// beta) in double, clamped to [smallest normal, largest finite] of T, then
+// rounded toward zero into T (so a step never exceeds 2 * eb unless clamped
+// up). The clamp keeps every step positive, normal and finite: a step clamped
+// up to the smallest normal only makes more elements fail the strict check
+// (outliers), never breaks the bound. Host only; the steps travel in the side
+// stream, so the decoder never recomputes them.
+template <typename T>
+void level_steps(double eb, double alpha, double beta, unsigned levels, T* steps) {
+  FloatStateGuard guard;
+  double power = 1;
+  for (unsigned l = 0; l < levels; ++l) {
+    const double divisor = power < beta ? power : beta;
+    double raw = eb / divisor * 2;
+    const double top = static_cast<double>(std::numeric_limits<T>::max());
+    const double bottom = static_cast<double>(std::numeric_limits<T>::min());
+    if (!(raw <= top)) raw = top;
+    if (raw < bottom) raw = bottom;
+    T step = static_cast<T>(raw);
+    if (static_cast<double>(step) > raw) step = std::nextafter(step, T(0));
+    steps[l] = step;
+    power *= alpha;
+  }
+}
+
+// Finite (by the exponent bits: no libm, no numeric_limits in device code).
+template <typename T>
+FZ_HOST_DEVICE inline bool is_finite(T x) {
+  using Traits = lorenzo::rules::Traits<T>;
+  typename Traits::U bits;
+  memcpy(&bits, &x, sizeof(T));
+  return ((bits >> Traits::kMantissaBits) & Traits::kExponentMask) != Traits::kExponentMask;
+}
+
+// An element the quantizer may code: finite and not -0 (NaN, +-Inf and -0
+// are outliers, stored exactly; denormals are ordinary values).
+template <typename T>
+FZ_HOST_DEVICE inline bool is_codable(T x) {
+  using U = typename lorenzo::rules::Traits<T>::U;
+  U bits;
+  memcpy(&bits, &x, sizeof(T));
+  return is_finite(x) && bits != (U{1} << (8 * sizeof(T) - 1));
+}
+
+// What later predictions read for an element stored exactly: the value, or 0
+// when it is not finite.
+template <typename T>
+FZ_HOST_DEVICE inline T prediction_value(T x) {
+  return is_finite(x) ? x : T(0);
+}
+
+// The 1-D prediction of the point `at` (a slot of a tile's working buffer)
+// along the pass axis, whose neighbours lie `stride` slots apart (u points):
+// local index i (an odd multiple of u), tile size B, global index g of extent
+// n. Exactly spline.hpp's table, in T, left to right, one rounding per
+// operation (no contraction: -ffp-contract=off, -fmad=false). Reads only the
+// neighbours that exist.
+template <typename T>
+FZ_HOST_DEVICE inline T predict_along(const T* at, ptrdiff_t stride, size_t i, size_t u, size_t tile, size_t g,
+                                      size_t n, bool natural) {
+  const T b = at[-stride];
+  if (!(g + u < n)) return b;  // no c (then no d either)
+  const T c = at[stride];
+  const bool has_a = i >= 3 * u;
+  const bool has_d = i + 3 * u <= tile && g + 3 * u < n;
+  if (has_a && has_d) {
+    const T a = at[-3 * stride];
+    const T d = at[3 * stride];
+    if (natural) return (-a + T(9) * b + T(9) * c - d) / T(16);
+    return (T(-3) * a + T(23) * b + T(23) * c - T(3) * d) / T(40);
+  }
+  if (has_a) {
+    const T a = at[-3 * stride];
+    return (-a + T(6) * b + T(3) * c) / T(8);
+  }
+  if (has_d) {
+    const T d = at[3 * stride];
+    return (T(3) * b + T(6) * c - d) / T(8);
+  }
+  return (b + c) / T(2);
+}
+
+// x' of code q: fl_T(p + fl_T(q * step)) (q converts to T exactly: |q| < 2^15).
+template <typename T>
+FZ_HOST_DEVICE inline T reconstruct(T p, int32_t q, T step) {
+  return p + static_cast<T>(q) * step;
+}
+
+// One level's quantizer: step, inv = fl_T(1 / step) (computed under the
+// kernels' float state), the radius and the user's bound.
+template <typename T>
+struct LevelQuantizer {
+  T step;
+  T inv;
+  uint32_t radius;
+  double bound;
+};
+
+template <typename T>
+LevelQuantizer<T> make_level_quantizer(T step, uint32_t radius, double bound) {
+  FloatStateGuard guard;
+  return LevelQuantizer<T>{step, T(1) / step, radius, bound};
+}
+
+// Quantizes x against prediction p (spline.hpp): returns the code (q +
+// radius, or 0 for an outlier) and sets `value` to what later predictions
+// read (x', or the exact value, 0 if not finite). q is rounded half away
+// from zero without libm: |s| < radius <= 2^15, so the truncation and
+// a - t are exact.
+template <typename T>
+FZ_HOST_DEVICE inline uint32_t quantize(T x, T p, const LevelQuantizer<T>& lq, T& value, int32_t& q) {
+  q = 0;
+  value = prediction_value(x);
+  if (!is_codable(x)) return 0;
+  const T s = (x - p) * lq.inv;
+  const T a = magnitude(s);
+  if (!(a < static_cast<T>(lq.radius))) return 0;  // also NaN (an overflowing prediction)
+  int32_t t = static_cast<int32_t>(a);
+  t += a - static_cast<T>(t) >= T(0.5) ? 1 : 0;
+  if (t >= static_cast<int32_t>(lq.radius)) return 0;
+  const int32_t candidate = s < 0 ? -t : t;
+  const T r = reconstruct(p, candidate, lq.step);
+  if (!within_bound(static_cast<double>(x), static_cast<double>(r), lq.bound)) return 0;
+  q = candidate;
+  value = r;
+  return static_cast<uint32_t>(candidate + static_cast<int32_t>(lq.radius));
+}
+
+}  // namespace fz::spline::rules

@@ -1,0 +1,145 @@
+// SPLINE's engine adapter (spline_stage.hpp).
+#include "spline/spline_stage.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "stage_samples.hpp"
+
+namespace fz::engine {
+
+SplineStage::SplineStage(const spline::Config& config, double enforced_bound, std::vector<size_t> dims)
+    : config_(config), enforced_bound_(enforced_bound), dims_(std::move(dims)) {
+  if (dims_.empty() || dims_.size() > 3) throw UsageError("spline: 1 to 3 axes");
+  if (config_.width != 4 && config_.width != 8) throw UsageError("spline: width must be 4 or 8");
+  if (config_.code_bytes != 1 && config_.code_bytes != 2) throw UsageError("spline: codes of 1 or 2 bytes");
+  if (!(std::isfinite(enforced_bound_) && enforced_bound_ > 0)) throw UsageError("spline: bound must be positive");
+}
+
+Bytes SplineStage::config() const {
+  Bytes c;
+  c.push_back(static_cast<uint8_t>(config_.width));
+  c.push_back(static_cast<uint8_t>(config_.code_bytes));
+  append_le<uint32_t>(c, config_.radius);
+  append_le<double>(c, enforced_bound_);
+  append_le<double>(c, config_.alpha);
+  append_le<double>(c, config_.beta);
+  c.push_back(static_cast<uint8_t>(config_.tuning));
+  c.push_back(static_cast<uint8_t>(dims_.size()));
+  for (size_t d : dims_) append_le<uint64_t>(c, d);
+  return c;
+}
+
+void SplineStage::forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const {
+  out.resize(2);  // the pipeline hands in pooled buffers; reuse their capacity
+  spline::Streams streams;
+  streams.codes = std::move(out.at(0));
+  streams.side = std::move(out.at(1));
+  spline::encode(in.at(0), dims_, config_, enforced_bound_, streams, ctx.exec);
+  out[0] = std::move(streams.codes);
+  out[1] = std::move(streams.side);
+}
+
+void SplineStage::inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const {
+  uint64_t elements = 1;
+  for (size_t d : dims_) require_format(!__builtin_mul_overflow(elements, d, &elements), "spline dims overflow");
+  require_format(elements <= ctx.max_stream_bytes / config_.width, "spline chunk larger than the frame allows");
+  require_format(out.at(0).size == elements * config_.code_bytes, "spline codes do not match the chunk size");
+  in.resize(1);
+  spline::decode(out.at(0), out.at(1), dims_, config_.width, config_.code_bytes, in[0], ctx.exec);
+}
+
+std::unique_ptr<Stage> make_spline(const spline::Config& config, double enforced_bound, std::vector<size_t> dims) {
+  return std::make_unique<SplineStage>(config, enforced_bound, std::move(dims));
+}
+
+std::unique_ptr<Stage> parse_spline(ByteSpan c) {
+  require_format(c.size >= 32, "spline stage: config too short");
+  spline::Config config;
+  config.width = c.data[0];
+  config.code_bytes = c.data[1];
+  config.radius = load_le<uint32_t>(c.data + 2);
+  const double enforced = load_le<double>(c.data + 6);
+  config.alpha = load_le<double>(c.data + 14);
+  config.beta = load_le<double>(c.data + 22);
+  require_format(c.data[30] <= 1, "spline stage: unknown tuning");
+  config.tuning = static_cast<spline::Tuning>(c.data[30]);
+  const unsigned rank = c.data[31];
+  require_format(rank >= 1 && rank <= 3 && c.size == 32 + 8 * size_t(rank), "spline stage: bad rank or config size");
+  std::vector<size_t> dims;
+  for (unsigned i = 0; i < rank; ++i) dims.push_back(static_cast<size_t>(load_le<uint64_t>(c.data + 32 + 8 * i)));
+  return config_error_as_format_error("spline", [&] { return make_spline(config, enforced, std::move(dims)); });
+}
+
+namespace {
+
+// A linear ramp of integers over `dims` (coefficients from the raw bytes),
+// plus +1000 on every 53rd element when `spikes`. The spline's predictors
+// are exact on a ramp, so under a bound of 0.5 with alpha = beta = 1 (every
+// level's step 1) every element comes back exactly: the ramp's with q = 0,
+// and the spikes, and their neighbours, whose predictions they move by at
+// least 1000/16, as outliers when the radius is 1.
+template <typename T>
+Bytes ramp(ByteSpan raw, const std::vector<size_t>& dims, bool spikes) {
+  auto coefficient = [&](size_t k) { return raw.size > k ? static_cast<int>(raw.data[k] % 7) - 3 : 1; };
+  size_t n = 1;
+  for (size_t d : dims) n *= d;
+  Bytes out(n * sizeof(T));
+  std::vector<size_t> at(dims.size(), 0);
+  for (size_t i = 0; i < n; ++i) {
+    double v = coefficient(0) * 100;
+    for (size_t a = 0; a < dims.size(); ++a) v += coefficient(a + 1) * static_cast<double>(at[a]);
+    if (spikes && i % 53 == 7) v += 1000;
+    const T t = static_cast<T>(v);
+    std::memcpy(out.data() + i * sizeof(T), &t, sizeof(T));
+    for (size_t a = dims.size(); a-- > 0;) {
+      if (++at[a] < dims[a]) break;
+      at[a] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// Ramps in 1, 2 and 3 axes (the slowest extent follows the input's length),
+// both widths, 1- and 2-byte codes, both tunings, and spikes as outliers.
+std::vector<StageSample> spline_stage_samples() {
+  struct Shape {
+    const char* label;
+    unsigned width;
+    unsigned code_bytes;
+    uint32_t radius;
+    spline::Tuning tuning;
+    bool spikes;
+    std::vector<size_t> inner;
+  };
+  const std::vector<Shape> shapes = {{"spline1d-f32-c1", 4, 1, 128, spline::Tuning::kOff, false, {}},
+                                     {"spline2d-f32", 4, 2, 512, spline::Tuning::kRatioFirst, false, {97}},
+                                     {"spline3d-f32-spikes", 4, 2, 1, spline::Tuning::kRatioFirst, true, {13, 17}},
+                                     {"spline3d-f64", 8, 2, 512, spline::Tuning::kOff, false, {7, 11}}};
+  std::vector<StageSample> samples;
+  for (const Shape& shape : shapes)
+    samples.push_back({shape.label, [shape](ByteSpan raw) {
+                         size_t plane = 1;
+                         for (size_t d : shape.inner) plane *= d;
+                         std::vector<size_t> dims{raw.size / shape.width / plane};
+                         dims.insert(dims.end(), shape.inner.begin(), shape.inner.end());
+                         if (dims[0] == 0) dims = {raw.size / shape.width};  // too short for the shape: 1-D
+                         spline::Config config;
+                         config.width = shape.width;
+                         config.code_bytes = shape.code_bytes;
+                         config.radius = shape.radius;
+                         config.tuning = shape.tuning;
+                         config.alpha = 1;
+                         config.beta = 1;
+                         StageCase c{make_spline(config, 0.5, dims), {}};
+                         c.inputs.push_back(shape.width == 4 ? ramp<float>(raw, dims, shape.spikes)
+                                                             : ramp<double>(raw, dims, shape.spikes));
+                         return c;
+                       }});
+  return samples;
+}
+
+}  // namespace fz::engine
