@@ -1,5 +1,5 @@
 // SPLINE: the G-Interp predictor of cuSZ-Hi (stage type 13, work in progress:
-// CPU only, no preset uses it yet), float32 /
+// no preset uses it yet; CPU and CUDA write the same bytes), float32 /
 // float64, 1-D/2-D/3-D, in independent tiles, with the bound strictly
 // checked inside the level loop. docs/FORMAT.md (stage type 13) holds this
 // text too.

@@ -50,7 +50,9 @@ struct Grid {
   size_t tile_count = 0;  // also the anchor count
 
   // True at the points whose every coordinate is a multiple of B.
-  bool is_anchor(size_t z, size_t y, size_t x) const { return z % tile == 0 && y % tile == 0 && x % tile == 0; }
+  FZ_HOST_DEVICE bool is_anchor(size_t z, size_t y, size_t x) const {
+    return z % tile == 0 && y % tile == 0 && x % tile == 0;
+  }
 };
 
 enum class GridCheck { kOk, kBadRank, kTooManyElements };
@@ -78,6 +80,85 @@ inline GridCheck grid_of(const std::vector<size_t>& dims, Grid& g) {
   return GridCheck::kOk;
 }
 
+// One tile (spline.hpp): where it lies in the chunk and the slots of its
+// private working buffer of (B+1)^rank values. Host and device: the CPU's
+// tiles (tile_cpu.hpp) and the GPU's thread blocks use the same geometry.
+struct TileFrame {
+  size_t origin[3] = {0, 0, 0};  // global coordinates of local 0
+  size_t extent[3] = {1, 1, 1};  // local points the tile computes: min(B + 1, n - origin)
+  size_t stride[3] = {0, 0, 1};  // working-buffer strides (B + 1 per real axis, 1 per padded one)
+  size_t buffer_size = 1;
+
+  FZ_HOST_DEVICE TileFrame(const Grid& grid, size_t tile_index) {
+    size_t rest = tile_index;
+    size_t span[3];
+    for (int k = 2; k >= 0; --k) {
+      const size_t t = rest % grid.tiles[k];
+      rest /= grid.tiles[k];
+      origin[k] = t * grid.tile;
+      const size_t left = grid.n[k] - origin[k];
+      extent[k] = left < grid.tile + 1 ? left : grid.tile + 1;
+      span[k] = k >= 3 - static_cast<int>(grid.rank) ? grid.tile + 1 : 1;
+    }
+    stride[2] = 1;
+    stride[1] = span[2];
+    stride[0] = span[2] * span[1];
+    buffer_size = stride[0] * span[0];
+  }
+
+  FZ_HOST_DEVICE size_t slot(size_t z, size_t y, size_t x) const {
+    return z * stride[0] + y * stride[1] + x * stride[2];
+  }
+};
+
+// (B+1)^rank: every tile's working buffer has this many slots.
+FZ_HOST_DEVICE constexpr size_t tile_buffer_size(unsigned rank) {
+  return rank == 3 ? 17 * 17 * 17 : rank == 2 ? 65 * 65 : 257;
+}
+
+// True where the tile owns the point (writes its code / output): local < B
+// on every axis; the points at local B are the next tile's.
+FZ_HOST_DEVICE inline bool owns(const Grid& grid, size_t z, size_t y, size_t x) {
+  return z < grid.tile && y < grid.tile && x < grid.tile;
+}
+
+FZ_HOST_DEVICE inline size_t global_index(const Grid& grid, const TileFrame& f, size_t z, size_t y, size_t x) {
+  return ((f.origin[0] + z) * grid.n[1] + f.origin[1] + y) * grid.n[2] + f.origin[2] + x;
+}
+
+// Pass j (0..2) of the level of unit u (spline.hpp): along axis `axis`, that
+// axis at odd multiples of u, the axes before it in the pass order on the
+// u-grid, those after it on the 2u-grid; local coordinates start[k],
+// start[k] + step[k], ... below the tile's extent. `empty` when the axis has
+// no odd multiple of u inside the tile (also every padded axis).
+struct Pass {
+  int axis;
+  bool empty;
+  size_t start[3];
+  size_t step[3];
+};
+FZ_HOST_DEVICE inline Pass pass_of(const TileFrame& f, size_t u, bool reverse, int j) {
+  Pass p;
+  p.axis = reverse ? 2 - j : j;
+  p.empty = f.extent[p.axis] <= u;
+  for (int k = 0; k < 3; ++k) {
+    const bool before = reverse ? k > p.axis : k < p.axis;
+    p.start[k] = k == p.axis ? u : 0;
+    p.step[k] = k == p.axis || !before ? 2 * u : u;
+  }
+  return p;
+}
+
+// Tuning::kRatioFirst's sample (spline.hpp): S = ceil(tiles / 16) tiles,
+// sample j being tile (j * 2654435761) mod tiles. A multiplicative stride
+// spreads the sample over the chunk whatever its shape (a plain "every 16th
+// tile" hits one column of tiles when a row holds a multiple of 16 of them).
+constexpr unsigned kFlagChoices = 4;
+FZ_HOST_DEVICE inline size_t sample_count(size_t tile_count) { return (tile_count + 15) / 16; }
+FZ_HOST_DEVICE inline size_t sample_tile(size_t j, size_t tile_count) {
+  return static_cast<size_t>((static_cast<uint64_t>(j) * uint64_t{2654435761u}) % tile_count);
+}
+
 // Outlier indices are u32 when N <= 2^32, else u64 (spline.hpp).
 FZ_HOST_DEVICE inline size_t index_width_of(size_t n) { return n <= (uint64_t{1} << 32) ? 4 : 8; }
 
@@ -89,7 +170,9 @@ struct SideLayout {
   size_t anchors_at = 0;
   size_t count_at = 0;
   size_t indices_at = 0;  // count_at + 8
-  size_t values_at(size_t outliers, size_t index_width) const { return indices_at + outliers * index_width; }
+  FZ_HOST_DEVICE size_t values_at(size_t outliers, size_t index_width) const {
+    return indices_at + outliers * index_width;
+  }
 };
 inline SideLayout side_layout(unsigned rank, unsigned width, size_t anchor_count) {
   SideLayout s;

@@ -13,11 +13,12 @@
 #include "common/testing/test_data.hpp"
 #include "common/testing/thread_executor.hpp"
 #include "spline/spline_rules.hpp"
+#include "spline/testing/spline_inputs.hpp"
 
 namespace fz {
 namespace {
 
-using Dims = std::vector<size_t>;
+using namespace spline::test_inputs;
 
 // wmag91 at eb = 1e-3 x value range: the share of q == 0 codes and the mean
 // |q| over the coded points must stay near what this predictor
@@ -34,19 +35,6 @@ BitsOf<T> bits_of(T x) {
   BitsOf<T> b;
   std::memcpy(&b, &x, sizeof(T));
   return b;
-}
-
-template <typename T>
-Bytes to_bytes(const std::vector<T>& v) {
-  Bytes b(v.size() * sizeof(T));
-  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-size_t element_count(const Dims& dims) {
-  size_t n = 1;
-  for (size_t e : dims) n *= e;
-  return n;
 }
 
 bool is_anchor(const Dims& dims, size_t g) {
@@ -145,21 +133,9 @@ TEST(Spline, RealFloat32FieldsAsFloat64WithinBound) {
     if (!field.f64) sweep_field<double>(field, {1e-2, 1e-4, 1e-6});
 }
 
-// A smooth field with some noise, as T.
-template <typename T>
-std::vector<T> smooth_field(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> noise(0, 0.01);
-  std::vector<T> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<T>(std::sin(0.001 * i) + std::cos(0.05 * i) + noise(rng));
-  return v;
-}
-
 template <typename T>
 void check_shapes() {
-  const std::vector<Dims> shapes = {{0},       {1},          {2},         {0, 5},       {3, 0},     {1, 1, 1},
-                                    {2, 1, 1}, {17, 17, 17}, {33, 1, 65}, {1000001},    {65, 130},  {1, 64},
-                                    {64, 1},   {257},        {16, 16, 16}, {15, 33, 17}, {129, 3}, {4, 5, 300}};
+  const std::vector<Dims> shapes = ragged_shapes();
   for (const Dims& dims : shapes) {
     const std::vector<T> values = smooth_field<T>(element_count(dims), dims.size());
     for (spline::Tuning tuning : {spline::Tuning::kOff, spline::Tuning::kRatioFirst}) {
@@ -178,23 +154,7 @@ TEST(Spline, RaggedAndTinyShapesFloat64) { check_shapes<double>(); }
 
 template <typename T>
 void check_specials() {
-  using B = BitsOf<T>;
-  auto from = [](B b) {
-    T x;
-    std::memcpy(&x, &b, sizeof(T));
-    return x;
-  };
-  const B nan_payload = sizeof(T) == 4 ? B(0x7FC01234u) : B(0xFFF8000000ABCDEFull);
-  const std::vector<T> specials = {from(nan_payload),
-                                   std::numeric_limits<T>::infinity(),
-                                   -std::numeric_limits<T>::infinity(),
-                                   T(-0.0),
-                                   std::numeric_limits<T>::denorm_min(),
-                                   -std::numeric_limits<T>::denorm_min() * 5,
-                                   T(1e38),
-                                   T(-1e38),
-                                   std::numeric_limits<T>::max(),
-                                   std::numeric_limits<T>::lowest()};
+  const std::vector<T> specials = special_values<T>();
   for (const Dims& dims : std::vector<Dims>{{40, 41, 19}, {130, 99}, {5000}}) {
     std::vector<T> values = smooth_field<T>(element_count(dims), 7);
     std::mt19937_64 rng(11);

@@ -13,31 +13,10 @@
 
 namespace fz::spline::detail {
 
-struct TileFrame {
-  size_t origin[3] = {0, 0, 0};  // global coordinates of local 0
-  size_t extent[3] = {1, 1, 1};  // local points the tile computes: min(B + 1, n - origin)
-  size_t stride[3] = {0, 0, 1};  // working-buffer strides (B + 1 per real axis, 1 per padded one)
-  size_t buffer_size = 1;
-
-  TileFrame(const rules::Grid& grid, size_t tile_index) {
-    size_t rest = tile_index;
-    size_t span[3];
-    for (int k = 2; k >= 0; --k) {
-      const size_t t = rest % grid.tiles[k];
-      rest /= grid.tiles[k];
-      origin[k] = t * grid.tile;
-      const size_t left = grid.n[k] - origin[k];
-      extent[k] = left < grid.tile + 1 ? left : grid.tile + 1;
-      span[k] = k >= 3 - static_cast<int>(grid.rank) ? grid.tile + 1 : 1;
-    }
-    stride[2] = 1;
-    stride[1] = span[2];
-    stride[0] = span[2] * span[1];
-    buffer_size = stride[0] * span[0];
-  }
-
-  size_t slot(size_t z, size_t y, size_t x) const { return z * stride[0] + y * stride[1] + x * stride[2]; }
-};
+// The tile geometry is shared with the GPU (spline_rules.hpp).
+using rules::global_index;
+using rules::owns;
+using rules::TileFrame;
 
 // Calls visit(slot, local coordinates) for the tile's anchors: its corners
 // (local 0 or B on every axis) inside the chunk.
@@ -59,14 +38,11 @@ void run_level(const rules::Grid& grid, const TileFrame& f, T* buffer, size_t u,
   const bool reverse = (flags & rules::kFlagReverse) != 0;
   const bool natural = (flags & rules::kFlagNatural) != 0;
   for (int j = 0; j < 3; ++j) {
-    const int axis = reverse ? 2 - j : j;
-    if (f.extent[axis] <= u) continue;  // no odd multiple of u inside: also every padded axis
-    size_t start[3], step[3];
-    for (int k = 0; k < 3; ++k) {
-      const bool before = reverse ? k > axis : k < axis;
-      start[k] = k == axis ? u : 0;
-      step[k] = k == axis || !before ? 2 * u : u;
-    }
+    const rules::Pass pass = rules::pass_of(f, u, reverse, j);
+    if (pass.empty) continue;
+    const int axis = pass.axis;
+    const size_t* start = pass.start;
+    const size_t* step = pass.step;
     const ptrdiff_t stride = static_cast<ptrdiff_t>(u * f.stride[axis]);
     const size_t n = grid.n[axis], origin = f.origin[axis];
     size_t local[3];
@@ -81,16 +57,6 @@ void run_level(const rules::Grid& grid, const TileFrame& f, T* buffer, size_t u,
       }
     }
   }
-}
-
-// True where the tile owns the point (writes its code / output): local < B
-// on every axis; the points at local B are the next tile's.
-inline bool owns(const rules::Grid& grid, size_t z, size_t y, size_t x) {
-  return z < grid.tile && y < grid.tile && x < grid.tile;
-}
-
-inline size_t global_index(const rules::Grid& grid, const TileFrame& f, size_t z, size_t y, size_t x) {
-  return ((f.origin[0] + z) * grid.n[1] + f.origin[1] + y) * grid.n[2] + f.origin[2] + x;
 }
 
 }  // namespace fz::spline::detail

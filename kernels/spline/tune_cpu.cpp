@@ -1,10 +1,7 @@
 // Tuning::kRatioFirst on the CPU (spline.hpp): the per-level flags chosen
 // level by level, coarsest first, on a fixed sample of tiles.
 //
-// Sample: S = ceil(tiles / 16) tiles, tile (j * 2654435761) mod tiles for
-// j = 0 .. S-1. A multiplicative stride spreads the sample over the chunk
-// whatever its shape (a plain "every 16th tile" hits one column of tiles
-// when a row holds a multiple of 16 of them).
+// Sample: rules::sample_tile (spline_rules.hpp, shared with the GPU).
 // Cost of a flag pair at a level: over the sample tiles, with the coarser
 // levels' chosen flags already applied, the sum of |q| over every point the
 // tile computes at that level (its halo included), an outlier counting as
@@ -20,14 +17,11 @@
 namespace fz::spline::detail {
 namespace {
 
-constexpr size_t kSampleEvery = 16;
-constexpr uint64_t kSampleMultiplier = 2654435761u;
-constexpr unsigned kFlagChoices = 4;
+using rules::kFlagChoices;
 
 std::vector<size_t> sample_tiles(size_t tile_count) {
-  const size_t samples = (tile_count + kSampleEvery - 1) / kSampleEvery;
-  std::vector<size_t> tiles(samples);
-  for (size_t j = 0; j < samples; ++j) tiles[j] = static_cast<size_t>((j * kSampleMultiplier) % tile_count);
+  std::vector<size_t> tiles(rules::sample_count(tile_count));
+  for (size_t j = 0; j < tiles.size(); ++j) tiles[j] = rules::sample_tile(j, tile_count);
   return tiles;
 }
 

@@ -1,0 +1,92 @@
+// SPLINE on the GPU, decode: the host dispatch (scratch layout, launches) over
+// decode_kernels_cuda.cuh. Stream format: spline/spline.hpp; host interface:
+// spline/spline_cuda.hpp. The side stream is validated on the device (its
+// bytes may exist only there), in the CPU's terms (decode_cpu.cpp): header,
+// outlier list, codes; then anchors and outliers are scattered and the tiles
+// rebuilt with the encoder's arithmetic (spline_rules.hpp).
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "spline/decode_kernels_cuda.cuh"
+#include "spline/spline_cuda.hpp"
+
+namespace fz::spline::cuda {
+namespace {
+
+using namespace detail;
+
+struct DecodeLayout {
+  void* header;                    // DecodeHeader<T>
+  unsigned long long* zero_codes;  // predicted points with code 0
+  size_t total;
+};
+
+DecodeLayout decode_layout(void* scratch) {
+  auto* base = static_cast<uint8_t*>(scratch);
+  DecodeLayout l;
+  size_t at = 0;
+  l.header = base + at;
+  at += aligned(sizeof(DecodeHeader<double>));
+  l.zero_codes = reinterpret_cast<unsigned long long*>(base + at);
+  at += aligned(sizeof(unsigned long long));
+  l.total = at;
+  return l;
+}
+
+// Grid-stride launches: enough blocks to fill the GPU, no more.
+unsigned stride_blocks(size_t items) {
+  const size_t blocks = (items + kCheckThreads - 1) / kCheckThreads;
+  return static_cast<unsigned>(blocks < 8192 ? (blocks > 0 ? blocks : 1) : 8192);
+}
+
+template <typename T>
+cudaError_t decode_typed(const uint8_t* codes, const uint8_t* side, size_t side_size, const Grid& grid,
+                         unsigned code_bytes, uint8_t* out, uint32_t* status, void* scratch, cudaStream_t stream) {
+  const DecodeLayout l = decode_layout(scratch);
+  auto* header = static_cast<DecodeHeader<T>*>(l.header);
+  const SideLayout layout = side_layout(grid.rank, sizeof(T), grid.tile_count);
+  // Outliers the stream's size leaves room for (and at most N): the threads
+  // that check and scatter them; a good header's K is never more.
+  size_t capacity = 0;
+  if (side_size >= layout.indices_at) {
+    capacity = (side_size - layout.indices_at) / (index_width_of(grid.elements) + sizeof(T));
+    if (capacity > grid.elements) capacity = grid.elements;
+  }
+  if ((capacity + kCheckThreads - 1) / kCheckThreads > 0x7FFFFFFFu) return cudaErrorInvalidValue;
+  cudaError_t err = cudaMemsetAsync(l.zero_codes, 0, sizeof(unsigned long long), stream);
+  if (err != cudaSuccess) return err;
+  read_header<T><<<1, 1, 0, stream>>>(side, side_size, grid, code_bytes, layout, header, status);
+  if (capacity > 0)
+    check_outliers<T><<<static_cast<unsigned>((capacity + kCheckThreads - 1) / kCheckThreads), kCheckThreads, 0,
+                        stream>>>(side, layout.indices_at, grid, codes, code_bytes, capacity, header, status);
+  if (grid.elements > 0)
+    check_codes<T><<<stride_blocks(grid.elements), kCheckThreads, 0, stream>>>(grid, codes, code_bytes, header,
+                                                                              l.zero_codes, status);
+  check_zero_count<T><<<1, 1, 0, stream>>>(header, l.zero_codes, status);
+  const size_t scattered = grid.tile_count > capacity ? grid.tile_count : capacity;
+  if (scattered > 0)
+    scatter<T><<<static_cast<unsigned>((scattered + kCheckThreads - 1) / kCheckThreads), kCheckThreads, 0, stream>>>(
+        side, layout, grid, capacity, header, out);
+  if (grid.tile_count > 0)
+    decode_tiles<T><<<static_cast<unsigned>(grid.tile_count), kTileThreads, tile_shared_bytes<T>(grid.rank),
+                      stream>>>(grid, codes, code_bytes, header, out);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+size_t decode_scratch_bytes(const std::vector<size_t>&, unsigned) { return decode_layout(nullptr).total; }
+
+cudaError_t decode(const uint8_t* codes, const uint8_t* side, size_t side_size, const std::vector<size_t>& dims,
+                   unsigned width, unsigned code_bytes, uint8_t* out, uint32_t* status, void* scratch,
+                   cudaStream_t stream) {
+  if (width != 4 && width != 8) return cudaErrorInvalidValue;
+  if (code_bytes != 1 && code_bytes != 2) return cudaErrorInvalidValue;
+  Grid grid;
+  if (!device_grid_of(dims, grid)) return cudaErrorInvalidValue;
+  return width == 4 ? decode_typed<float>(codes, side, side_size, grid, code_bytes, out, status, scratch, stream)
+                    : decode_typed<double>(codes, side, side_size, grid, code_bytes, out, status, scratch, stream);
+}
+
+}  // namespace fz::spline::cuda

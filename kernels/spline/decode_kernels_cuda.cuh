@@ -1,0 +1,195 @@
+// Kernels of the SPLINE CUDA decoder (dispatch: decode_cuda.cu; format:
+// spline.hpp; checks: decode_cpu.cpp's, each failed one ORing its
+// DecodeStatus bit into the status word). Internal to decode_cuda.cu.
+//   read_header      one thread: the side stream's fields and sizes;
+//   check_outliers   one thread per listed outlier: index < N, strictly
+//                    increasing, code 0, not an anchor;
+//   check_codes      every element: code 0 at anchors, otherwise below 2R;
+//                    counts the zero codes at points that are not anchors;
+//   check_zero_count one thread: that count is K. With the outlier checks the
+//                    listed outliers are then exactly the predicted points of
+//                    code 0 (K distinct ones among that many), decode_cpu.cpp's
+//                    "code 0 exactly at anchors and outliers";
+//   scatter          anchors and outliers (their exact bits) into the output;
+//   decode_tiles     one block per tile, the encoder's arithmetic: code 0
+//                    reads the scattered value, no tile writes it; a tile writes
+//                    only the points it owns with a nonzero code, so tiles never
+//                    race.
+// A bad header stops every later kernel (header.ok = 0): nothing reads past
+// what the header's sizes promise. Later checks only report; the kernels stay
+// inside their buffers whatever the codes and indices say.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "spline/spline_cuda.hpp"
+#include "spline/tiles_cuda.cuh"
+
+namespace fz::spline::cuda::detail {
+
+constexpr unsigned kCheckThreads = 256;
+
+template <typename T>
+struct DecodeHeader {
+  uint32_t ok;        // every header check passed: the fields below may be used
+  uint32_t radius;
+  uint64_t outliers;  // K (0 unless ok)
+  uint8_t flags[kMaxLevels];
+  T steps[kMaxLevels];
+};
+
+// Step validity without numeric_limits (device code): positive, normal, finite.
+template <typename T>
+__device__ __forceinline__ bool device_step_is_valid(T step) {
+  using Traits = lorenzo::rules::Traits<T>;
+  Bits<T> bits;
+  memcpy(&bits, &step, sizeof(T));
+  const Bits<T> exponent = (bits >> Traits::kMantissaBits) & Traits::kExponentMask;
+  const bool negative = (bits >> (8 * sizeof(T) - 1)) != 0;
+  return !negative && exponent != 0 && exponent != Traits::kExponentMask;
+}
+
+// decode_cpu.cpp's parse_side, field by field; `code_bytes` bounds the radius.
+template <typename T>
+__global__ void read_header(const uint8_t* side, size_t size, Grid grid, unsigned code_bytes, SideLayout layout,
+                            DecodeHeader<T>* header, uint32_t* status) {
+  DecodeHeader<T> h{};
+  uint32_t bad = 0;
+  uint64_t count = 0;
+  if (size < 6) {
+    bad |= kSideTruncated;
+  } else {
+    const unsigned levels = level_count(grid.rank);
+    if (side[0] != grid.rank) bad |= kRankMismatch;
+    if (side[1] != levels) bad |= kLevelCountMismatch;
+    h.radius = load_word<uint32_t>(side + 2);
+    if (!(h.radius >= 1 && h.radius <= max_radius(code_bytes))) bad |= kRadiusOutOfRange;
+    if (size < layout.indices_at) {
+      bad |= kSideTruncated;
+    } else {
+      for (unsigned k = 0; k < levels; ++k) {
+        const uint8_t* at = side + layout.levels_at + k * layout.level_bytes;
+        const unsigned level = levels - 1 - k;  // stored coarsest first
+        h.flags[level] = at[0];
+        if ((at[0] & ~kFlagsUsed) != 0) bad |= kUnknownFlags;
+        h.steps[level] = load_value<T>(at + 1, 0);
+        if (!device_step_is_valid(h.steps[level])) bad |= kBadStep;
+      }
+      count = load_word<uint64_t>(side + layout.count_at);
+      const size_t record = index_width_of(grid.elements) + sizeof(T);
+      const size_t rest = size - layout.indices_at;
+      // K <= N too: K strictly increasing indices below N cannot be more (the
+      // CPU finds that in its index walk; here it bounds the checking threads).
+      if (count > rest / record || count > grid.elements) bad |= kOutlierCountTooLarge;
+      else if (rest != count * record) bad |= kSideSizeMismatch;
+    }
+  }
+  h.ok = bad == 0;
+  h.outliers = h.ok ? count : 0;
+  *header = h;
+  if (bad) atomicOr(status, bad);
+}
+
+__device__ __forceinline__ uint64_t outlier_index(const uint8_t* indices, size_t index_width, uint64_t k) {
+  return index_width == 4 ? load_word<uint32_t>(indices + 4 * k) : load_word<uint64_t>(indices + 8 * k);
+}
+
+// Threads over [0, capacity) (capacity >= K whenever the header is good).
+template <typename T>
+__global__ void __launch_bounds__(kCheckThreads)
+    check_outliers(const uint8_t* side, size_t indices_at, Grid grid, const uint8_t* codes, unsigned code_bytes,
+                   size_t capacity, const DecodeHeader<T>* header, uint32_t* status) {
+  const size_t k = static_cast<size_t>(blockIdx.x) * kCheckThreads + threadIdx.x;
+  if (k >= capacity || !header->ok || k >= header->outliers) return;
+  const size_t index_width = index_width_of(grid.elements);
+  const uint64_t index = outlier_index(side + indices_at, index_width, k);
+  uint32_t bad = 0;
+  if (index >= grid.elements) {
+    bad |= kOutlierIndexOutOfRange;
+  } else {
+    if (code_at(codes, code_bytes, index) != 0) bad |= kNonzeroCodeAtOutlier;
+    if (is_anchor_index(grid, index)) bad |= kOutlierAtAnchor;
+  }
+  if (k > 0 && !(index > outlier_index(side + indices_at, index_width, k - 1))) bad |= kIndicesNotIncreasing;
+  if (bad) atomicOr(status, bad);
+}
+
+// Grid-stride over the elements.
+template <typename T>
+__global__ void __launch_bounds__(kCheckThreads)
+    check_codes(Grid grid, const uint8_t* codes, unsigned code_bytes, const DecodeHeader<T>* header,
+                unsigned long long* zero_codes, uint32_t* status) {
+  using Reduce = cub::BlockReduce<unsigned long long, kCheckThreads>;
+  __shared__ typename Reduce::TempStorage temp;
+  if (!header->ok) return;  // uniform over the grid
+  const uint32_t limit = 2 * header->radius;
+  const size_t stride = static_cast<size_t>(gridDim.x) * kCheckThreads;
+  unsigned long long zeros = 0;
+  uint32_t bad = 0;
+  for (size_t g = static_cast<size_t>(blockIdx.x) * kCheckThreads + threadIdx.x; g < grid.elements; g += stride) {
+    const uint32_t code = code_at(codes, code_bytes, g);
+    if (is_anchor_index(grid, g)) {
+      if (code != 0) bad |= kNonzeroCodeAtAnchor;
+    } else if (code == 0) {
+      ++zeros;
+    } else if (code >= limit) {
+      bad |= kCodeOutOfRange;
+    }
+  }
+  if (bad) atomicOr(status, bad);
+  const unsigned long long block_zeros = Reduce(temp).Sum(zeros);
+  if (threadIdx.x == 0 && block_zeros != 0) atomicAdd(zero_codes, block_zeros);
+}
+
+template <typename T>
+__global__ void check_zero_count(const DecodeHeader<T>* header, const unsigned long long* zero_codes,
+                                 uint32_t* status) {
+  if (header->ok && *zero_codes != header->outliers) atomicOr(status, kUnlistedZeroCode);
+}
+
+// Threads over [0, max(anchors, capacity)): anchor t and outlier t.
+template <typename T>
+__global__ void __launch_bounds__(kCheckThreads)
+    scatter(const uint8_t* side, SideLayout layout, Grid grid, size_t capacity, const DecodeHeader<T>* header,
+            uint8_t* out) {
+  const size_t t = static_cast<size_t>(blockIdx.x) * kCheckThreads + threadIdx.x;
+  if (!header->ok) return;
+  if (t < grid.tile_count) copy_value<T>(side + layout.anchors_at + t * sizeof(T), out + anchor_index(grid, t) * sizeof(T));
+  if (t < capacity && t < header->outliers) {
+    const size_t index_width = index_width_of(grid.elements);
+    const uint64_t index = outlier_index(side + layout.indices_at, index_width, t);
+    const uint8_t* values = side + layout.values_at(header->outliers, index_width);
+    if (index < grid.elements) copy_value<T>(values + t * sizeof(T), out + index * sizeof(T));
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kTileThreads)
+    decode_tiles(Grid grid, const uint8_t* codes, unsigned code_bytes, const DecodeHeader<T>* header, uint8_t* out) {
+  if (!header->ok) return;  // uniform over the grid
+  T* buffer = tile_buffer<T>();
+  const TileFrame f(grid, blockIdx.x);
+  load_corners(grid, f, out, buffer);
+  const int32_t radius = static_cast<int32_t>(header->radius);
+  for (unsigned level = level_count(grid.rank); level-- > 0;) {
+    const T step = header->steps[level];
+    run_level_block(grid, f, buffer, level, header->flags[level], [&](T* at, T p, size_t z, size_t y, size_t x) {
+      const size_t g = global_index(grid, f, z, y, x);
+      const uint32_t code = code_at(codes, code_bytes, g);
+      if (code == 0) {
+        *at = prediction_value(load_value<T>(out, g));
+        return;
+      }
+      *at = reconstruct(p, static_cast<int32_t>(code) - radius, step);
+      if (!owns(grid, z, y, x)) return;
+      Bits<T> bits;
+      memcpy(&bits, at, sizeof(T));
+      store_word<Bits<T>>(out + g * sizeof(T), bits);
+    });
+  }
+}
+
+}  // namespace fz::spline::cuda::detail

@@ -1,0 +1,154 @@
+// SPLINE on the GPU, encode: the host dispatch (scratch layout, launches) over
+// encode_kernels_cuda.cuh. Stream format: spline/spline.hpp; host interface:
+// spline/spline_cuda.hpp. The steps and their inverses are computed on the
+// host by the CPU's own functions (spline_rules.hpp) and passed to every
+// kernel, so the device only repeats the per-element arithmetic. Order:
+//   1. codes cleared (anchors keep 0), flags and tuning totals cleared;
+//   2. with Tuning::kRatioFirst, per level coarsest first: tune_level over the
+//      sample tiles x 4 flag choices, then choose_flags (tune_cpu.cpp's rule);
+//      with Tuning::kOff the flags stay 0;
+//   3. encode_tiles, one block per tile;
+//   4. count_outliers, an exclusive scan of the span counts, write_outliers;
+//   5. write_header (K and the side stream's size), write_anchors.
+// Nothing synchronises: the engine captures this in a CUDA graph.
+#include <cub/device/device_scan.cuh>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/one_block_scan_cuda.cuh"
+#include "spline/encode_kernels_cuda.cuh"
+#include "spline/spline_cuda.hpp"
+
+namespace fz::spline::cuda {
+namespace {
+
+using namespace detail;
+
+inline size_t spans_of(size_t elements) { return (elements + kSpanElements - 1) / kSpanElements; }
+
+struct EncodeLayout {
+  uint8_t* flags;               // by level l (0 finest)
+  unsigned long long* totals;   // [level][flags]: the tuning's summed costs
+  uint64_t* counts;             // outliers per span
+  uint64_t* offsets;            // their exclusive prefix sums
+  void* scan;
+  size_t scan_bytes;
+  size_t total;
+};
+
+EncodeLayout encode_layout(void* scratch, size_t elements) {
+  auto* base = static_cast<uint8_t*>(scratch);
+  const size_t spans = spans_of(elements);
+  EncodeLayout l;
+  size_t at = 0;
+  l.flags = base + at;
+  at += aligned(kMaxLevels);
+  l.totals = reinterpret_cast<unsigned long long*>(base + at);
+  at += aligned(kMaxLevels * kFlagChoices * sizeof(unsigned long long));
+  l.counts = reinterpret_cast<uint64_t*>(base + at);
+  at += aligned(spans * 8);
+  l.offsets = reinterpret_cast<uint64_t*>(base + at);
+  at += aligned(spans * 8);
+  l.scan = base + at;
+  l.scan_bytes = 0;
+  if (spans > cuda_detail::kOneBlockScanItems)
+    cub::DeviceScan::ExclusiveSum(nullptr, l.scan_bytes, static_cast<const uint64_t*>(nullptr),
+                                  static_cast<uint64_t*>(nullptr), static_cast<uint64_t>(spans));
+  at += aligned(l.scan_bytes);
+  l.total = at;
+  return l;
+}
+
+// Exclusive sums of the span counts: one block when they are few, cub otherwise.
+cudaError_t scan_spans(const EncodeLayout& l, size_t spans, cudaStream_t stream) {
+  if (spans <= cuda_detail::kOneBlockScanItems) {
+    cuda_detail::OneBlockScans scans;
+    scans.in[0] = l.counts;
+    scans.out[0] = l.offsets;
+    scans.count = 1;
+    cuda_detail::exclusive_sums_one_block<<<1, cuda_detail::kOneBlockScanThreads, 0, stream>>>(scans, spans, false);
+    return cudaGetLastError();
+  }
+  size_t bytes = l.scan_bytes;
+  return cub::DeviceScan::ExclusiveSum(l.scan, bytes, l.counts, l.offsets, static_cast<uint64_t>(spans), stream);
+}
+
+template <typename T>
+cudaError_t encode_typed(const uint8_t* in, const Grid& grid, const Config& config, double eb, uint8_t* codes,
+                         uint8_t* side, uint64_t* side_size, void* scratch, cudaStream_t stream) {
+  const unsigned levels = level_count(grid.rank);
+  EncodeParams<T> job;
+  job.grid = grid;
+  job.input = in;
+  job.radius = config.radius;
+  job.code_bytes = config.code_bytes;
+  T steps[kMaxLevels];
+  level_steps<T>(eb, config.alpha, config.beta, levels, steps);
+  for (unsigned l = 0; l < levels; ++l) job.quantizers[l] = make_level_quantizer<T>(steps[l], config.radius, eb);
+
+  const size_t spans = spans_of(grid.elements);
+  if (spans > 0x7FFFFFFFu) return cudaErrorInvalidValue;
+  const EncodeLayout l = encode_layout(scratch, grid.elements);
+  cudaError_t err = cudaMemsetAsync(l.flags, 0, kMaxLevels, stream);
+  if (err == cudaSuccess)
+    err = cudaMemsetAsync(l.totals, 0, kMaxLevels * kFlagChoices * sizeof(unsigned long long), stream);
+  if (err == cudaSuccess && grid.elements > 0)
+    err = cudaMemsetAsync(codes, 0, grid.elements * config.code_bytes, stream);
+  if (err != cudaSuccess) return err;
+
+  const size_t shared = tile_shared_bytes<T>(grid.rank);
+  const unsigned tiles = static_cast<unsigned>(grid.tile_count);  // device_grid_of bounds it
+  if (config.tuning == Tuning::kRatioFirst && tiles > 0) {
+    const dim3 blocks(static_cast<unsigned>(sample_count(grid.tile_count)), kFlagChoices);
+    for (unsigned level = levels; level-- > 0;) {
+      tune_level<T><<<blocks, kTileThreads, shared, stream>>>(job, level, l.flags, l.totals);
+      choose_flags<<<1, 1, 0, stream>>>(level, l.totals, l.flags);
+    }
+  }
+  if (tiles > 0) encode_tiles<T><<<tiles, kTileThreads, shared, stream>>>(job, l.flags, codes);
+
+  if (spans > 0) {
+    count_outliers<<<static_cast<unsigned>(spans), kSpanThreads, 0, stream>>>(grid, codes, config.code_bytes,
+                                                                              l.counts);
+    err = scan_spans(l, spans, stream);
+    if (err != cudaSuccess) return err;
+  }
+  const SideLayout layout = side_layout(grid.rank, sizeof(T), grid.tile_count);
+  if (spans > 0)
+    write_outliers<T><<<static_cast<unsigned>(spans), kSpanThreads, 0, stream>>>(
+        grid, in, codes, config.code_bytes, l.counts, l.offsets, spans, layout.indices_at, side);
+  write_header<T><<<1, 1, 0, stream>>>(job, l.flags, l.counts, l.offsets, spans, layout, side, side_size);
+  if (tiles > 0)
+    write_anchors<T><<<(tiles + kSpanThreads - 1) / kSpanThreads, kSpanThreads, 0, stream>>>(grid, in,
+                                                                                          layout.anchors_at, side);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+size_t max_side_bytes(const std::vector<size_t>& dims, unsigned width) {
+  Grid grid;
+  if (grid_of(dims, grid) != GridCheck::kOk) return 0;
+  return side_layout(grid.rank, width, grid.tile_count).indices_at + grid.elements * (index_width_of(grid.elements) + width);
+}
+
+size_t encode_scratch_bytes(const std::vector<size_t>& dims, unsigned) {
+  Grid grid;
+  if (grid_of(dims, grid) != GridCheck::kOk) return 0;
+  return encode_layout(nullptr, grid.elements).total;
+}
+
+cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double eb,
+                   uint8_t* codes, uint8_t* side, uint64_t* side_size, void* scratch, cudaStream_t stream) {
+  if (config_problem(config) != nullptr) return cudaErrorInvalidValue;
+  if (!(eb > 0) || !std::isfinite(eb)) return cudaErrorInvalidValue;
+  Grid grid;
+  if (!device_grid_of(dims, grid)) return cudaErrorInvalidValue;
+  return config.width == 4 ? encode_typed<float>(in, grid, config, eb, codes, side, side_size, scratch, stream)
+                           : encode_typed<double>(in, grid, config, eb, codes, side, side_size, scratch, stream);
+}
+
+}  // namespace fz::spline::cuda

@@ -1,0 +1,74 @@
+// SPLINE's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds.
+// The whole forward runs on the device, the tuning included (spline_cuda.hpp),
+// so it can be captured in a graph; the side stream's size (it holds the
+// outliers) is known on the device only.
+#include <cuda_runtime_api.h>
+
+#include "common/error.hpp"
+#include "spline/spline_cuda.hpp"
+#include "spline/spline_rules.hpp"
+#include "spline/spline_stage.hpp"
+#include "stage_device.hpp"
+
+namespace fz::engine {
+namespace {
+
+class SplineDevice final : public StageDeviceFor<SplineStage> {
+ public:
+  bool device_output_size_on_host(const SplineStage&, size_t port) const override {
+    return port != 1;  // the side stream's outliers vary
+  }
+
+  void forward_device(const SplineStage& stage, const std::vector<DeviceBuffer>& in, std::vector<DeviceBuffer>& out,
+                      DeviceWork& work) const override {
+    const std::vector<size_t>& dims = stage.dims();
+    const spline::Config& config = stage.predictor_config();
+    size_t elements = 1;
+    for (size_t d : dims) elements *= d;
+    auto* side_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
+    out.resize(2);
+    const size_t codes_bytes = elements * config.code_bytes;
+    out[0] = {work.allocate(codes_bytes), codes_bytes, nullptr, nullptr};
+    const size_t side_capacity = spline::cuda::max_side_bytes(dims, config.width);
+    out[1] = {work.allocate(side_capacity), 0, side_size, nullptr, side_capacity};
+    void* scratch = work.allocate(spline::cuda::encode_scratch_bytes(dims, config.width));
+    work.check(spline::cuda::encode(in.at(0).data, dims, config, stage.enforced_bound(), out[0].data, out[1].data,
+                                    side_size, scratch, static_cast<cudaStream_t>(work.stream())),
+               "spline (GPU)");
+  }
+
+  // Sizes are checked on the host as SplineStage::inverse checks them, before
+  // anything is allocated; the side stream and the codes are validated on the
+  // device (decode_cpu.cpp's checks), so no stream is read back.
+  void inverse_device(const SplineStage& stage, const std::vector<DeviceBuffer>& out, std::vector<DeviceBuffer>& in,
+                      DeviceWork& work, size_t max_stream_bytes) const override {
+    const std::vector<size_t>& dims = stage.dims();
+    const spline::Config& config = stage.predictor_config();
+    uint64_t elements = 1;
+    for (size_t d : dims) require_format(!__builtin_mul_overflow(elements, d, &elements), "spline dims overflow");
+    require_format(elements <= max_stream_bytes / config.width, "spline chunk larger than the frame allows");
+    require_format(out.at(0).size == elements * config.code_bytes, "spline codes do not match the chunk size");
+    // spline::decode refuses these (UsageError) and the kernels would too
+    // (cudaErrorInvalidValue): a frame's dims are data, so the CPU names them.
+    spline::rules::Grid grid;
+    require_format(spline::rules::grid_of(dims, grid) == spline::rules::GridCheck::kOk, "spline: dims the decoder refuses");
+    require_format(grid.tile_count <= 0x7FFFFFFFu, "spline: too many tiles for the GPU");
+    const size_t bytes = static_cast<size_t>(elements) * config.width;
+    in.resize(1);
+    in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
+    const DeviceBuffer& side = out.at(1);
+    void* scratch = work.allocate(spline::cuda::decode_scratch_bytes(dims, config.width));
+    work.check(spline::cuda::decode(out[0].data, side.data, side.size, dims, config.width, config.code_bytes,
+                                    in[0].data, work.status_word(), scratch, static_cast<cudaStream_t>(work.stream())),
+               "spline inverse (GPU)");
+  }
+};
+
+}  // namespace
+
+const StageDevice& spline_stage_device() {
+  static const SplineDevice part;
+  return part;
+}
+
+}  // namespace fz::engine
