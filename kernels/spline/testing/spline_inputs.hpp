@@ -60,6 +60,27 @@ std::vector<T> special_values() {
           std::numeric_limits<T>::lowest()};
 }
 
+// A smooth field in 3, 2 and 1 axes with special values sprinkled over one
+// element in 50 and one at element 0 (an anchor).
+template <typename T>
+struct FieldWithSpecials {
+  Dims dims;
+  std::vector<T> values;
+};
+template <typename T>
+std::vector<FieldWithSpecials<T>> fields_with_specials() {
+  const std::vector<T> specials = special_values<T>();
+  std::vector<FieldWithSpecials<T>> out;
+  for (const Dims& dims : std::vector<Dims>{{40, 41, 19}, {130, 99}, {5000}}) {
+    std::vector<T> values = smooth_field<T>(element_count(dims), 7);
+    std::mt19937_64 rng(11);
+    for (size_t k = 0; k < values.size() / 50; ++k) values[rng() % values.size()] = specials[k % specials.size()];
+    values[0] = specials[0];  // an anchor
+    out.push_back({dims, std::move(values)});
+  }
+  return out;
+}
+
 // Empty, tiny, ragged and tile-sized shapes in 1, 2 and 3 axes.
 inline std::vector<Dims> ragged_shapes() {
   return {{0},      {1},          {2},          {0, 5},      {3, 0},    {1, 1, 1},   {2, 1, 1},
