@@ -47,6 +47,16 @@ const char* mode_name(ErrorMode m) {
   return "unknown";
 }
 
+const char* spline_tuning_name(SplineTuning t) {
+  switch (t) {
+    case SplineTuning::kOff: return "off";
+    case SplineTuning::kRatioFirst: return "ratio-first";
+    case SplineTuning::kQualityFirst: return "quality-first";
+    case SplineTuning::kManual: return "manual";
+  }
+  return "unknown";
+}
+
 void validate(const Options& options, const DataType& dtype) {
   engine::validate_preset(options);
   if (dtype.size == 0) throw Error("element size must be at least 1 byte");

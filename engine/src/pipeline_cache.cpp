@@ -98,6 +98,10 @@ std::string forward_pipeline_key(const DataType& dtype, const std::vector<uint64
   key.put(static_cast<uint32_t>(options.mode));
   key.put(options.bound);
   key.put_all(options.fill_value);
+  // Presets 5 and 6 build their spline stage from these (cuszhi.cpp).
+  key.put(static_cast<uint32_t>(options.spline_tuning));
+  key.put(options.spline_alpha);
+  key.put(options.spline_beta);
   key.put(values.any);
   key.put(values.min);
   key.put(values.max);

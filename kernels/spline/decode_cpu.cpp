@@ -1,5 +1,7 @@
 // CPU spline decoder (stream format: spline.hpp).
 //
+// 0. The three code groups go back to element order (groups_cpu.hpp), in
+//    the offset form, after their sizes are checked.
 // 1. Validate everything before writing: the side stream's sizes and
 //    fields, the outlier list (strictly increasing, < N, never an anchor),
 //    and every code (0 exactly at anchors and outliers, otherwise < 2R), in
@@ -16,6 +18,7 @@
 #include "common/error.hpp"
 #include "common/float_state.hpp"
 #include "spline/spline.hpp"
+#include "spline/groups_cpu.hpp"
 #include "spline/spline_rules.hpp"
 #include "spline/tile_cpu.hpp"
 
@@ -67,7 +70,7 @@ Side parse_side(ByteSpan side, DecodeJob<T>& job) {
     const uint8_t* at = side.data + layout.levels_at + k * layout.level_bytes;
     const unsigned level = levels - 1 - k;  // stored coarsest first
     job.flags[level] = at[0];
-    require_format((at[0] & ~rules::kFlagsUsed) == 0, "spline: unknown level flags");
+    require_format(rules::flags_are_valid(at[0]), "spline: unknown level flags");
     job.steps[level] = load_le<T>(at + 1);
     require_format(rules::step_is_valid(job.steps[level]), "spline: level step not positive, normal and finite");
   }
@@ -148,14 +151,18 @@ void decode_tile(const DecodeJob<T>& job, size_t tile_index, T* buffer) {
 }
 
 template <typename T>
-void decode_typed(ByteSpan codes, ByteSpan side, const rules::Grid& grid, unsigned code_bytes, Bytes& out,
-                  const Executor& exec) {
+void decode_typed(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const rules::Grid& grid,
+                  const CodeFormat& format, Bytes& out, const Executor& exec) {
   DecodeJob<T> job;
   job.grid = grid;
-  job.code_bytes = code_bytes;
-  job.codes = codes.data;
+  job.code_bytes = format.code_bytes;
   const Side parsed = parse_side(side, job);
-  require_format(codes.size == grid.elements * code_bytes, "spline: code stream size does not match dims");
+  const rules::CodeGroups groups = rules::code_groups(grid);
+  for (unsigned g = 0; g < kCodeGroups; ++g)
+    require_format(codes[g].size == groups.size[g] * format.code_bytes, "spline: a code stream's size does not match dims");
+  Bytes element_codes(grid.elements * format.code_bytes);
+  detail::ungroup_codes(grid, codes, format, job.radius, element_codes.data(), exec);
+  job.codes = element_codes.data();
   check_codes(job, parsed);
   const size_t width = sizeof(T);
   out.assign(grid.elements * width, 0);
@@ -179,14 +186,16 @@ void decode_typed(ByteSpan codes, ByteSpan side, const rules::Grid& grid, unsign
 
 }  // namespace
 
-void decode(ByteSpan codes, ByteSpan side, const std::vector<size_t>& dims, unsigned width, unsigned code_bytes,
-            Bytes& out, const Executor& exec) {
-  if (width != 4 && width != 8) throw UsageError("spline: width must be 4 or 8");
-  if (code_bytes != 1 && code_bytes != 2) throw UsageError("spline: code_bytes must be 1 or 2");
+void decode(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const std::vector<size_t>& dims,
+            const CodeFormat& format, Bytes& out, const Executor& exec) {
+  if (format.width != 4 && format.width != 8) throw UsageError("spline: width must be 4 or 8");
+  if (format.code_bytes != 1 && format.code_bytes != 2) throw UsageError("spline: code_bytes must be 1 or 2");
+  if (format.code_form != CodeForm::kOffset && format.code_form != CodeForm::kSigned)
+    throw UsageError("spline: unknown code form");
   rules::Grid grid;
   if (rules::grid_of(dims, grid) != rules::GridCheck::kOk) throw UsageError("spline: dims must have 1 to 3 extents");
-  if (width == 4) decode_typed<float>(codes, side, grid, code_bytes, out, exec);
-  else decode_typed<double>(codes, side, grid, code_bytes, out, exec);
+  if (format.width == 4) decode_typed<float>(codes, side, grid, format, out, exec);
+  else decode_typed<double>(codes, side, grid, format, out, exec);
 }
 
 }  // namespace fz::spline

@@ -3,12 +3,15 @@
 // spline/spline_cuda.hpp. The side stream is validated on the device (its
 // bytes may exist only there), in the CPU's terms (decode_cpu.cpp): header,
 // outlier list, codes; then anchors and outliers are scattered and the tiles
-// rebuilt with the encoder's arithmetic (spline_rules.hpp).
+// rebuilt with the encoder's arithmetic (spline_rules.hpp). The three code
+// groups are first moved back to element order in scratch (groups_cuda.cuh),
+// once the header kernel has read the radius the signed form needs.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "spline/decode_kernels_cuda.cuh"
+#include "spline/groups_cuda.cuh"
 #include "spline/spline_cuda.hpp"
 
 namespace fz::spline::cuda {
@@ -19,10 +22,11 @@ using namespace detail;
 struct DecodeLayout {
   void* header;                    // DecodeHeader<T>
   unsigned long long* zero_codes;  // predicted points with code 0
+  uint8_t* codes;                  // element order, offset form
   size_t total;
 };
 
-DecodeLayout decode_layout(void* scratch) {
+DecodeLayout decode_layout(void* scratch, size_t elements, unsigned code_bytes) {
   auto* base = static_cast<uint8_t*>(scratch);
   DecodeLayout l;
   size_t at = 0;
@@ -30,6 +34,8 @@ DecodeLayout decode_layout(void* scratch) {
   at += aligned(sizeof(DecodeHeader<double>));
   l.zero_codes = reinterpret_cast<unsigned long long*>(base + at);
   at += aligned(sizeof(unsigned long long));
+  l.codes = base + at;
+  at += aligned(elements * code_bytes);
   l.total = at;
   return l;
 }
@@ -41,9 +47,12 @@ unsigned stride_blocks(size_t items) {
 }
 
 template <typename T>
-cudaError_t decode_typed(const uint8_t* codes, const uint8_t* side, size_t side_size, const Grid& grid,
-                         unsigned code_bytes, uint8_t* out, uint32_t* status, void* scratch, cudaStream_t stream) {
-  const DecodeLayout l = decode_layout(scratch);
+cudaError_t decode_typed(const ConstCodeStreams& code_streams, const uint8_t* side, size_t side_size,
+                         const Grid& grid, const CodeFormat& format, uint8_t* out, uint32_t* status, void* scratch,
+                         cudaStream_t stream) {
+  const unsigned code_bytes = format.code_bytes;
+  const DecodeLayout l = decode_layout(scratch, grid.elements, code_bytes);
+  const uint8_t* codes = l.codes;
   auto* header = static_cast<DecodeHeader<T>*>(l.header);
   const SideLayout layout = side_layout(grid.rank, sizeof(T), grid.tile_count);
   // Outliers the stream's size leaves room for (and at most N): the threads
@@ -57,6 +66,13 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* side, size_t side_
   cudaError_t err = cudaMemsetAsync(l.zero_codes, 0, sizeof(unsigned long long), stream);
   if (err != cudaSuccess) return err;
   read_header<T><<<1, 1, 0, stream>>>(side, side_size, grid, code_bytes, layout, header, status);
+  if (grid.elements > 0) {
+    GroupStreams in;
+    for (unsigned g = 0; g < kCodeGroups; ++g) in.at[g] = const_cast<uint8_t*>(code_streams.at[g]);
+    ungroup_codes<<<group_blocks(grid), kGroupThreads, 0, stream>>>(grid, code_groups(grid), in, code_bytes,
+                                                                    format.code_form == CodeForm::kSigned,
+                                                                    &header->radius, l.codes);
+  }
   if (capacity > 0)
     check_outliers<T><<<static_cast<unsigned>((capacity + kCheckThreads - 1) / kCheckThreads), kCheckThreads, 0,
                         stream>>>(side, layout.indices_at, grid, codes, code_bytes, capacity, header, status);
@@ -76,17 +92,24 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* side, size_t side_
 
 }  // namespace
 
-size_t decode_scratch_bytes(const std::vector<size_t>&, unsigned) { return decode_layout(nullptr).total; }
+size_t decode_scratch_bytes(const std::vector<size_t>& dims, const CodeFormat& format) {
+  Grid grid;
+  if (grid_of(dims, grid) != GridCheck::kOk) return 0;
+  return decode_layout(nullptr, grid.elements, format.code_bytes).total;
+}
 
-cudaError_t decode(const uint8_t* codes, const uint8_t* side, size_t side_size, const std::vector<size_t>& dims,
-                   unsigned width, unsigned code_bytes, uint8_t* out, uint32_t* status, void* scratch,
-                   cudaStream_t stream) {
-  if (width != 4 && width != 8) return cudaErrorInvalidValue;
-  if (code_bytes != 1 && code_bytes != 2) return cudaErrorInvalidValue;
+cudaError_t decode(const ConstCodeStreams& codes, const std::array<size_t, kCodeGroups>& code_sizes,
+                   const uint8_t* side, size_t side_size, const std::vector<size_t>& dims, const CodeFormat& format,
+                   uint8_t* out, uint32_t* status, void* scratch, cudaStream_t stream) {
+  if (format.width != 4 && format.width != 8) return cudaErrorInvalidValue;
+  if (format.code_bytes != 1 && format.code_bytes != 2) return cudaErrorInvalidValue;
+  if (format.code_form != CodeForm::kOffset && format.code_form != CodeForm::kSigned) return cudaErrorInvalidValue;
   Grid grid;
   if (!device_grid_of(dims, grid)) return cudaErrorInvalidValue;
-  return width == 4 ? decode_typed<float>(codes, side, side_size, grid, code_bytes, out, status, scratch, stream)
-                    : decode_typed<double>(codes, side, side_size, grid, code_bytes, out, status, scratch, stream);
+  if (code_sizes != code_group_bytes(dims, format.code_bytes)) return cudaErrorInvalidValue;
+  return format.width == 4
+             ? decode_typed<float>(codes, side, side_size, grid, format, out, status, scratch, stream)
+             : decode_typed<double>(codes, side, side_size, grid, format, out, status, scratch, stream);
 }
 
 }  // namespace fz::spline::cuda

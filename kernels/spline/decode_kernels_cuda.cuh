@@ -74,7 +74,7 @@ __global__ void read_header(const uint8_t* side, size_t size, Grid grid, unsigne
         const uint8_t* at = side + layout.levels_at + k * layout.level_bytes;
         const unsigned level = levels - 1 - k;  // stored coarsest first
         h.flags[level] = at[0];
-        if ((at[0] & ~kFlagsUsed) != 0) bad |= kUnknownFlags;
+        if (!flags_are_valid(at[0])) bad |= kUnknownFlags;
         h.steps[level] = load_value<T>(at + 1, 0);
         if (!device_step_is_valid(h.steps[level])) bad |= kBadStep;
       }

@@ -9,12 +9,15 @@
 //    depend on the thread count.
 // 3. One pass in element order gathers the outliers (code 0, not an anchor)
 //    with their exact bits, so the list is in index order without a sort.
+// 4. The codes, in element order until here, go to their three group
+//    streams (groups_cpu.hpp).
 #include <cstring>
 #include <string>
 
 #include "common/error.hpp"
 #include "common/float_state.hpp"
 #include "spline/encode_cpu.hpp"
+#include "spline/groups_cpu.hpp"
 #include "spline/spline.hpp"
 #include "spline/spline_rules.hpp"
 #include "spline/tile_cpu.hpp"
@@ -98,8 +101,8 @@ void encode_typed(ByteSpan in, const rules::Grid& grid, const Config& config, do
   T steps[rules::kMaxLevels];
   rules::level_steps<T>(eb, config.alpha, config.beta, levels, steps);
   for (unsigned l = 0; l < levels; ++l) job.quantizers[l] = rules::make_level_quantizer<T>(steps[l], config.radius, eb);
-  out.codes.assign(grid.elements * config.code_bytes, 0);
-  job.codes = out.codes.data();
+  Bytes element_codes(grid.elements * config.code_bytes, 0);
+  job.codes = element_codes.data();
   if (config.tuning == Tuning::kRatioFirst && grid.tile_count > 0) tune_ratio_first(job, exec);
   exec.parallel_for(grid.tile_count, [&](size_t tile_index) {
     FloatStateGuard guard;
@@ -108,6 +111,8 @@ void encode_typed(ByteSpan in, const rules::Grid& grid, const Config& config, do
     encode_tile(job, tile_index, buffer.data());
   });
   write_side(job, in.data, out.side);
+  group_codes(grid, job.codes, CodeFormat{config.width, config.code_bytes, config.code_form}, config.radius, out.codes,
+              exec);
 }
 
 }  // namespace

@@ -3,13 +3,16 @@
 // spline/spline_cuda.hpp. The steps and their inverses are computed on the
 // host by the CPU's own functions (spline_rules.hpp) and passed to every
 // kernel, so the device only repeats the per-element arithmetic. Order:
-//   1. codes cleared (anchors keep 0), flags and tuning totals cleared;
+//   1. the element-order codes cleared (anchors keep 0), flags and tuning
+//      totals cleared;
 //   2. with Tuning::kRatioFirst, per level coarsest first: tune_level over the
 //      sample tiles x 4 flag choices, then choose_flags (tune_cpu.cpp's rule);
 //      with Tuning::kOff the flags stay 0;
 //   3. encode_tiles, one block per tile;
 //   4. count_outliers, an exclusive scan of the span counts, write_outliers;
-//   5. write_header (K and the side stream's size), write_anchors.
+//   5. write_header (K and the side stream's size), write_anchors;
+//   6. group_codes: the codes, in element order in scratch until here, to
+//      their three group streams (groups_cuda.cuh).
 // Nothing synchronises: the engine captures this in a CUDA graph.
 #include <cub/device/device_scan.cuh>
 
@@ -20,6 +23,7 @@
 
 #include "common/one_block_scan_cuda.cuh"
 #include "spline/encode_kernels_cuda.cuh"
+#include "spline/groups_cuda.cuh"
 #include "spline/spline_cuda.hpp"
 
 namespace fz::spline::cuda {
@@ -34,12 +38,13 @@ struct EncodeLayout {
   unsigned long long* totals;   // [level][flags]: the tuning's summed costs
   uint64_t* counts;             // outliers per span
   uint64_t* offsets;            // their exclusive prefix sums
+  uint8_t* codes;               // element order, before grouping
   void* scan;
   size_t scan_bytes;
   size_t total;
 };
 
-EncodeLayout encode_layout(void* scratch, size_t elements) {
+EncodeLayout encode_layout(void* scratch, size_t elements, unsigned code_bytes) {
   auto* base = static_cast<uint8_t*>(scratch);
   const size_t spans = spans_of(elements);
   EncodeLayout l;
@@ -52,6 +57,8 @@ EncodeLayout encode_layout(void* scratch, size_t elements) {
   at += aligned(spans * 8);
   l.offsets = reinterpret_cast<uint64_t*>(base + at);
   at += aligned(spans * 8);
+  l.codes = base + at;
+  at += aligned(elements * code_bytes);
   l.scan = base + at;
   l.scan_bytes = 0;
   if (spans > cuda_detail::kOneBlockScanItems)
@@ -77,8 +84,9 @@ cudaError_t scan_spans(const EncodeLayout& l, size_t spans, cudaStream_t stream)
 }
 
 template <typename T>
-cudaError_t encode_typed(const uint8_t* in, const Grid& grid, const Config& config, double eb, uint8_t* codes,
-                         uint8_t* side, uint64_t* side_size, void* scratch, cudaStream_t stream) {
+cudaError_t encode_typed(const uint8_t* in, const Grid& grid, const Config& config, double eb,
+                         const CodeStreams& code_streams, uint8_t* side, uint64_t* side_size, void* scratch,
+                         cudaStream_t stream) {
   const unsigned levels = level_count(grid.rank);
   EncodeParams<T> job;
   job.grid = grid;
@@ -91,7 +99,8 @@ cudaError_t encode_typed(const uint8_t* in, const Grid& grid, const Config& conf
 
   const size_t spans = spans_of(grid.elements);
   if (spans > 0x7FFFFFFFu) return cudaErrorInvalidValue;
-  const EncodeLayout l = encode_layout(scratch, grid.elements);
+  const EncodeLayout l = encode_layout(scratch, grid.elements, config.code_bytes);
+  uint8_t* codes = l.codes;
   cudaError_t err = cudaMemsetAsync(l.flags, 0, kMaxLevels, stream);
   if (err == cudaSuccess)
     err = cudaMemsetAsync(l.totals, 0, kMaxLevels * kFlagChoices * sizeof(unsigned long long), stream);
@@ -124,6 +133,12 @@ cudaError_t encode_typed(const uint8_t* in, const Grid& grid, const Config& conf
   if (tiles > 0)
     write_anchors<T><<<(tiles + kSpanThreads - 1) / kSpanThreads, kSpanThreads, 0, stream>>>(grid, in,
                                                                                           layout.anchors_at, side);
+  if (grid.elements > 0) {
+    GroupStreams out;
+    for (unsigned g = 0; g < kCodeGroups; ++g) out.at[g] = code_streams.at[g];
+    group_codes<<<group_blocks(grid), kGroupThreads, 0, stream>>>(
+        grid, code_groups(grid), codes, config.code_bytes, config.code_form == CodeForm::kSigned, config.radius, out);
+  }
   return cudaGetLastError();
 }
 
@@ -135,14 +150,24 @@ size_t max_side_bytes(const std::vector<size_t>& dims, unsigned width) {
   return side_layout(grid.rank, width, grid.tile_count).indices_at + grid.elements * (index_width_of(grid.elements) + width);
 }
 
-size_t encode_scratch_bytes(const std::vector<size_t>& dims, unsigned) {
+size_t encode_scratch_bytes(const std::vector<size_t>& dims, const Config& config) {
   Grid grid;
   if (grid_of(dims, grid) != GridCheck::kOk) return 0;
-  return encode_layout(nullptr, grid.elements).total;
+  return encode_layout(nullptr, grid.elements, config.code_bytes).total;
+}
+
+std::array<size_t, kCodeGroups> code_group_bytes(const std::vector<size_t>& dims, unsigned code_bytes) {
+  Grid grid;
+  std::array<size_t, kCodeGroups> bytes{};
+  if (grid_of(dims, grid) != GridCheck::kOk) return bytes;
+  const CodeGroups groups = code_groups(grid);
+  for (unsigned g = 0; g < kCodeGroups; ++g) bytes[g] = groups.size[g] * code_bytes;
+  return bytes;
 }
 
 cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double eb,
-                   uint8_t* codes, uint8_t* side, uint64_t* side_size, void* scratch, cudaStream_t stream) {
+                   const CodeStreams& codes, uint8_t* side, uint64_t* side_size, void* scratch,
+                   cudaStream_t stream) {
   if (config_problem(config) != nullptr) return cudaErrorInvalidValue;
   if (!(eb > 0) || !std::isfinite(eb)) return cudaErrorInvalidValue;
   Grid grid;

@@ -21,14 +21,17 @@
 //
 // 1-D prediction along the pass axis at local index i (an odd multiple of u),
 // global index g, extent n, neighbours a = v[i-3u], b = v[i-u], c = v[i+u],
-// d = v[i+3u], in the element type T, left to right:
+// d = v[i+3u], in the element type T, left to right, by the level's
+// interpolation (flags bits 1-2: 0 not-a-knot cubic, 1 natural cubic, 2
+// linear):
 //   hasC = g+u < n; hasD = i+3u <= B and g+3u < n; hasA = i >= 3u
-//   hasA and hasD:          cubic: natural = 0: (-3a + 23b + 23c - 3d) / 40
-//                                  natural = 1: (-a + 9b + 9c - d) / 16
-//   hasA, !hasD, hasC:      (-a + 6b + 3c) / 8
-//   !hasA, hasD:            (3b + 6c - d) / 8
-//   !hasA, !hasD, hasC:     (b + c) / 2
 //   !hasC:                  b
+//   linear, hasC:           (b + c) / 2
+//   cubic, hasA and hasD:   not-a-knot: (-3a + 23b + 23c - 3d) / 40
+//                           natural:    (-a + 9b + 9c - d) / 16
+//   cubic, hasA, !hasD:     (-a + 6b + 3c) / 8
+//   cubic, !hasA, hasD:     (3b + 6c - d) / 8
+//   cubic, !hasA, !hasD:    (b + c) / 2
 // The values v are the reconstructed ones (what the decoder has); a value
 // that is not finite stands as 0 in predictions.
 //
@@ -40,18 +43,26 @@
 // Quantization of element x with prediction p at level l: step_l (a value of
 // T, stored in the side stream), inv_l = fl_T(1 / step_l);
 //   q = round-half-away(fl_T((x - p) * inv_l)), x' = fl_T(p + fl_T(q * step_l)),
-// accepted iff x is finite, x is not -0, |q| < radius, and |x - x'| <= eb
+// accepted iff x is finite, not -0, not denormal, |q| < radius, and |x - x'| <= eb
 // exactly (the user's absolute bound, checked in double). Accepted: code =
 // q + radius (1 .. 2*radius-1), and x' is what later predictions read. Not
 // accepted: code 0, the element is an outlier stored exactly, and its exact
 // value is what later predictions read (0 if it is not finite).
 //
 // Streams:
-//   codes: N codes, `code_bytes` (1 or 2) little-endian bytes each, in element
-//          (C) order. Anchors and outliers have code 0; any other code 0 is
-//          malformed.
+//   codes0, codes1, codes2: the codes in three groups by the level of their
+//          point (spline_rules.hpp, code_groups): group 2 = the points whose
+//          every coordinate is a multiple of 4 (levels >= 2, anchors
+//          included), group 1 = every coordinate even but not group 2
+//          (level 1), group 0 = the rest (level 0). Each group in C order,
+//          `code_bytes` (1 or 2) little-endian bytes per code, in the
+//          config's code form: offset = the code itself; signed = code - R
+//          modulo 2^(8 code_bytes) (q in two's complement, -R at anchors and
+//          outliers). Anchors and outliers have code 0; any other code 0 is
+//          malformed, and so is any code >= 2R.
 //   side:  u8 rank | u8 levels L | u32 radius | per level l = L-1 .. 0: u8 flags (bit 0
-//          reverse, bit 1 natural; other bits 0) and step_l (W bytes, T) |
+//          reverse; bits 1-2 the interpolation, 0..2; other bits 0) and
+//          step_l (W bytes, T) |
 //          anchors (W bytes each, anchor-grid C order) |
 //          u64 outlier count K | K indices (u32 if N <= 2^32, else u64;
 //          strictly increasing) | K values (W bytes each, the element's bits)
@@ -70,16 +81,22 @@
 namespace fz::spline {
 
 enum class Tuning : uint8_t {
-  kOff = 0,         // every level: reverse 0, natural 0
+  kOff = 0,         // every level: flags 0 (axes slowest first, not-a-knot cubic)
   // Per level, coarsest first, with the coarser levels' choices applied: the
-  // flags (0..3) with the smallest integer sum of |q| (an outlier counting as
+  // flags (0..5) with the smallest integer sum of |q| (an outlier counting as
   // the radius) over every point that the sample tiles compute at that level,
   // halo included; ties to the lowest flags. Sample: S = ceil(tiles / 16)
   // tiles, tile (j * 2654435761) mod tiles for j < S (tiles in C order).
   kRatioFirst = 1,
 };
 
-// What the encoder is told; the decoder reads all it needs from the side stream.
+// How the code streams store each code (the decoder is told, like code_bytes).
+enum class CodeForm : uint8_t {
+  kOffset = 0,  // q + R: a compact alphabet, for Huffman
+  kSigned = 1,  // q in two's complement: q = 0 is a zero word, for bit planes
+};
+
+// What the encoder is told; the decoder reads the rest from the side stream.
 struct Config {
   unsigned width = 4;        // 4 (float32) or 8 (float64)
   unsigned code_bytes = 2;   // 1 (radius <= 128) or 2 (radius <= 32768)
@@ -87,11 +104,21 @@ struct Config {
   double alpha = 1.5;        // per-level bound: eb_l = eb / min(alpha^l, beta) (l = 0 finest)
   double beta = 4.0;         //   alpha >= 1, beta >= 1
   Tuning tuning = Tuning::kRatioFirst;
+  CodeForm code_form = CodeForm::kOffset;
 };
 
+constexpr unsigned kCodeGroups = 3;
+
 struct Streams {
-  Bytes codes;
+  Bytes codes[kCodeGroups];  // groups 0 (finest level), 1, 2 (coarse)
   Bytes side;
+};
+
+// What the decoder needs besides the streams (the encoder's config says it).
+struct CodeFormat {
+  unsigned width = 4;
+  unsigned code_bytes = 2;
+  CodeForm code_form = CodeForm::kOffset;
 };
 
 // dims: 1 to 3 extents, slowest first. eb: the user's absolute bound, > 0 and
@@ -102,10 +129,18 @@ void encode(ByteSpan in, const std::vector<size_t>& dims, const Config& config, 
             const Executor& exec = serial_executor());
 
 // Throws FormatError on malformed or hostile streams (never reads out of
-// bounds, allocates at most about the output), UsageError on bad dims or
-// width. `code_bytes` and `width` are the encoder's (the engine stores them
-// in the stage config).
-void decode(ByteSpan codes, ByteSpan side, const std::vector<size_t>& dims, unsigned width, unsigned code_bytes,
-            Bytes& out, const Executor& exec = serial_executor());
+// bounds, allocates at most about the output), UsageError on bad dims or a
+// bad format. `format` is the encoder's (the engine stores it in the stage
+// config).
+void decode(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const std::vector<size_t>& dims,
+            const CodeFormat& format, Bytes& out, const Executor& exec = serial_executor());
+
+// The same over an encoder's output.
+inline CodeFormat format_of(const Config& config) { return {config.width, config.code_bytes, config.code_form}; }
+inline void decode(const Streams& streams, const std::vector<size_t>& dims, const CodeFormat& format, Bytes& out,
+                   const Executor& exec = serial_executor()) {
+  const ByteSpan codes[kCodeGroups] = {streams.codes[0], streams.codes[1], streams.codes[2]};
+  decode(codes, streams.side, dims, format, out, exec);
+}
 
 }  // namespace fz::spline

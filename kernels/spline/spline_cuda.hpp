@@ -9,15 +9,18 @@
 // matching *_scratch_bytes function gives.
 //
 // Encode: `in` holds N elements of config.width bytes (N = product of dims);
-// `codes` receives N * config.code_bytes bytes; `side` holds
+// codes.at[g] receives code group g (code_group_bytes(dims, code_bytes)[g]
+// bytes); `side` holds
 // max_side_bytes(dims, width) bytes and receives the side stream, whose
 // length (known only once the outliers are counted) is written to *side_size
 // (device memory) for the caller to read back. The tuning (Tuning::kRatioFirst)
 // runs on the device too, on the CPU's sample tiles with integer sums, so the
 // flags are the CPU's.
 //
-// Decode: `codes` holds N * code_bytes bytes, `side` exactly side_size bytes;
-// `out` receives N * width bytes. Nothing outside codes, side[0, side_size)
+// Decode: codes.at[g] holds code group g, code_sizes[g] bytes (any other
+// size than code_group_bytes gives cudaErrorInvalidValue: the caller checks
+// a frame's sizes first), `side` exactly side_size bytes; `out` receives
+// N * width bytes. Nothing outside the codes, side[0, side_size)
 // is read and nothing outside out[0, N * width) written. Bits of
 // DecodeStatus are ORed into *status (a zeroed word) for every check that
 // fails; it stays 0 exactly when the CPU decoder would not throw FormatError,
@@ -26,6 +29,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -39,7 +43,7 @@ enum DecodeStatus : uint32_t {
   kRankMismatch = 1u << 1,           // the stream's rank is not dims' rank
   kLevelCountMismatch = 1u << 2,     // L is not level_count(rank)
   kRadiusOutOfRange = 1u << 3,       // radius 0 or above what code_bytes carries
-  kUnknownFlags = 1u << 4,           // a level's flags use bits other than 0 and 1
+  kUnknownFlags = 1u << 4,           // a level's flags are not valid (flags_are_valid)
   kBadStep = 1u << 5,                // a step not positive, normal and finite
   kOutlierCountTooLarge = 1u << 6,   // K exceeds the stream or N
   kSideSizeMismatch = 1u << 7,       // bytes after the outlier values, or too few
@@ -55,14 +59,24 @@ enum DecodeStatus : uint32_t {
 // indices_at + N * (index width + width): the side stream with every element an outlier.
 size_t max_side_bytes(const std::vector<size_t>& dims, unsigned width);
 
-size_t encode_scratch_bytes(const std::vector<size_t>& dims, unsigned width);
+// The three code groups' sizes in bytes for dims (zeros for dims encode refuses).
+std::array<size_t, kCodeGroups> code_group_bytes(const std::vector<size_t>& dims, unsigned code_bytes);
+
+struct CodeStreams {
+  uint8_t* at[kCodeGroups];
+};
+struct ConstCodeStreams {
+  const uint8_t* at[kCodeGroups];
+};
+
+size_t encode_scratch_bytes(const std::vector<size_t>& dims, const Config& config);
 // eb: as spline::encode (> 0, finite).
 cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double eb,
-                   uint8_t* codes, uint8_t* side, uint64_t* side_size, void* scratch, cudaStream_t stream);
+                   const CodeStreams& codes, uint8_t* side, uint64_t* side_size, void* scratch, cudaStream_t stream);
 
-size_t decode_scratch_bytes(const std::vector<size_t>& dims, unsigned width);
-cudaError_t decode(const uint8_t* codes, const uint8_t* side, size_t side_size, const std::vector<size_t>& dims,
-                   unsigned width, unsigned code_bytes, uint8_t* out, uint32_t* status, void* scratch,
-                   cudaStream_t stream);
+size_t decode_scratch_bytes(const std::vector<size_t>& dims, const CodeFormat& format);
+cudaError_t decode(const ConstCodeStreams& codes, const std::array<size_t, kCodeGroups>& code_sizes,
+                   const uint8_t* side, size_t side_size, const std::vector<size_t>& dims, const CodeFormat& format,
+                   uint8_t* out, uint32_t* status, void* scratch, cudaStream_t stream);
 
 }  // namespace fz::spline::cuda

@@ -1,13 +1,16 @@
-// SPLINE on the GPU: the CPU's streams, byte for byte (codes and side stream,
-// both tunings), for real fields, ragged shapes and special values; the CPU's
-// decoded bytes from CPU streams; hostile streams give a nonzero status
-// exactly where the CPU throws FormatError, and never a write past the
-// output (skipped without a CUDA device).
+// SPLINE on the GPU: the CPU's streams, byte for byte (the three code groups
+// and the side stream, both tunings, both code forms), for real fields,
+// ragged shapes and special values; the CPU's decoded bytes from CPU
+// streams; hostile streams are refused (a nonzero status, or
+// cudaErrorInvalidValue for code streams of the wrong sizes) exactly where
+// the CPU throws FormatError, and never a write past the output (skipped
+// without a CUDA device).
 #include "spline/spline_cuda.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -15,6 +18,8 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/testing/device_cuda.hpp"
@@ -37,12 +42,14 @@ const testing::ThreadExecutor& cpu_threads() {
   return exec;
 }
 
-spline::Config config_for(unsigned width, spline::Tuning tuning, unsigned code_bytes, uint32_t radius) {
+spline::Config config_for(unsigned width, spline::Tuning tuning, unsigned code_bytes, uint32_t radius,
+                          spline::CodeForm form = spline::CodeForm::kOffset) {
   spline::Config c;
   c.width = width;
   c.code_bytes = code_bytes;
   c.radius = radius;
   c.tuning = tuning;
+  c.code_form = form;
   return c;
 }
 
@@ -50,81 +57,110 @@ std::string describe(const Dims& dims, const spline::Config& c, double eb) {
   std::string s = "dims";
   for (size_t d : dims) s += " " + std::to_string(d);
   return s + ", width " + std::to_string(c.width) + ", code bytes " + std::to_string(c.code_bytes) + ", radius " +
-         std::to_string(c.radius) + ", tuning " + std::to_string(static_cast<int>(c.tuning)) + ", eb " +
-         std::to_string(eb);
+         std::to_string(c.radius) + ", tuning " + std::to_string(static_cast<int>(c.tuning)) + ", code form " +
+         std::to_string(static_cast<int>(c.code_form)) + ", eb " + std::to_string(eb);
 }
 
-// The GPU encoder's streams; guard bytes after both outputs must survive.
+// The GPU encoder's streams; guard bytes after every output must survive.
 spline::Streams gpu_encode(const Bytes& in, const Dims& dims, const spline::Config& config, double eb) {
   spline::Streams streams;
-  const size_t n = element_count(dims);
+  const auto group_bytes = spline::cuda::code_group_bytes(dims, config.code_bytes);
   const DeviceBuffer d_in = testing::to_device(in);
-  const DeviceBuffer codes(n * config.code_bytes + kGuardBytes);
+  const DeviceBuffer codes0(group_bytes[0] + kGuardBytes), codes1(group_bytes[1] + kGuardBytes),
+      codes2(group_bytes[2] + kGuardBytes);
+  const DeviceBuffer* codes[spline::kCodeGroups] = {&codes0, &codes1, &codes2};
   const size_t side_capacity = spline::cuda::max_side_bytes(dims, config.width);
   const DeviceBuffer side(side_capacity + kGuardBytes);
   const DeviceBuffer side_size(sizeof(uint64_t));
-  const DeviceBuffer scratch(spline::cuda::encode_scratch_bytes(dims, config.width));
-  EXPECT_TRUE(d_in.ok() && codes.ok() && side.ok() && side_size.ok() && scratch.ok());
-  EXPECT_EQ(spline::cuda::encode(d_in.data(), dims, config, eb, codes.data(), side.data(), side_size.as<uint64_t>(),
+  const DeviceBuffer scratch(spline::cuda::encode_scratch_bytes(dims, config));
+  EXPECT_TRUE(d_in.ok() && codes0.ok() && codes1.ok() && codes2.ok() && side.ok() && side_size.ok() && scratch.ok());
+  const spline::cuda::CodeStreams code_streams = {{codes0.data(), codes1.data(), codes2.data()}};
+  EXPECT_EQ(spline::cuda::encode(d_in.data(), dims, config, eb, code_streams, side.data(), side_size.as<uint64_t>(),
                                  scratch.data(), nullptr),
             cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const uint64_t size = side_size.read<uint64_t>();
   EXPECT_LE(size, side_capacity);
   if (size > side_capacity) return streams;
-  streams.codes = codes.download(n * config.code_bytes);
+  for (unsigned k = 0; k < spline::kCodeGroups; ++k) {
+    streams.codes[k] = codes[k]->download(group_bytes[k]);
+    EXPECT_TRUE(guard_intact(*codes[k], group_bytes[k])) << "code group " << k;
+  }
   streams.side = side.download(size);
-  EXPECT_TRUE(guard_intact(codes, n * config.code_bytes));
   EXPECT_TRUE(guard_intact(side, side_capacity));
   return streams;
 }
 
 struct GpuDecoded {
+  cudaError_t launch = cudaSuccess;  // cudaErrorInvalidValue for code streams of the wrong sizes
   uint32_t status = 0;
   Bytes out;
+  bool refused() const { return launch != cudaSuccess || status != 0; }
 };
 
-GpuDecoded gpu_decode(const Bytes& codes, const Bytes& side, const Dims& dims, unsigned width, unsigned code_bytes) {
+// The GPU decode. Code streams of other sizes than code_group_bytes must be
+// refused at the call (cudaErrorInvalidValue), as the CPU refuses them
+// (FormatError); any other stream is launched and judged by the status.
+GpuDecoded gpu_decode(const spline::Streams& streams, const Dims& dims, const spline::CodeFormat& format) {
   GpuDecoded result;
-  const size_t bytes = element_count(dims) * width;
-  const DeviceBuffer d_codes = testing::to_device(codes);
-  const DeviceBuffer d_side = testing::to_device(side);
+  const size_t bytes = element_count(dims) * format.width;
+  const DeviceBuffer codes0 = testing::to_device(streams.codes[0]), codes1 = testing::to_device(streams.codes[1]),
+                     codes2 = testing::to_device(streams.codes[2]);
+  const DeviceBuffer d_side = testing::to_device(streams.side);
   const DeviceBuffer out(bytes + kGuardBytes);
   const DeviceBuffer status(sizeof(uint32_t), 0);
-  const DeviceBuffer scratch(spline::cuda::decode_scratch_bytes(dims, width));
-  EXPECT_EQ(spline::cuda::decode(d_codes.data(), d_side.data(), side.size(), dims, width, code_bytes, out.data(),
-                                 status.as<uint32_t>(), scratch.data(), nullptr),
-            cudaSuccess);
+  const DeviceBuffer scratch(spline::cuda::decode_scratch_bytes(dims, format));
+  EXPECT_TRUE(codes0.ok() && codes1.ok() && codes2.ok() && d_side.ok() && out.ok() && status.ok() && scratch.ok());
+  const spline::cuda::ConstCodeStreams code_streams = {{codes0.data(), codes1.data(), codes2.data()}};
+  const std::array<size_t, spline::kCodeGroups> sizes = {streams.codes[0].size(), streams.codes[1].size(),
+                                                         streams.codes[2].size()};
+  const bool sizes_match = sizes == spline::cuda::code_group_bytes(dims, format.code_bytes);
+  result.launch = spline::cuda::decode(code_streams, sizes, d_side.data(), streams.side.size(), dims, format,
+                                       out.data(), status.as<uint32_t>(), scratch.data(), nullptr);
+  EXPECT_EQ(result.launch, sizes_match ? cudaSuccess : cudaErrorInvalidValue);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   result.status = status.read<uint32_t>();
+  if (result.launch != cudaSuccess) {
+    EXPECT_EQ(result.status, 0u) << "nothing launched, nothing reported";
+  }
   result.out = out.download(bytes);
   EXPECT_TRUE(guard_intact(out, bytes));
   return result;
 }
 
-std::optional<Bytes> cpu_decode(const Bytes& codes, const Bytes& side, const Dims& dims, unsigned width,
-                                unsigned code_bytes) {
+std::optional<Bytes> cpu_decode(const spline::Streams& streams, const Dims& dims, const spline::CodeFormat& format) {
   Bytes out;
   try {
-    spline::decode(codes, side, dims, width, code_bytes, out, cpu_threads());
+    spline::decode(streams, dims, format, out, cpu_threads());
   } catch (const FormatError&) {
     return std::nullopt;
   }
   return out;
 }
 
-// GPU encode == CPU encode, and the GPU decode of the CPU's streams == the CPU's decode.
+// GPU encode == CPU encode (every code group and the side stream; the code
+// groups of the sizes the slow way gives), and the GPU decode of the CPU's
+// streams == the CPU's decode.
 void check_case(const Bytes& in, const Dims& dims, const spline::Config& config, double eb) {
   SCOPED_TRACE(describe(dims, config, eb));
   spline::Streams cpu;
   spline::encode(in, dims, config, eb, cpu, cpu_threads());
+  const CodePlaces places = code_places(dims);
+  const auto group_bytes = spline::cuda::code_group_bytes(dims, config.code_bytes);
+  for (unsigned k = 0; k < spline::kCodeGroups; ++k) {
+    EXPECT_EQ(group_bytes[k], places.size[k] * config.code_bytes) << "code group " << k;
+    EXPECT_EQ(cpu.codes[k].size(), group_bytes[k]) << "code group " << k;
+  }
   const spline::Streams gpu = gpu_encode(in, dims, config, eb);
-  EXPECT_TRUE(gpu.codes == cpu.codes) << "codes differ";
+  for (unsigned k = 0; k < spline::kCodeGroups; ++k) EXPECT_TRUE(gpu.codes[k] == cpu.codes[k]) << "code group " << k << " differs";
   EXPECT_TRUE(gpu.side == cpu.side) << "side streams differ: " << gpu.side.size() << " vs " << cpu.side.size()
                                     << " bytes";
-  const std::optional<Bytes> expected = cpu_decode(cpu.codes, cpu.side, dims, config.width, config.code_bytes);
+  const spline::CodeFormat format = spline::format_of(config);
+  const std::optional<Bytes> expected = cpu_decode(cpu, dims, format);
   ASSERT_TRUE(expected.has_value());
-  const GpuDecoded decoded = gpu_decode(cpu.codes, cpu.side, dims, config.width, config.code_bytes);
+  EXPECT_EQ(expected->size(), in.size());
+  const GpuDecoded decoded = gpu_decode(cpu, dims, format);
+  EXPECT_EQ(decoded.launch, cudaSuccess);
   EXPECT_EQ(decoded.status, 0u);
   EXPECT_TRUE(decoded.out == *expected) << "decoded bytes differ";
 }
@@ -149,6 +185,7 @@ void check_real_field(const testing::RealField& field) {
       SCOPED_TRACE(field.name);
       check_case(in, field.dims, config_for(sizeof(T), tuning, 2, 512), relative * range);
       check_case(in, field.dims, config_for(sizeof(T), tuning, 1, 128), relative * range);
+      check_case(in, field.dims, config_for(sizeof(T), tuning, 2, 32768, spline::CodeForm::kSigned), relative * range);
     }
 }
 
@@ -176,6 +213,8 @@ void check_shapes() {
         check_case(in, dims, config_for(sizeof(T), tuning, 2, 512), eb);
         check_case(in, dims, config_for(sizeof(T), tuning, 1, 128), eb);
         check_case(in, dims, config_for(sizeof(T), tuning, 1, 1), eb);
+        check_case(in, dims, config_for(sizeof(T), tuning, 1, 128, spline::CodeForm::kSigned), eb);
+        check_case(in, dims, config_for(sizeof(T), tuning, 2, 32768, spline::CodeForm::kSigned), eb);
       }
   }
 }
@@ -199,10 +238,14 @@ void check_specials() {
       for (double eb : {1e-2, 1e-6}) {
         check_case(to_bytes(values), dims, config_for(sizeof(T), tuning, 2, 512), eb);
         check_case(to_bytes(values), dims, config_for(sizeof(T), tuning, 1, 64), eb);
+        check_case(to_bytes(values), dims, config_for(sizeof(T), tuning, 2, 512, spline::CodeForm::kSigned), eb);
       }
     std::vector<T> all(values.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = specials[i % specials.size()];
-    for (spline::Tuning tuning : kTunings) check_case(to_bytes(all), dims, config_for(sizeof(T), tuning, 2, 512), 1e-3);
+    for (spline::Tuning tuning : kTunings) {
+      check_case(to_bytes(all), dims, config_for(sizeof(T), tuning, 2, 512), 1e-3);
+      check_case(to_bytes(all), dims, config_for(sizeof(T), tuning, 1, 128, spline::CodeForm::kSigned), 1e-3);
+    }
   }
   // Denormals as ordinary values at a denormal-sized bound; bounds far out.
   std::vector<T> tiny(3000);
@@ -230,21 +273,43 @@ TEST(SplineCuda, AlphaBetaAndMisalignedBuffers) {
   const std::vector<float> values = smooth_field<float>(element_count(dims), 5);
   Bytes shifted(1 + values.size() * 4);
   std::memcpy(shifted.data() + 1, values.data(), values.size() * 4);
-  spline::Config config = config_for(4, spline::Tuning::kRatioFirst, 2, 300);
-  config.alpha = 1.75;
-  config.beta = 3;
-  spline::Streams cpu;
-  spline::encode(to_bytes(values), dims, config, 1e-3, cpu);
-  const size_t n = element_count(dims);
-  const DeviceBuffer in = testing::to_device(shifted);
-  const DeviceBuffer codes(1 + 2 * n), side(1 + spline::cuda::max_side_bytes(dims, 4)), size(8);
-  const DeviceBuffer scratch(spline::cuda::encode_scratch_bytes(dims, 4));
-  ASSERT_EQ(spline::cuda::encode(in.data() + 1, dims, config, 1e-3, codes.data() + 1, side.data() + 1,
-                                 size.as<uint64_t>(), scratch.data(), nullptr),
-            cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_TRUE(codes.download(2 * n, 1) == cpu.codes);
-  EXPECT_TRUE(side.download(size.read<uint64_t>(), 1) == cpu.side);
+  for (spline::CodeForm form : {spline::CodeForm::kOffset, spline::CodeForm::kSigned}) {
+    SCOPED_TRACE("code form " + std::to_string(static_cast<int>(form)));
+    spline::Config config = config_for(4, spline::Tuning::kRatioFirst, 2, 300, form);
+    config.alpha = 1.75;
+    config.beta = 3;
+    spline::Streams cpu;
+    spline::encode(to_bytes(values), dims, config, 1e-3, cpu);
+    const auto group_bytes = spline::cuda::code_group_bytes(dims, 2);
+    const DeviceBuffer in = testing::to_device(shifted);
+    const DeviceBuffer codes0(1 + group_bytes[0]), codes1(1 + group_bytes[1]), codes2(1 + group_bytes[2]);
+    const DeviceBuffer side(1 + spline::cuda::max_side_bytes(dims, 4)), size(8);
+    const DeviceBuffer scratch(spline::cuda::encode_scratch_bytes(dims, config));
+    const spline::cuda::CodeStreams codes = {{codes0.data() + 1, codes1.data() + 1, codes2.data() + 1}};
+    ASSERT_EQ(spline::cuda::encode(in.data() + 1, dims, config, 1e-3, codes, side.data() + 1, size.as<uint64_t>(),
+                                   scratch.data(), nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_TRUE(codes0.download(group_bytes[0], 1) == cpu.codes[0]);
+    EXPECT_TRUE(codes1.download(group_bytes[1], 1) == cpu.codes[1]);
+    EXPECT_TRUE(codes2.download(group_bytes[2], 1) == cpu.codes[2]);
+    const uint64_t side_size = size.read<uint64_t>();
+    EXPECT_TRUE(side.download(side_size, 1) == cpu.side);
+    // And the decode from unaligned streams into an unaligned output.
+    const spline::CodeFormat format = spline::format_of(config);
+    const DeviceBuffer out(1 + values.size() * 4), status(sizeof(uint32_t), 0);
+    const DeviceBuffer decode_scratch(spline::cuda::decode_scratch_bytes(dims, format));
+    const spline::cuda::ConstCodeStreams const_codes = {{codes0.data() + 1, codes1.data() + 1, codes2.data() + 1}};
+    const std::array<size_t, spline::kCodeGroups> sizes = {group_bytes[0], group_bytes[1], group_bytes[2]};
+    ASSERT_EQ(spline::cuda::decode(const_codes, sizes, side.data() + 1, side_size, dims, format, out.data() + 1,
+                                   status.as<uint32_t>(), decode_scratch.data(), nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(status.read<uint32_t>(), 0u);
+    Bytes expected;
+    spline::decode(cpu, dims, format, expected);
+    EXPECT_TRUE(out.download(values.size() * 4, 1) == expected);
+  }
 }
 
 // Equal bytes, except that a NaN may stand for a NaN of other bits: a hostile
@@ -264,29 +329,31 @@ bool same_up_to_nan_bits(const Bytes& a, const Bytes& b, unsigned width) {
 }
 
 // The hostile streams: every one either decodes on both to the same bytes
-// (up to NaN bits, above), or makes the CPU throw and the GPU set its status.
-void expect_same_verdict(const Bytes& codes, const Bytes& side, const Dims& dims, unsigned width,
-                         unsigned code_bytes, const std::string& what) {
+// (up to NaN bits, above), or makes the CPU throw and the GPU refuse (a
+// status bit, or cudaErrorInvalidValue for code streams of the wrong sizes).
+void expect_same_verdict(const spline::Streams& streams, const Dims& dims, const spline::CodeFormat& format,
+                         const std::string& what) {
   SCOPED_TRACE(what);
-  const std::optional<Bytes> cpu = cpu_decode(codes, side, dims, width, code_bytes);
-  const GpuDecoded gpu = gpu_decode(codes, side, dims, width, code_bytes);
-  EXPECT_EQ(gpu.status != 0, !cpu.has_value()) << "status " << gpu.status;
-  if (cpu.has_value() && gpu.status == 0) {
-    EXPECT_TRUE(same_up_to_nan_bits(gpu.out, *cpu, width));
+  const std::optional<Bytes> cpu = cpu_decode(streams, dims, format);
+  const GpuDecoded gpu = gpu_decode(streams, dims, format);
+  EXPECT_EQ(gpu.refused(), !cpu.has_value()) << "status " << gpu.status << ", launch " << gpu.launch;
+  if (cpu.has_value() && !gpu.refused()) {
+    EXPECT_TRUE(same_up_to_nan_bits(gpu.out, *cpu, format.width));
   }
 }
 
 struct HostileSample {
   Dims dims;
-  unsigned width;
-  unsigned code_bytes;
+  spline::CodeFormat format;
+  uint32_t radius;
+  CodePlaces places;
   spline::Streams streams;
   size_t indices_at;
   size_t outliers;
 };
 
-HostileSample hostile_sample(const Dims& dims, unsigned width, unsigned code_bytes) {
-  HostileSample s{dims, width, code_bytes, {}, 0, 0};
+HostileSample hostile_sample(const Dims& dims, unsigned width, unsigned code_bytes, spline::CodeForm form) {
+  HostileSample s{dims, {width, code_bytes, form}, code_bytes == 1 ? 64u : 512u, code_places(dims), {}, 0, 0};
   const size_t n = element_count(dims);
   Bytes in(n * width);
   for (size_t i = 0; i < n; ++i) {
@@ -295,8 +362,8 @@ HostileSample hostile_sample(const Dims& dims, unsigned width, unsigned code_byt
     if (width == 4) store_le<float>(in.data() + 4 * i, static_cast<float>(v));
     else store_le<double>(in.data() + 8 * i, v);
   }
-  spline::encode(in, dims, config_for(width, spline::Tuning::kRatioFirst, code_bytes, code_bytes == 1 ? 64 : 512),
-                 1e-3, s.streams);
+  spline::encode(in, dims, config_for(width, spline::Tuning::kRatioFirst, code_bytes, s.radius, form), 1e-3,
+                 s.streams);
   spline::rules::Grid grid;
   spline::rules::grid_of(dims, grid);
   const auto layout = spline::rules::side_layout(grid.rank, width, grid.tile_count);
@@ -309,59 +376,110 @@ TEST(SplineCuda, HostileStreamsSetTheStatusWhereTheCpuThrows) {
   FZ_SKIP_WITHOUT_CUDA();
   std::mt19937_64 rng(7);
   for (const Dims& dims : std::vector<Dims>{{20, 19, 33}, {70, 65}, {1000}}) {
-    for (unsigned width : {4u, 8u}) {
-      const HostileSample s = hostile_sample(dims, width, width == 4 ? 2 : 1);
-      const Bytes& codes = s.streams.codes;
-      const Bytes& side = s.streams.side;
-      ASSERT_GT(s.outliers, 1u);
-      auto verdict = [&](const Bytes& c, const Bytes& sd, const std::string& what) {
-        expect_same_verdict(c, sd, dims, width, s.code_bytes, what);
-      };
-      verdict(codes, side, "the stream itself");
-      // Truncations (every length up to the outliers, then a few), one byte more.
-      for (size_t length = 0; length < side.size(); length += length < s.indices_at + 16 ? 1 : 7)
-        verdict(codes, Bytes(side.begin(), side.begin() + length), "side truncated to " + std::to_string(length));
-      Bytes longer = side;
-      longer.push_back(0);
-      verdict(codes, longer, "side one byte longer");
-      // Every header byte set to a few values.
-      for (size_t at = 0; at < s.indices_at && at < 64; ++at)
-        for (uint8_t value : {uint8_t{0}, uint8_t{1}, uint8_t{0x80}, uint8_t{0xFF}}) {
+    for (unsigned width : {4u, 8u})
+      for (spline::CodeForm form : {spline::CodeForm::kOffset, spline::CodeForm::kSigned}) {
+        SCOPED_TRACE("width " + std::to_string(width) + ", code form " + std::to_string(static_cast<int>(form)));
+        const HostileSample s = hostile_sample(dims, width, width == 4 ? 2 : 1, form);
+        const spline::Streams& streams = s.streams;
+        const Bytes& side = streams.side;
+        const unsigned code_bytes = s.format.code_bytes;
+        ASSERT_GT(s.outliers, 1u);
+        auto verdict = [&](const spline::Streams& t, const std::string& what) {
+          expect_same_verdict(t, dims, s.format, what);
+        };
+        auto with_side = [&](Bytes sd) {
+          spline::Streams t = streams;
+          t.side = std::move(sd);
+          return t;
+        };
+        verdict(streams, "the stream itself");
+        // Truncations (every length up to the outliers, then a few), one byte more.
+        for (size_t length = 0; length < side.size(); length += length < s.indices_at + 16 ? 1 : 7)
+          verdict(with_side(Bytes(side.begin(), side.begin() + length)), "side truncated to " + std::to_string(length));
+        Bytes longer = side;
+        longer.push_back(0);
+        verdict(with_side(longer), "side one byte longer");
+        // Each code stream a byte or a code shorter or longer, empty; a code
+        // moved from one group to the next (the sum of the sizes right).
+        for (unsigned k = 0; k < spline::kCodeGroups; ++k) {
+          for (size_t cut : {size_t{1}, size_t{code_bytes}, streams.codes[k].size()}) {
+            spline::Streams t = streams;
+            t.codes[k].resize(t.codes[k].size() - cut);
+            verdict(t, "code group " + std::to_string(k) + " " + std::to_string(cut) + " bytes shorter");
+          }
+          spline::Streams t = streams;
+          t.codes[k].push_back(0);
+          verdict(t, "code group " + std::to_string(k) + " one byte longer");
+          t = streams;
+          const unsigned next = (k + 1) % spline::kCodeGroups;
+          t.codes[next].insert(t.codes[next].end(), t.codes[k].end() - code_bytes, t.codes[k].end());
+          t.codes[k].resize(t.codes[k].size() - code_bytes);
+          verdict(t, "a code moved from group " + std::to_string(k) + " to " + std::to_string(next));
+        }
+        // Every header byte set to a few values.
+        for (size_t at = 0; at < s.indices_at && at < 64; ++at)
+          for (uint8_t value : {uint8_t{0}, uint8_t{1}, uint8_t{0x80}, uint8_t{0xFF}}) {
+            Bytes changed = side;
+            changed[at] = value;
+            verdict(with_side(changed), "side byte " + std::to_string(at) + " = " + std::to_string(value));
+          }
+        // The outlier list: swapped, repeated, out of range, moved onto an anchor (index 0).
+        auto set_index = [&](Bytes& sd, size_t k, uint32_t value) { store_le<uint32_t>(sd.data() + s.indices_at + 4 * k, value); };
+        auto index = [&](size_t k) { return load_le<uint32_t>(side.data() + s.indices_at + 4 * k); };
+        for (uint32_t value : {index(1), index(0) + 1, uint32_t(element_count(dims)), 0u, 0xFFFFFFFFu}) {
           Bytes changed = side;
-          changed[at] = value;
-          verdict(codes, changed, "side byte " + std::to_string(at) + " = " + std::to_string(value));
+          set_index(changed, 0, value);
+          verdict(with_side(changed), "first index = " + std::to_string(value));
         }
-      // The outlier list: swapped, repeated, out of range, moved onto an anchor (index 0).
-      auto set_index = [&](Bytes& sd, size_t k, uint32_t value) { store_le<uint32_t>(sd.data() + s.indices_at + 4 * k, value); };
-      auto index = [&](size_t k) { return load_le<uint32_t>(side.data() + s.indices_at + 4 * k); };
-      for (uint32_t value : {index(1), index(0) + 1, uint32_t(element_count(dims)), 0u, 0xFFFFFFFFu}) {
-        Bytes changed = side;
-        set_index(changed, 0, value);
-        verdict(codes, changed, "first index = " + std::to_string(value));
-      }
-      {
-        Bytes changed = side;
-        store_le<uint64_t>(changed.data() + s.indices_at - 8, s.outliers - 1);
-        verdict(codes, changed, "K one less");
-      }
-      // Codes: an outlier's code nonzero, an anchor's nonzero, a code 0 or 2R.
-      for (uint32_t value : {0u, 1u, 2u * (s.code_bytes == 1 ? 64u : 512u) - 1, 2u * (s.code_bytes == 1 ? 64u : 512u), 255u}) {
-        for (size_t g : {size_t{0}, size_t{index(0)}, size_t{1}, element_count(dims) - 1}) {
-          Bytes changed = codes;
-          if (s.code_bytes == 1) changed[g] = static_cast<uint8_t>(value);
-          else store_le<uint16_t>(changed.data() + 2 * g, static_cast<uint16_t>(value));
-          verdict(changed, side, "code at " + std::to_string(g) + " = " + std::to_string(value));
+        {
+          Bytes changed = side;
+          store_le<uint64_t>(changed.data() + s.indices_at - 8, s.outliers - 1);
+          verdict(with_side(changed), "K one less");
+        }
+        // Codes (set in the offset form through the slow places): an
+        // outlier's code nonzero, an anchor's nonzero, a code 0, 2R - 1, 2R,
+        // 255, at points of every group.
+        std::vector<size_t> points = {0, index(0), 1, element_count(dims) - 1};
+        for (unsigned k = 0; k < spline::kCodeGroups; ++k) {
+          size_t g = 0;
+          while (g < element_count(dims) && (s.places.group[g] != k || g == 0)) ++g;
+          if (g < element_count(dims)) points.push_back(g);
+        }
+        const uint32_t two_r = 2 * s.radius;
+        for (uint32_t value : {0u, 1u, s.radius, two_r - 1, two_r, 255u, 0xFFFFu}) {
+          for (size_t g : points) {
+            spline::Streams t = streams;
+            set_code(t, s.places, s.format, s.radius, g, value);
+            verdict(t, "code at " + std::to_string(g) + " = " + std::to_string(value));
+          }
+        }
+        // Stored words as they are, whatever code they mean in this form.
+        for (uint32_t word : {0u, 1u, s.radius - 1, s.radius, s.radius + 1, 0x80u, 0xC0u, 0xFE00u, 0xFFFFu}) {
+          for (size_t g : points) {
+            spline::Streams t = streams;
+            set_stored(t.codes, s.places, code_bytes, g, word);
+            verdict(t, "stored word at " + std::to_string(g) + " = " + std::to_string(word));
+          }
+        }
+        // The other code form: refused by both (the anchors' words).
+        {
+          spline::CodeFormat other = s.format;
+          other.code_form = form == spline::CodeForm::kSigned ? spline::CodeForm::kOffset : spline::CodeForm::kSigned;
+          const std::optional<Bytes> cpu = cpu_decode(streams, dims, other);
+          const GpuDecoded gpu = gpu_decode(streams, dims, other);
+          EXPECT_FALSE(cpu.has_value()) << "decoded in the other code form";
+          EXPECT_TRUE(gpu.refused()) << "decoded in the other code form";
+        }
+        // Random bit flips in any stream.
+        for (int trial = 0; trial < 300; ++trial) {
+          spline::Streams t = streams;
+          const unsigned which = trial % 6;  // half the trials in a code stream, half in the side stream
+          Bytes& target = which < spline::kCodeGroups ? t.codes[which] : t.side;
+          const size_t flips = 1 + rng() % 3;
+          for (size_t f = 0; f < flips; ++f) target[rng() % target.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+          verdict(t, "bit flips, trial " + std::to_string(trial));
         }
       }
-      // Random bit flips in either stream.
-      for (int trial = 0; trial < 300; ++trial) {
-        Bytes c = codes, sd = side;
-        Bytes& target = trial % 3 == 0 ? c : sd;
-        const size_t flips = 1 + rng() % 3;
-        for (size_t f = 0; f < flips; ++f) target[rng() % target.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
-        verdict(c, sd, "bit flips, trial " + std::to_string(trial));
-      }
-    }
   }
 }
 

@@ -33,11 +33,13 @@ constexpr unsigned kMaxLevels = 8;
 // The largest radius code_bytes can carry: codes run up to 2 * radius - 1.
 FZ_HOST_DEVICE constexpr uint32_t max_radius(unsigned code_bytes) { return code_bytes == 1 ? 128 : 32768; }
 
-// Level flags (spline.hpp): bit 0 reverse (axes fastest to slowest), bit 1
-// natural cubic (-1, 9, 9, -1) / 16 instead of (-3, 23, 23, -3) / 40.
+// Level flags (spline.hpp): bit 0 reverse (axes fastest to slowest); bits
+// 1-2 the interpolation: 0 not-a-knot cubic (-3, 23, 23, -3) / 40, 1 natural
+// cubic (-1, 9, 9, -1) / 16, 2 linear (b + c) / 2; 3 and bits 3-7 are malformed.
 constexpr uint8_t kFlagReverse = 1;
-constexpr uint8_t kFlagNatural = 2;
-constexpr uint8_t kFlagsUsed = 3;
+enum Interpolation : unsigned { kNotAKnotCubic = 0, kNaturalCubic = 1, kLinear = 2 };
+FZ_HOST_DEVICE constexpr unsigned interpolation_of(uint8_t flags) { return (flags >> 1) & 3u; }
+FZ_HOST_DEVICE constexpr bool flags_are_valid(uint8_t flags) { return flags < 8 && interpolation_of(flags) != 3; }
 
 // The chunk as three axes, slowest first: a rank-r chunk gets 3 - r leading
 // axes of extent 1 (one tile of one point each, which no pass ever visits).
@@ -149,11 +151,104 @@ FZ_HOST_DEVICE inline Pass pass_of(const TileFrame& f, size_t u, bool reverse, i
   return p;
 }
 
+// Code groups (spline.hpp): the codes leave the stage in three streams by
+// the level of their point, whose statistics differ (the finest level is
+// mostly q = 0, the coarse ones are not), so that a coder after the stage
+// gives each its own table. A point's level depends only on its global
+// coordinates, whatever the tiles (B is a multiple of 4):
+//   group 2: every coordinate a multiple of 4 (levels >= 2 and the anchors);
+//   group 1: every coordinate even, one not a multiple of 4 (level 1);
+//   group 0: the rest, some coordinate odd (level 0, the finest).
+// Each group holds its codes in C order. The offsets are closed forms, so
+// any element (a CPU row or a GPU thread) finds its place alone.
+
+struct CodeGroups {
+  size_t size[kCodeGroups] = {0, 0, 0};
+  size_t even[3] = {1, 1, 1};    // ceil(n_k / 2): the even coordinates per axis
+  size_t fourth[3] = {1, 1, 1};  // ceil(n_k / 4): the multiples of 4 per axis
+};
+
+FZ_HOST_DEVICE inline CodeGroups code_groups(const Grid& grid) {
+  CodeGroups c;
+  size_t evens = 1;
+  size_t fourths = 1;
+  for (int k = 0; k < 3; ++k) {
+    c.even[k] = (grid.n[k] + 1) / 2;
+    c.fourth[k] = (grid.n[k] + 3) / 4;
+    evens *= c.even[k];
+    fourths *= c.fourth[k];
+  }
+  if (grid.elements == 0) evens = fourths = 0;
+  c.size[2] = fourths;
+  c.size[1] = evens - fourths;
+  c.size[0] = grid.elements - evens;
+  return c;
+}
+
+// Where the codes of one row (z, y, every x) go: the offsets, in each group,
+// of the row's first code there, and the row's class (4: z and y multiples
+// of 4; 2: both even; 0: otherwise, every code in group 0).
+struct CodeRow {
+  size_t base[kCodeGroups];
+  unsigned row_class;
+};
+
+FZ_HOST_DEVICE inline CodeRow code_row(const Grid& grid, const CodeGroups& c, size_t z, size_t y) {
+  // Points of the even (fourth) sub-grid before (z, y, 0) in C order.
+  const size_t evens = (z + 1) / 2 * c.even[1] * c.even[2] + (z % 2 == 0 ? (y + 1) / 2 * c.even[2] : 0);
+  const size_t fourths = (z + 3) / 4 * c.fourth[1] * c.fourth[2] + (z % 4 == 0 ? (y + 3) / 4 * c.fourth[2] : 0);
+  CodeRow r;
+  r.base[2] = fourths;
+  r.base[1] = evens - fourths;
+  r.base[0] = (z * grid.n[1] + y) * grid.n[2] - evens;
+  r.row_class = z % 4 == 0 && y % 4 == 0 ? 4 : z % 2 == 0 && y % 2 == 0 ? 2 : 0;
+  return r;
+}
+
+// The group and offset of the code at x in that row.
+FZ_HOST_DEVICE inline unsigned code_place(const CodeRow& r, size_t x, size_t& offset) {
+  if (r.row_class == 0) {
+    offset = r.base[0] + x;
+    return 0;
+  }
+  const size_t evens_before = (x + 1) / 2;
+  if (x % 2 != 0) {
+    offset = r.base[0] + x - evens_before;
+    return 0;
+  }
+  if (r.row_class == 4) {
+    const size_t fourths_before = (x + 3) / 4;
+    if (x % 4 == 0) {
+      offset = r.base[2] + fourths_before;
+      return 2;
+    }
+    offset = r.base[1] + evens_before - fourths_before;
+    return 1;
+  }
+  offset = r.base[1] + evens_before;
+  return 1;
+}
+
+// Code forms (spline.hpp): kOffset stores the code itself (q + R, 0 for an
+// outlier), what a Huffman coder wants (a compact alphabet); kSigned stores
+// code - R modulo 2^(8 code_bytes), i.e. q in two's complement (and -R for an
+// outlier), so that q = 0 is the zero word bit-plane coders want.
+FZ_HOST_DEVICE inline uint32_t stored_code(uint32_t code, uint32_t radius, bool is_signed, unsigned code_bytes) {
+  if (!is_signed) return code;
+  const uint32_t mask = code_bytes == 1 ? 0xFFu : 0xFFFFu;
+  return (code - radius) & mask;
+}
+FZ_HOST_DEVICE inline uint32_t code_of_stored(uint32_t stored, uint32_t radius, bool is_signed, unsigned code_bytes) {
+  if (!is_signed) return stored;
+  const uint32_t mask = code_bytes == 1 ? 0xFFu : 0xFFFFu;
+  return (stored + radius) & mask;
+}
+
 // Tuning::kRatioFirst's sample (spline.hpp): S = ceil(tiles / 16) tiles,
 // sample j being tile (j * 2654435761) mod tiles. A multiplicative stride
 // spreads the sample over the chunk whatever its shape (a plain "every 16th
 // tile" hits one column of tiles when a row holds a multiple of 16 of them).
-constexpr unsigned kFlagChoices = 4;
+constexpr unsigned kFlagChoices = 6;  // flags 0..5: both axis orders x three interpolations
 FZ_HOST_DEVICE inline size_t sample_count(size_t tile_count) { return (tile_count + 15) / 16; }
 FZ_HOST_DEVICE inline size_t sample_tile(size_t j, size_t tile_count) {
   return static_cast<size_t>((static_cast<uint64_t>(j) * uint64_t{2654435761u}) % tile_count);
@@ -191,6 +286,7 @@ inline const char* config_problem(const Config& c) {
   if (!(c.alpha >= 1) || !std::isfinite(c.alpha)) return "spline: alpha must be >= 1 and finite";
   if (!(c.beta >= 1) || !std::isfinite(c.beta)) return "spline: beta must be >= 1 and finite";
   if (c.tuning != Tuning::kOff && c.tuning != Tuning::kRatioFirst) return "spline: unknown tuning";
+  if (c.code_form != CodeForm::kOffset && c.code_form != CodeForm::kSigned) return "spline: unknown code form";
   return nullptr;
 }
 
@@ -234,14 +330,17 @@ FZ_HOST_DEVICE inline bool is_finite(T x) {
   return ((bits >> Traits::kMantissaBits) & Traits::kExponentMask) != Traits::kExponentMask;
 }
 
-// An element the quantizer may code: finite and not -0 (NaN, +-Inf and -0
-// are outliers, stored exactly; denormals are ordinary values).
+// An element the quantizer may code: finite, not -0 and not denormal (NaN,
+// +-Inf, -0 and denormals are outliers, stored exactly: docs/FORMAT.md,
+// section 0, rule 6). +0 is an ordinary value.
 template <typename T>
 FZ_HOST_DEVICE inline bool is_codable(T x) {
-  using U = typename lorenzo::rules::Traits<T>::U;
-  U bits;
+  using Traits = lorenzo::rules::Traits<T>;
+  typename Traits::U bits;
   memcpy(&bits, &x, sizeof(T));
-  return is_finite(x) && bits != (U{1} << (8 * sizeof(T) - 1));
+  const auto magnitude_bits = bits & ~(typename Traits::U{1} << (8 * sizeof(T) - 1));
+  const bool denormal = magnitude_bits != 0 && ((bits >> Traits::kMantissaBits) & Traits::kExponentMask) == 0;
+  return is_finite(x) && !denormal && bits != (typename Traits::U{1} << (8 * sizeof(T) - 1));
 }
 
 // What later predictions read for an element stored exactly: the value, or 0
@@ -259,10 +358,12 @@ FZ_HOST_DEVICE inline T prediction_value(T x) {
 // neighbours that exist.
 template <typename T>
 FZ_HOST_DEVICE inline T predict_along(const T* at, ptrdiff_t stride, size_t i, size_t u, size_t tile, size_t g,
-                                      size_t n, bool natural) {
+                                      size_t n, unsigned interpolation) {
   const T b = at[-stride];
   if (!(g + u < n)) return b;  // no c (then no d either)
   const T c = at[stride];
+  if (interpolation == kLinear) return (b + c) / T(2);
+  const bool natural = interpolation == kNaturalCubic;
   const bool has_a = i >= 3 * u;
   const bool has_d = i + 3 * u <= tile && g + 3 * u < n;
   if (has_a && has_d) {

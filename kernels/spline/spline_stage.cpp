@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "spline/spline_rules.hpp"
 #include "stage_samples.hpp"
 
 namespace fz::engine {
@@ -13,7 +14,7 @@ SplineStage::SplineStage(const spline::Config& config, double enforced_bound, st
     : config_(config), enforced_bound_(enforced_bound), dims_(std::move(dims)) {
   if (dims_.empty() || dims_.size() > 3) throw UsageError("spline: 1 to 3 axes");
   if (config_.width != 4 && config_.width != 8) throw UsageError("spline: width must be 4 or 8");
-  if (config_.code_bytes != 1 && config_.code_bytes != 2) throw UsageError("spline: codes of 1 or 2 bytes");
+  if (const char* problem = spline::rules::config_problem(config_)) throw UsageError(problem);
   if (!(std::isfinite(enforced_bound_) && enforced_bound_ > 0)) throw UsageError("spline: bound must be positive");
 }
 
@@ -26,28 +27,36 @@ Bytes SplineStage::config() const {
   append_le<double>(c, config_.alpha);
   append_le<double>(c, config_.beta);
   c.push_back(static_cast<uint8_t>(config_.tuning));
+  c.push_back(static_cast<uint8_t>(config_.code_form));
   c.push_back(static_cast<uint8_t>(dims_.size()));
   for (size_t d : dims_) append_le<uint64_t>(c, d);
   return c;
 }
 
 void SplineStage::forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const {
-  out.resize(2);  // the pipeline hands in pooled buffers; reuse their capacity
+  out.resize(kSidePort + 1);  // the pipeline hands in pooled buffers; reuse their capacity
   spline::Streams streams;
-  streams.codes = std::move(out.at(0));
-  streams.side = std::move(out.at(1));
+  for (unsigned g = 0; g < spline::kCodeGroups; ++g) streams.codes[g] = std::move(out[g]);
+  streams.side = std::move(out[kSidePort]);
   spline::encode(in.at(0), dims_, config_, enforced_bound_, streams, ctx.exec);
-  out[0] = std::move(streams.codes);
-  out[1] = std::move(streams.side);
+  for (unsigned g = 0; g < spline::kCodeGroups; ++g) out[g] = std::move(streams.codes[g]);
+  out[kSidePort] = std::move(streams.side);
 }
 
 void SplineStage::inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const {
   uint64_t elements = 1;
   for (size_t d : dims_) require_format(!__builtin_mul_overflow(elements, d, &elements), "spline dims overflow");
   require_format(elements <= ctx.max_stream_bytes / config_.width, "spline chunk larger than the frame allows");
-  require_format(out.at(0).size == elements * config_.code_bytes, "spline codes do not match the chunk size");
+  require_format(out.size() == kSidePort + 1, "spline: wrong number of streams");
+  ByteSpan codes[spline::kCodeGroups];
+  uint64_t code_bytes = 0;
+  for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
+    codes[g] = out[g];
+    code_bytes += out[g].size;
+  }
+  require_format(code_bytes == elements * config_.code_bytes, "spline codes do not match the chunk size");
   in.resize(1);
-  spline::decode(out.at(0), out.at(1), dims_, config_.width, config_.code_bytes, in[0], ctx.exec);
+  spline::decode(codes, out[kSidePort], dims_, code_format(), in[0], ctx.exec);
 }
 
 std::unique_ptr<Stage> make_spline(const spline::Config& config, double enforced_bound, std::vector<size_t> dims) {
@@ -55,7 +64,7 @@ std::unique_ptr<Stage> make_spline(const spline::Config& config, double enforced
 }
 
 std::unique_ptr<Stage> parse_spline(ByteSpan c) {
-  require_format(c.size >= 32, "spline stage: config too short");
+  require_format(c.size >= 33, "spline stage: config too short");
   spline::Config config;
   config.width = c.data[0];
   config.code_bytes = c.data[1];
@@ -65,10 +74,12 @@ std::unique_ptr<Stage> parse_spline(ByteSpan c) {
   config.beta = load_le<double>(c.data + 22);
   require_format(c.data[30] <= 1, "spline stage: unknown tuning");
   config.tuning = static_cast<spline::Tuning>(c.data[30]);
-  const unsigned rank = c.data[31];
-  require_format(rank >= 1 && rank <= 3 && c.size == 32 + 8 * size_t(rank), "spline stage: bad rank or config size");
+  require_format(c.data[31] <= 1, "spline stage: unknown code form");
+  config.code_form = static_cast<spline::CodeForm>(c.data[31]);
+  const unsigned rank = c.data[32];
+  require_format(rank >= 1 && rank <= 3 && c.size == 33 + 8 * size_t(rank), "spline stage: bad rank or config size");
   std::vector<size_t> dims;
-  for (unsigned i = 0; i < rank; ++i) dims.push_back(static_cast<size_t>(load_le<uint64_t>(c.data + 32 + 8 * i)));
+  for (unsigned i = 0; i < rank; ++i) dims.push_back(static_cast<size_t>(load_le<uint64_t>(c.data + 33 + 8 * i)));
   return config_error_as_format_error("spline", [&] { return make_spline(config, enforced, std::move(dims)); });
 }
 
@@ -104,7 +115,8 @@ Bytes ramp(ByteSpan raw, const std::vector<size_t>& dims, bool spikes) {
 }  // namespace
 
 // Ramps in 1, 2 and 3 axes (the slowest extent follows the input's length),
-// both widths, 1- and 2-byte codes, both tunings, and spikes as outliers.
+// both widths, 1- and 2-byte codes, both code forms, both tunings, and
+// spikes as outliers.
 std::vector<StageSample> spline_stage_samples() {
   struct Shape {
     const char* label;
@@ -112,13 +124,17 @@ std::vector<StageSample> spline_stage_samples() {
     unsigned code_bytes;
     uint32_t radius;
     spline::Tuning tuning;
+    spline::CodeForm form;
     bool spikes;
     std::vector<size_t> inner;
   };
-  const std::vector<Shape> shapes = {{"spline1d-f32-c1", 4, 1, 128, spline::Tuning::kOff, false, {}},
-                                     {"spline2d-f32", 4, 2, 512, spline::Tuning::kRatioFirst, false, {97}},
-                                     {"spline3d-f32-spikes", 4, 2, 1, spline::Tuning::kRatioFirst, true, {13, 17}},
-                                     {"spline3d-f64", 8, 2, 512, spline::Tuning::kOff, false, {7, 11}}};
+  using spline::CodeForm;
+  using spline::Tuning;
+  const std::vector<Shape> shapes = {
+      {"spline1d-f32-c1-signed", 4, 1, 128, Tuning::kOff, CodeForm::kSigned, false, {}},
+      {"spline2d-f32", 4, 2, 512, Tuning::kRatioFirst, CodeForm::kOffset, false, {97}},
+      {"spline3d-f32-spikes", 4, 2, 1, Tuning::kRatioFirst, CodeForm::kOffset, true, {13, 17}},
+      {"spline3d-f64-signed", 8, 2, 32768, Tuning::kOff, CodeForm::kSigned, false, {7, 11}}};
   std::vector<StageSample> samples;
   for (const Shape& shape : shapes)
     samples.push_back({shape.label, [shape](ByteSpan raw) {
@@ -132,6 +148,7 @@ std::vector<StageSample> spline_stage_samples() {
                          config.code_bytes = shape.code_bytes;
                          config.radius = shape.radius;
                          config.tuning = shape.tuning;
+                         config.code_form = shape.form;
                          config.alpha = 1;
                          config.beta = 1;
                          StageCase c{make_spline(config, 0.5, dims), {}};

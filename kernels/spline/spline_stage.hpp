@@ -1,11 +1,12 @@
 // SPLINE: the G-Interp spline predictor over a 1-3 axis chunk (stage type 13).
-// Inputs: in (float32/float64 elements). Outputs: codes (code_bytes per
-// element), side (anchors, per-level flags and steps, outliers).
+// Inputs: in (float32/float64 elements). Outputs: codes0, codes1, codes2
+// (the codes by level group, code_bytes each), side (anchors, per-level
+// flags and steps, outliers).
 // Config (little-endian): u8 width | u8 code_bytes | u32 radius | f64 eb (the
 // absolute bound enforced per element) | f64 alpha | f64 beta | u8 tuning |
-// u8 rank | rank x u64 dims (docs/FORMAT.md, stage type 13). The engine stage
-// over spline.hpp; the decoder needs only width, code_bytes and dims (the
-// side stream says the rest).
+// u8 code form | u8 rank | rank x u64 dims (docs/FORMAT.md, stage type 13).
+// The engine stage over spline.hpp; the decoder needs only width,
+// code_bytes, the code form and dims (the side stream says the rest).
 #pragma once
 
 #include <memory>
@@ -22,7 +23,7 @@ class SplineStage final : public Stage {
   SplineStage(const spline::Config& config, double enforced_bound, std::vector<size_t> dims);
   StageType type() const override { return StageType::Spline; }
   std::string name() const override { return "spline" + std::to_string(dims_.size()) + "d"; }
-  std::vector<std::string> output_ports() const override { return {"codes", "side"}; }
+  std::vector<std::string> output_ports() const override { return {"codes0", "codes1", "codes2", "side"}; }
   Bytes config() const override;
   void forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const override;
   void inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const override;
@@ -30,6 +31,9 @@ class SplineStage final : public Stage {
   const spline::Config& predictor_config() const { return config_; }
   double enforced_bound() const { return enforced_bound_; }
   const std::vector<size_t>& dims() const { return dims_; }
+  spline::CodeFormat code_format() const { return {config_.width, config_.code_bytes, config_.code_form}; }
+  // The side stream's output port (after the code groups).
+  static constexpr size_t kSidePort = spline::kCodeGroups;
 
  private:
   spline::Config config_;

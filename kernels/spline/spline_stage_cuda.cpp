@@ -4,6 +4,8 @@
 // outliers) is known on the device only.
 #include <cuda_runtime_api.h>
 
+#include <array>
+
 #include "common/error.hpp"
 #include "spline/spline_cuda.hpp"
 #include "spline/spline_rules.hpp"
@@ -16,24 +18,27 @@ namespace {
 class SplineDevice final : public StageDeviceFor<SplineStage> {
  public:
   bool device_output_size_on_host(const SplineStage&, size_t port) const override {
-    return port != 1;  // the side stream's outliers vary
+    return port != SplineStage::kSidePort;  // the side stream's outliers vary
   }
 
   void forward_device(const SplineStage& stage, const std::vector<DeviceBuffer>& in, std::vector<DeviceBuffer>& out,
                       DeviceWork& work) const override {
     const std::vector<size_t>& dims = stage.dims();
     const spline::Config& config = stage.predictor_config();
-    size_t elements = 1;
-    for (size_t d : dims) elements *= d;
     auto* side_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
-    out.resize(2);
-    const size_t codes_bytes = elements * config.code_bytes;
-    out[0] = {work.allocate(codes_bytes), codes_bytes, nullptr, nullptr};
+    out.resize(SplineStage::kSidePort + 1);
+    const auto group_bytes = spline::cuda::code_group_bytes(dims, config.code_bytes);
+    spline::cuda::CodeStreams codes;
+    for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
+      codes.at[g] = static_cast<uint8_t*>(work.allocate(group_bytes[g]));
+      out[g] = {codes.at[g], group_bytes[g], nullptr, nullptr};
+    }
     const size_t side_capacity = spline::cuda::max_side_bytes(dims, config.width);
-    out[1] = {work.allocate(side_capacity), 0, side_size, nullptr, side_capacity};
-    void* scratch = work.allocate(spline::cuda::encode_scratch_bytes(dims, config.width));
-    work.check(spline::cuda::encode(in.at(0).data, dims, config, stage.enforced_bound(), out[0].data, out[1].data,
-                                    side_size, scratch, static_cast<cudaStream_t>(work.stream())),
+    out[SplineStage::kSidePort] = {work.allocate(side_capacity), 0, side_size, nullptr, side_capacity};
+    void* scratch = work.allocate(spline::cuda::encode_scratch_bytes(dims, config));
+    work.check(spline::cuda::encode(in.at(0).data, dims, config, stage.enforced_bound(), codes,
+                                    static_cast<uint8_t*>(out[SplineStage::kSidePort].data), side_size, scratch,
+                                    static_cast<cudaStream_t>(work.stream())),
                "spline (GPU)");
   }
 
@@ -47,19 +52,28 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
     uint64_t elements = 1;
     for (size_t d : dims) require_format(!__builtin_mul_overflow(elements, d, &elements), "spline dims overflow");
     require_format(elements <= max_stream_bytes / config.width, "spline chunk larger than the frame allows");
-    require_format(out.at(0).size == elements * config.code_bytes, "spline codes do not match the chunk size");
+    require_format(out.size() == SplineStage::kSidePort + 1, "spline: wrong number of streams");
     // spline::decode refuses these (UsageError) and the kernels would too
     // (cudaErrorInvalidValue): a frame's dims are data, so the CPU names them.
     spline::rules::Grid grid;
     require_format(spline::rules::grid_of(dims, grid) == spline::rules::GridCheck::kOk, "spline: dims the decoder refuses");
     require_format(grid.tile_count <= 0x7FFFFFFFu, "spline: too many tiles for the GPU");
+    const auto group_bytes = spline::cuda::code_group_bytes(dims, config.code_bytes);
+    std::array<size_t, spline::kCodeGroups> sizes{};
+    spline::cuda::ConstCodeStreams codes;
+    for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
+      sizes[g] = out[g].size;
+      codes.at[g] = static_cast<const uint8_t*>(out[g].data);
+      require_format(sizes[g] == group_bytes[g], "spline: a code stream's size does not match dims");
+    }
     const size_t bytes = static_cast<size_t>(elements) * config.width;
     in.resize(1);
     in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
-    const DeviceBuffer& side = out.at(1);
-    void* scratch = work.allocate(spline::cuda::decode_scratch_bytes(dims, config.width));
-    work.check(spline::cuda::decode(out[0].data, side.data, side.size, dims, config.width, config.code_bytes,
-                                    in[0].data, work.status_word(), scratch, static_cast<cudaStream_t>(work.stream())),
+    const DeviceBuffer& side = out[SplineStage::kSidePort];
+    void* scratch = work.allocate(spline::cuda::decode_scratch_bytes(dims, stage.code_format()));
+    work.check(spline::cuda::decode(codes, sizes, static_cast<const uint8_t*>(side.data), side.size, dims,
+                                    stage.code_format(), static_cast<uint8_t*>(in[0].data), work.status_word(),
+                                    scratch, static_cast<cudaStream_t>(work.stream())),
                "spline inverse (GPU)");
   }
 };

@@ -8,6 +8,8 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/testing/test_data.hpp"
@@ -46,49 +48,87 @@ bool is_anchor(const Dims& dims, size_t g) {
   return true;
 }
 
-uint32_t code_at(const Bytes& codes, unsigned code_bytes, size_t g) {
-  return code_bytes == 1 ? codes[g] : load_le<uint16_t>(codes.data() + 2 * g);
-}
-
-spline::Config config_for(unsigned width, spline::Tuning tuning, unsigned code_bytes = 2, uint32_t radius = 512) {
+spline::Config config_for(unsigned width, spline::Tuning tuning, unsigned code_bytes = 2, uint32_t radius = 512,
+                          spline::CodeForm form = spline::CodeForm::kOffset) {
   spline::Config c;
   c.width = width;
   c.code_bytes = code_bytes;
   c.radius = radius;
   c.tuning = tuning;
+  c.code_form = form;
   return c;
 }
 
+// The outlier indices of a side stream (spline.hpp's layout).
+std::vector<size_t> outlier_indices(const Bytes& side, const Dims& dims, unsigned width) {
+  spline::rules::Grid grid;
+  EXPECT_EQ(spline::rules::grid_of(dims, grid), spline::rules::GridCheck::kOk);
+  const auto layout = spline::rules::side_layout(grid.rank, width, grid.tile_count);
+  std::vector<size_t> indices;
+  if (side.size() < layout.indices_at) {
+    ADD_FAILURE() << "side stream shorter than its header";
+    return indices;
+  }
+  const uint64_t count = load_le<uint64_t>(side.data() + layout.count_at);
+  const size_t index_width = spline::rules::index_width_of(grid.elements);
+  if (count > grid.elements || side.size() != layout.values_at(count, index_width) + count * width) {
+    ADD_FAILURE() << "side stream of " << side.size() << " bytes for " << count << " outliers";
+    return indices;
+  }
+  for (size_t k = 0; k < count; ++k)
+    indices.push_back(index_width == 4 ? load_le<uint32_t>(side.data() + layout.indices_at + 4 * k)
+                                       : load_le<uint64_t>(side.data() + layout.indices_at + 8 * k));
+  return indices;
+}
+
 // Encodes and decodes; checks every element: within eb exactly (binary128),
-// or bit-exact where it is an anchor, an outlier or not codable. Returns the streams.
+// or bit-exact where it is an anchor, an outlier or not codable. Checks the
+// code streams too, each code found the slow way (CodePlaces): each group
+// stream of its group's size, every code < 2R, code 0 at every anchor and
+// exactly at the listed outliers besides, every element that is not codable
+// listed. Returns the streams.
 template <typename T>
 spline::Streams round_trip(const std::vector<T>& values, const Dims& dims, const spline::Config& config, double eb,
                            const Executor& exec = serial_executor()) {
   spline::Streams streams;
   const Bytes in = to_bytes(values);
   spline::encode(in, dims, config, eb, streams, exec);
+  const spline::CodeFormat format = spline::format_of(config);
+  const CodePlaces places = code_places(dims);
+  for (unsigned k = 0; k < spline::kCodeGroups; ++k)
+    EXPECT_EQ(streams.codes[k].size(), places.size[k] * config.code_bytes) << "code group " << k;
   Bytes out;
-  spline::decode(streams.codes, streams.side, dims, config.width, config.code_bytes, out, exec);
+  spline::decode(streams, dims, format, out, exec);
   EXPECT_EQ(out.size(), in.size());
   if (out.size() != in.size()) return streams;
+  const std::vector<size_t> outliers = outlier_indices(streams.side, dims, config.width);
+  size_t next_outlier = 0;
   size_t failures = 0;
   for (size_t g = 0; g < values.size() && failures < 5; ++g) {
     const T x = values[g];
     const T y = load_le<T>(out.data() + g * sizeof(T));
-    const bool exact = is_anchor(dims, g) || code_at(streams.codes, config.code_bytes, g) == 0 ||
-                       !spline::rules::is_codable(x);
-    bool ok;
+    const bool anchor = is_anchor(dims, g);
+    const uint32_t code = code_at(streams, places, format, config.radius, g);
+    const bool listed = next_outlier < outliers.size() && outliers[next_outlier] == g;
+    next_outlier += listed;
+    bool ok = code < 2 * config.radius && (anchor ? code == 0 && !listed : listed == (code == 0)) &&
+              (anchor || listed || spline::rules::is_codable(x));
+    const bool exact = anchor || code == 0 || !spline::rules::is_codable(x);
     if (exact) {
-      ok = bits_of(x) == bits_of(y);
+      ok = ok && bits_of(x) == bits_of(y);
     } else {
       __float128 d = static_cast<__float128>(x) - static_cast<__float128>(y);
       if (d < 0) d = -d;
-      ok = std::isfinite(y) && d <= static_cast<__float128>(eb);
+      ok = ok && std::isfinite(y) && d <= static_cast<__float128>(eb);
     }
     if (!ok) {
       ++failures;
-      ADD_FAILURE() << "element " << g << ": " << x << " -> " << y << " (eb " << eb << ", exact " << exact << ")";
+      ADD_FAILURE() << "element " << g << ": " << x << " -> " << y << " (eb " << eb << ", code " << code
+                    << ", anchor " << anchor << ", listed outlier " << listed << ")";
     }
+  }
+  if (failures == 0) {
+    EXPECT_EQ(next_outlier, outliers.size()) << "outliers listed that the codes do not show";
   }
   return streams;
 }
@@ -144,6 +184,8 @@ void check_shapes() {
         round_trip(values, dims, config_for(sizeof(T), tuning), eb);
         round_trip(values, dims, config_for(sizeof(T), tuning, 1, 128), eb);
         round_trip(values, dims, config_for(sizeof(T), tuning, 1, 1), eb);
+        round_trip(values, dims, config_for(sizeof(T), tuning, 1, 128, spline::CodeForm::kSigned), eb);
+        round_trip(values, dims, config_for(sizeof(T), tuning, 2, 32768, spline::CodeForm::kSigned), eb);
       }
     }
   }
@@ -159,11 +201,15 @@ void check_specials() {
     const Dims& dims = field.dims;
     const std::vector<T>& values = field.values;
     for (spline::Tuning tuning : {spline::Tuning::kOff, spline::Tuning::kRatioFirst})
-      for (double eb : {1e-2, 1e-6}) round_trip(values, dims, config_for(sizeof(T), tuning), eb);
+      for (double eb : {1e-2, 1e-6}) {
+        round_trip(values, dims, config_for(sizeof(T), tuning), eb);
+        round_trip(values, dims, config_for(sizeof(T), tuning, 2, 512, spline::CodeForm::kSigned), eb);
+      }
     // All special: nothing but outliers and anchors.
     std::vector<T> all(values.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = specials[i % specials.size()];
     round_trip(all, dims, config_for(sizeof(T), spline::Tuning::kRatioFirst), 1e-3);
+    round_trip(all, dims, config_for(sizeof(T), spline::Tuning::kRatioFirst, 1, 128, spline::CodeForm::kSigned), 1e-3);
   }
   // Denormals as ordinary values at a denormal-sized bound.
   std::vector<T> tiny(3000);
@@ -182,11 +228,29 @@ TEST(Spline, SpecialValuesExactFloat64) { check_specials<double>(); }
 TEST(Spline, ConstantFieldCodesAreAllZeroQ) {
   for (const Dims& dims : std::vector<Dims>{{59, 32, 32}, {100, 77}, {10000}}) {
     const std::vector<float> values(element_count(dims), 3.25f);
+    const CodePlaces places = code_places(dims);
     const auto config = config_for(4, spline::Tuning::kRatioFirst);
     const spline::Streams s = round_trip(values, dims, config, 1e-4);
     for (size_t g = 0; g < values.size(); ++g)
-      ASSERT_EQ(code_at(s.codes, 2, g), is_anchor(dims, g) ? 0u : config.radius) << g;
+      ASSERT_EQ(code_at(s, places, spline::format_of(config), config.radius, g), is_anchor(dims, g) ? 0u : config.radius)
+          << g;
     EXPECT_EQ(load_le<uint64_t>(s.side.data() + s.side.size() - 8), 0u);  // no outliers
+    // The signed form: q = 0 is the zero word, an anchor -R (two's complement).
+    struct SignedCase {
+      unsigned code_bytes;
+      uint32_t radius;
+      uint32_t anchor_word;
+    };
+    for (const SignedCase& c : {SignedCase{2, 512, 0xFE00}, SignedCase{2, 32768, 0x8000}, SignedCase{1, 128, 0x80},
+                                SignedCase{1, 5, 0xFB}}) {
+      const auto signed_config =
+          config_for(4, spline::Tuning::kRatioFirst, c.code_bytes, c.radius, spline::CodeForm::kSigned);
+      const spline::Streams t = round_trip(values, dims, signed_config, 1e-4);
+      EXPECT_EQ(t.side.size(), s.side.size());
+      for (size_t g = 0; g < values.size(); ++g)
+        ASSERT_EQ(stored_at(t.codes, places, c.code_bytes, g), is_anchor(dims, g) ? c.anchor_word : 0u)
+            << g << ", radius " << c.radius;
+    }
   }
 }
 
@@ -194,21 +258,139 @@ TEST(Spline, SameBytesForAnyThreadCountAndRun) {
   const auto& field = testing::real_fields()[0];
   const std::vector<float> values = testing::field_values<float>(field);
   const Bytes in = to_bytes(values);
-  for (spline::Tuning tuning : {spline::Tuning::kOff, spline::Tuning::kRatioFirst}) {
-    const auto config = config_for(4, tuning);
+  for (spline::Tuning tuning : {spline::Tuning::kOff, spline::Tuning::kRatioFirst})
+  for (spline::CodeForm form : {spline::CodeForm::kOffset, spline::CodeForm::kSigned}) {
+    const auto config = config_for(4, tuning, 2, 512, form);
     spline::Streams one, four, again;
     spline::encode(in, field.dims, config, 1e-3, one, serial_executor());
     spline::encode(in, field.dims, config, 1e-3, four, testing::ThreadExecutor(4));
     spline::encode(in, field.dims, config, 1e-3, again, testing::ThreadExecutor(4));
-    EXPECT_EQ(one.codes, four.codes);
+    for (unsigned k = 0; k < spline::kCodeGroups; ++k) {
+      EXPECT_FALSE(one.codes[k].empty());
+      EXPECT_EQ(one.codes[k], four.codes[k]) << "code group " << k;
+      EXPECT_EQ(four.codes[k], again.codes[k]) << "code group " << k;
+    }
     EXPECT_EQ(one.side, four.side);
-    EXPECT_EQ(four.codes, again.codes);
     EXPECT_EQ(four.side, again.side);
     Bytes out1, out4;
-    spline::decode(one.codes, one.side, field.dims, 4, 2, out1, serial_executor());
-    spline::decode(one.codes, one.side, field.dims, 4, 2, out4, testing::ThreadExecutor(4));
+    spline::decode(one, field.dims, spline::format_of(config), out1, serial_executor());
+    spline::decode(one, field.dims, spline::format_of(config), out4, testing::ThreadExecutor(4));
+    EXPECT_EQ(out1.size(), in.size());
     EXPECT_EQ(out1, out4);
   }
+}
+
+// spline_rules.hpp's closed forms (code_groups, code_row, code_place) against
+// the slow way (CodePlaces): the same group and offset for every element of
+// every 1-, 2- and 3-axis shape over these extents, and ragged ones besides;
+// the groups' sizes sum to N.
+TEST(Spline, CodeGroupClosedFormsMatchTheSlowWay) {
+  const std::vector<size_t> extents = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33};
+  std::vector<Dims> shapes;
+  for (size_t a : extents) {
+    shapes.push_back({a});
+    for (size_t b : extents) {
+      shapes.push_back({a, b});
+      for (size_t c : extents) shapes.push_back({a, b, c});
+    }
+  }
+  for (const Dims& dims : ragged_shapes()) shapes.push_back(dims);
+  for (const Dims& dims : std::vector<Dims>{{6, 10, 14}, {1, 2, 4099}, {4098, 6}, {123457}, {37, 1, 29}, {5, 131, 2}})
+    shapes.push_back(dims);
+  size_t checked = 0;
+  for (const Dims& dims : shapes) {
+    std::string name = "dims";
+    for (size_t d : dims) name += " " + std::to_string(d);
+    SCOPED_TRACE(name);
+    const CodePlaces places = code_places(dims);
+    spline::rules::Grid grid;
+    ASSERT_EQ(spline::rules::grid_of(dims, grid), spline::rules::GridCheck::kOk);
+    const spline::rules::CodeGroups groups = spline::rules::code_groups(grid);
+    EXPECT_EQ(groups.size[0] + groups.size[1] + groups.size[2], element_count(dims));
+    for (unsigned k = 0; k < spline::kCodeGroups; ++k) ASSERT_EQ(groups.size[k], places.size[k]) << "group " << k;
+    const size_t n = element_count(dims);
+    for (size_t row = 0; n > 0 && row < grid.n[0] * grid.n[1]; ++row) {
+      const spline::rules::CodeRow r = spline::rules::code_row(grid, groups, row / grid.n[1], row % grid.n[1]);
+      for (size_t x = 0; x < grid.n[2]; ++x) {
+        const size_t g = row * grid.n[2] + x;
+        size_t offset = ~size_t{0};
+        const unsigned group = spline::rules::code_place(r, x, offset);
+        ASSERT_EQ(group, places.group[g]) << "element " << g;
+        ASSERT_EQ(offset, places.offset[g]) << "element " << g;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, size_t{3000000});
+}
+
+// Both code forms, 1- and 2-byte codes at their largest radius (and smaller
+// ones): the same side stream, and every stored word of the signed form is
+// the offset form's code - R modulo 2^(8 code_bytes), so that q = 0 is the
+// zero word; both decode within the bound (round_trip).
+TEST(Spline, BothCodeFormsRoundTrip) {
+  struct Case {
+    unsigned code_bytes;
+    uint32_t radius;
+  };
+  const std::vector<float> wmag = testing::field_values<float>(testing::real_fields()[0]);
+  const double wmag_eb = 1e-3 * value_range(testing::field_values<double>(testing::real_fields()[0]));
+  std::vector<std::pair<Dims, std::vector<float>>> inputs = {{testing::real_fields()[0].dims, wmag}};
+  for (const Dims& dims : std::vector<Dims>{{40, 41, 19}, {130, 99}, {5000}, {1}, {3, 0}})
+    inputs.push_back({dims, smooth_field<float>(element_count(dims), 4)});
+  for (const FieldWithSpecials<float>& field : fields_with_specials<float>()) inputs.push_back({field.dims, field.values});
+  for (const auto& [dims, values] : inputs) {
+    const CodePlaces places = code_places(dims);
+    for (const Case& c : {Case{1, 128}, Case{2, 32768}, Case{1, 64}, Case{2, 512}, Case{2, 1}}) {
+      for (double eb : {wmag_eb, 1e-4}) {
+        SCOPED_TRACE("N " + std::to_string(values.size()) + ", code bytes " + std::to_string(c.code_bytes) +
+                     ", radius " + std::to_string(c.radius) + ", eb " + std::to_string(eb));
+        const auto offset_config = config_for(4, spline::Tuning::kRatioFirst, c.code_bytes, c.radius);
+        const auto signed_config =
+            config_for(4, spline::Tuning::kRatioFirst, c.code_bytes, c.radius, spline::CodeForm::kSigned);
+        const spline::Streams offset = round_trip(values, dims, offset_config, eb);
+        const spline::Streams signed_streams = round_trip(values, dims, signed_config, eb);
+        EXPECT_EQ(offset.side, signed_streams.side);
+        const uint32_t modulus = c.code_bytes == 1 ? 0x100 : 0x10000;
+        size_t zero_q = 0, zero_words = 0;
+        for (size_t g = 0; g < values.size(); ++g) {
+          const uint32_t code = stored_at(offset.codes, places, c.code_bytes, g);
+          const uint32_t word = stored_at(signed_streams.codes, places, c.code_bytes, g);
+          ASSERT_EQ(word, (code + modulus - c.radius) % modulus) << "element " << g << ", code " << code;
+          zero_q += code == c.radius;
+          zero_words += word == 0;
+        }
+        EXPECT_EQ(zero_q, zero_words);
+        if (values.size() > 100 && c.radius > 1) {
+          EXPECT_GT(zero_q, 0u);
+        }
+      }
+    }
+  }
+}
+
+TEST(Spline, CodeFormAndConfigChecks) {
+  const std::vector<float> values = smooth_field<float>(100, 1);
+  const Bytes in = to_bytes(values);
+  spline::Streams s;
+  auto config = config_for(4, spline::Tuning::kOff);
+  config.code_form = static_cast<spline::CodeForm>(2);
+  EXPECT_THROW(spline::encode(in, {100}, config, 1e-3, s), UsageError);
+  config = config_for(4, spline::Tuning::kOff, 1, 129);
+  EXPECT_THROW(spline::encode(in, {100}, config, 1e-3, s), UsageError);
+  config = config_for(4, spline::Tuning::kOff, 2, 32769, spline::CodeForm::kSigned);
+  EXPECT_THROW(spline::encode(in, {100}, config, 1e-3, s), UsageError);
+  config = config_for(4, spline::Tuning::kOff, 2, 512, spline::CodeForm::kSigned);
+  spline::encode(in, {100}, config, 1e-3, s);
+  Bytes out;
+  spline::CodeFormat format = spline::format_of(config);
+  EXPECT_EQ(format.width, 4u);
+  EXPECT_EQ(format.code_bytes, 2u);
+  EXPECT_EQ(format.code_form, spline::CodeForm::kSigned);
+  spline::decode(s, {100}, format, out);
+  EXPECT_EQ(out.size(), in.size());
+  format.code_form = static_cast<spline::CodeForm>(2);
+  EXPECT_THROW(spline::decode(s, {100}, format, out), UsageError);
 }
 
 TEST(Spline, RatioSanityOnWmag91) {
@@ -216,13 +398,14 @@ TEST(Spline, RatioSanityOnWmag91) {
   ASSERT_EQ(field.name, "wmag91.float");
   const std::vector<float> values = testing::field_values<float>(field);
   const double eb = 1e-3 * value_range(testing::field_values<double>(field));
+  const CodePlaces places = code_places(field.dims);
   for (spline::Tuning tuning : {spline::Tuning::kOff, spline::Tuning::kRatioFirst}) {
     const auto config = config_for(4, tuning);
     const spline::Streams s = round_trip(values, field.dims, config, eb);
     size_t zero_q = 0, coded = 0;
     double total = 0;
     for (size_t g = 0; g < values.size(); ++g) {
-      const uint32_t code = code_at(s.codes, 2, g);
+      const uint32_t code = code_at(s, places, spline::format_of(config), config.radius, g);
       if (code == 0) continue;  // anchors and outliers
       ++coded;
       zero_q += code == config.radius;

@@ -36,7 +36,7 @@ void for_each_corner(const rules::Grid& grid, const TileFrame& f, Visit&& visit)
 template <typename T, typename Visit>
 void run_level(const rules::Grid& grid, const TileFrame& f, T* buffer, size_t u, uint8_t flags, Visit&& visit) {
   const bool reverse = (flags & rules::kFlagReverse) != 0;
-  const bool natural = (flags & rules::kFlagNatural) != 0;
+  const unsigned interpolation = rules::interpolation_of(flags);
   for (int j = 0; j < 3; ++j) {
     const rules::Pass pass = rules::pass_of(f, u, reverse, j);
     if (pass.empty) continue;
@@ -51,7 +51,7 @@ void run_level(const rules::Grid& grid, const TileFrame& f, T* buffer, size_t u,
         for (local[2] = start[2]; local[2] < f.extent[2]; local[2] += step[2]) {
           T* at = buffer + f.slot(local[0], local[1], local[2]);
           const size_t i = local[axis];
-          const T p = rules::predict_along(at, stride, i, u, grid.tile, origin + i, n, natural);
+          const T p = rules::predict_along(at, stride, i, u, grid.tile, origin + i, n, interpolation);
           visit(at, p, local[0], local[1], local[2]);
         }
       }

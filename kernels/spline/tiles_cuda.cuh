@@ -89,7 +89,7 @@ __device__ void run_level_block(const Grid& grid, const TileFrame& f, T* buffer,
                                 Visit&& visit) {
   const size_t u = size_t{1} << level;
   const bool reverse = (flags & kFlagReverse) != 0;
-  const bool natural = (flags & kFlagNatural) != 0;
+  const unsigned interpolation = interpolation_of(flags);
   for (int j = 0; j < 3; ++j) {
     const Pass pass = pass_of(f, u, reverse, j);
     if (pass.empty) continue;
@@ -114,7 +114,7 @@ __device__ void run_level_block(const Grid& grid, const TileFrame& f, T* buffer,
       }
       T* at = buffer + f.slot(local[0], local[1], local[2]);
       const size_t i = local[axis];
-      const T p = predict_along(at, stride, i, u, grid.tile, origin + i, n, natural);
+      const T p = predict_along(at, stride, i, u, grid.tile, origin + i, n, interpolation);
       visit(at, p, local[0], local[1], local[2]);
     }
     __syncthreads();

@@ -130,8 +130,9 @@ TEST(Api, BadArgumentsAreRefusedWithMessages) {
   EXPECT_NE(message_of(unknown, DataType::of<float>(), {10}, 40).find("unknown preset id 42"), std::string::npos);
   Options lossy;
   lossy.preset = Preset::CuszHiTp;
+  lossy.mode = ErrorMode::Rel;
   lossy.bound = 1e-3;
-  EXPECT_NE(message_of(lossy, DataType::of<float>(), {10}, 40).find("not available"), std::string::npos);
+  EXPECT_NE(message_of(lossy, DataType::of<float>(), {10}, 40).find("point-wise relative"), std::string::npos);
   Options bad_mode;
   bad_mode.mode = static_cast<ErrorMode>(9);
   EXPECT_NE(message_of(bad_mode, DataType::of<float>(), {10}, 40).find("mode"), std::string::npos);

@@ -12,7 +12,7 @@
 // into slabs of that many MiB (one call each) to show the per-call overhead.
 //
 //   fz_device_bench [--data DIR] [--side N] [--reps N] [--chunk-mib M]
-//                   [--presets lossless,pfpl,fzgpu,cusz]
+//                   [--presets lossless,pfpl,fzgpu,cusz]  (NAME[@NOA bound], e.g. cuszhi-cr@1e-2)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -42,23 +42,31 @@ struct Setting {
   fz::Options options;
 };
 
+// A list entry is a preset name from the preset table, optionally with
+// @BOUND (NOA). Without one: NOA 1e-3, and 1e-4 for cusz (the settings of
+// the earlier tables).
 std::vector<Setting> settings_for(const std::string& list) {
   std::vector<Setting> out;
   std::stringstream ss(list);
-  for (std::string name; std::getline(ss, name, ',');) {
-    fz::Options o;
-    if (name == "lossless") {
-      o.preset = fz::Preset::Lossless;
-    } else if (name == "pfpl" || name == "fzgpu") {
-      o.preset = name == "pfpl" ? fz::Preset::Pfpl : fz::Preset::Fzgpu;
-      o.mode = fz::ErrorMode::Noa, o.bound = 1e-3;
-    } else if (name == "cusz") {
-      o.preset = fz::Preset::Cusz, o.mode = fz::ErrorMode::Noa, o.bound = 1e-4;
-    } else {
-      std::fprintf(stderr, "fz_device_bench: unknown preset %s\n", name.c_str());
+  for (std::string entry; std::getline(ss, entry, ',');) {
+    const size_t at = entry.find('@');
+    const std::string name = entry.substr(0, at);
+    const fz::PresetInfo* info = fz::find_preset(name);
+    if (info == nullptr || !info->available) {
+      std::fprintf(stderr, "fz_device_bench: unknown or unavailable preset %s\n", name.c_str());
       std::exit(2);
     }
-    out.push_back({name, o});
+    fz::Options o;
+    o.preset = info->id;
+    if (info->lossy) {
+      o.mode = fz::ErrorMode::Noa;
+      o.bound = at != std::string::npos ? std::atof(entry.c_str() + at + 1) : name == "cusz" ? 1e-4 : 1e-3;
+      if (!(o.bound > 0)) {
+        std::fprintf(stderr, "fz_device_bench: bad bound in %s\n", entry.c_str());
+        std::exit(2);
+      }
+    }
+    out.push_back({entry, o});
   }
   return out;
 }

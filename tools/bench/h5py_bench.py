@@ -75,9 +75,38 @@ def codecs():
         ("H5Z-FZ pfpl NOA 1e-3", {"compression": fz, "compression_opts": h5fz.compression_opts("pfpl", "noa", 1e-3)},
          1e-3, False),
         ("H5Z-FZ lossless", {"compression": fz, "compression_opts": h5fz.compression_opts("lossless")}, None, False),
+        ("H5Z-FZ cusz NOA 1e-3", {"compression": fz, "compression_opts": h5fz.compression_opts("cusz", "noa", 1e-3)},
+         1e-3, False),
+        ("H5Z-FZ cuszhi-tp NOA 1e-3",
+         {"compression": fz, "compression_opts": h5fz.compression_opts("cuszhi-tp", "noa", 1e-3)}, 1e-3, False),
+        ("H5Z-FZ cuszhi-cr NOA 1e-3",
+         {"compression": fz, "compression_opts": h5fz.compression_opts("cuszhi-cr", "noa", 1e-3)}, 1e-3, False),
+    ] + peer_codecs() + [
         ("gzip 1", {"compression": "gzip", "compression_opts": 1}, None, True),
         ("gzip 4 (h5py's default level)", {"compression": "gzip", "compression_opts": 4}, None, True),
     ]
+
+
+def peer_codecs():
+    """SZ3 and ZFP through hdf5plugin, when it is installed: the lossy peers a
+    user can install today, at the same value-range bound (SZ3's "relative"
+    bound is taken over each chunk, as NOA is). Their reads are checked like
+    H5Z-FZ's; ZFP's accuracy mode takes one absolute tolerance, so it gets
+    1e-3 of the smallest chunk range (zfp_kwargs), which holds every chunk's
+    NOA bound."""
+    try:
+        import hdf5plugin
+    except ImportError:
+        return []
+    return [("SZ3 NOA 1e-3 (hdf5plugin %s)" % hdf5plugin.version, dict(hdf5plugin.SZ3(relative=1e-3)), 1e-3, False),
+            ("ZFP accuracy 1e-3 x range (hdf5plugin)", "zfp", 1e-3, False)]
+
+
+def zfp_kwargs(array, bound, chunk_planes):
+    import hdf5plugin
+    ranges = [float(array[z:z + chunk_planes].max()) - float(array[z:z + chunk_planes].min())
+              for z in range(0, array.shape[0], chunk_planes)]
+    return dict(hdf5plugin.Zfp(accuracy=bound * min(ranges)))
 
 
 def mirrored(n):
@@ -357,6 +386,8 @@ def main():
             if wanted and label != "uncompressed" and not any(w and w in label for w in wanted):
                 continue
             try:
+                if kwargs == "zfp":
+                    kwargs = zfp_kwargs(array, bound, chunk_shape[0])
                 r = measure(h5py, folder, label, kwargs, bound, array, chunk_shape, slow_reps if slow else args.reps,
                             args.fsync, args.cold_reads)
             except Exception as e:  # one failing codec must not hide the others

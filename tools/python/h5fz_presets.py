@@ -10,6 +10,6 @@ PRESET_TABLE = (
     (2, "pfpl", True, True, ("abs", "noa", "rel")),
     (3, "fzgpu", True, True, ("abs", "noa")),
     (4, "cusz", True, True, ("abs", "noa")),
-    (5, "cuszhi-tp", True, False, ("abs", "noa")),
-    (6, "cuszhi-cr", True, False, ("abs", "noa")),
+    (5, "cuszhi-tp", True, True, ("abs", "noa")),
+    (6, "cuszhi-cr", True, True, ("abs", "noa")),
 )

@@ -94,11 +94,28 @@ enum class LogLevel : uint8_t {
 // engine thread, concurrently.
 using LogCallback = std::function<void(LogLevel, const std::string&)>;
 
+// How presets 5 and 6 (cuszhi-tp, cuszhi-cr) tune their spline predictor
+// (stable ids: the filter's cd_values[6], docs/CD_VALUES.md). Every level
+// has its error bound eb_l = eb / min(alpha^l, beta) (l = 0 the finest) and
+// its interpolation and axis order.
+enum class SplineTuning : uint8_t {
+  kOff = 0,           // alpha = beta = 1, every level cubic, axes slowest first: the fastest encoder
+  kRatioFirst = 1,    // alpha = beta = 1, each level's interpolation and axis order chosen on a sample (default)
+  kQualityFirst = 2,  // as ratio-first, with tighter coarse levels (alpha 1..2 from the bound, beta 4): higher PSNR
+  kManual = 3,        // as ratio-first, with spline_alpha and spline_beta
+};
+const char* spline_tuning_name(SplineTuning t);  // "off", "ratio-first", "quality-first", "manual"
+
 struct Options {
   Preset preset = Preset::Lossless;
   ErrorMode mode = ErrorMode::Abs;
   double bound = 0.0;           // lossy presets only
   Bytes fill_value;             // one element in the data's byte order; empty = none
+  // Presets 5 and 6 only (other presets ignore them). alpha and beta are
+  // used with kManual: finite, >= 1 and at most kMaxSplineAlphaBeta.
+  SplineTuning spline_tuning = SplineTuning::kRatioFirst;
+  double spline_alpha = 1.0;
+  double spline_beta = 1.0;
   // Policy (above).
   unsigned threads = 0;         // CPU threads; 0 = all cores
   // "auto" (CUDA device 0 when one is usable, chunks under 256 KiB on the
@@ -110,6 +127,8 @@ struct Options {
   // Empty: warnings go to stderr prefixed "fz: ", information is dropped.
   LogCallback log;
 };
+
+constexpr double kMaxSplineAlphaBeta = 1024.0;
 
 // Checks options against a data type; throws Error naming the problem.
 void validate(const Options& options, const DataType& dtype);

@@ -1,20 +1,14 @@
 // Presets 5 (cuSZ-Hi throughput design) and 6 (cuSZ-Hi ratio design): the
 // G-Interp spline predictor (stage type 13), its codes then coded for speed
-// (5: zigzag, bit planes, repetition elimination over 1-byte codes) or for
-// ratio (6: Huffman, then the Huffman stream and the side stream merged
-// through RRE4 -> TCMS8 -> RZE1). A predictor's error is absolute, so neither
-// honours point-wise relative (REL) bounds.
-//
-// Work in progress (issue 14): the table lists both as not available until
-// the stage has its CUDA part and the format is settled; tests build them
-// through these functions directly.
+// (5: zigzag, bit planes, zero elimination) or for ratio (6: Huffman per
+// code group, then zero elimination). A predictor's error is absolute, so
+// neither honours point-wise relative (REL) bounds.
 #include <cmath>
 
 #include "bitshuffle/bitshuffle_stage.hpp"
 #include "huffman/huffman_stage.hpp"
 #include "lossy_common.hpp"
 #include "merge/merge_stage.hpp"
-#include "rre/rre_stage.hpp"
 #include "rze/rze_stage.hpp"
 #include "spline/spline_stage.hpp"
 #include "tcms/tcms_stage.hpp"
@@ -22,20 +16,56 @@
 namespace fz::engine {
 namespace {
 
-// The per-level bound's growth alpha for a value-range-relative bound, as
-// cuSZ-Hi's ratio-first tuning sets it: 2 at 1e-1 and above, then linear in
-// log10 of the bound down to 1 at 1e-5 (1.75 at 1e-2, 1.5 at 1e-3, 1.25 at
-// 1e-4). An absolute bound says nothing of the range: 1.5.
-double alpha_for(const Options& options) {
-  if (options.mode != ErrorMode::Noa) return 1.5;
-  const double decades = std::log10(options.bound);  // -1 at 1e-1, -5 at 1e-5
-  if (!(decades < -1)) return 2.0;
-  if (!(decades > -5)) return 1.0;
-  return 2.0 + (decades + 1) * 0.25;
+// The per-level bounds eb_l = eb / min(alpha^l, beta) and the level tuning,
+// from Options::spline_tuning. Measured on the real fields (docs/PERFORMANCE.md,
+// "The spline presets, second step"): one bound for every level (alpha =
+// beta = 1) gives the smallest codes at NOA 1e-3 and 1e-4 on every field,
+// and within 1% of the best at 1e-2 but on pressure (tighter coarse levels:
+// +10%), so ratio-first uses it. Quality-first takes cuSZ-Hi's schedule for
+// a value-range bound: alpha 2 at 1e-1 and above, then linear in log10 of
+// the bound down to 1 at 1e-5 (1.75 at 1e-2, 1.5 at 1e-3, 1.25 at 1e-4; 1.5
+// for an absolute bound, which says nothing of the range), beta 4: better
+// coarse levels predict the fine ones better, so more errors sit near 0.
+struct LevelTuning {
+  spline::Tuning tuning;
+  double alpha;
+  double beta;
+};
+
+LevelTuning level_tuning(const Options& options) {
+  switch (options.spline_tuning) {
+    case SplineTuning::kOff:
+      return {spline::Tuning::kOff, 1, 1};
+    case SplineTuning::kQualityFirst: {
+      double alpha = 1.5;
+      if (options.mode == ErrorMode::Noa) {
+        const double decades = std::log10(options.bound);  // -1 at 1e-1, -5 at 1e-5
+        alpha = !(decades < -1) ? 2.0 : !(decades > -5) ? 1.0 : 2.0 + (decades + 1) * 0.25;
+      }
+      return {spline::Tuning::kRatioFirst, alpha, 4};
+    }
+    case SplineTuning::kManual:
+      return {spline::Tuning::kRatioFirst, options.spline_alpha, options.spline_beta};
+    case SplineTuning::kRatioFirst:
+    default:
+      return {spline::Tuning::kRatioFirst, 1, 1};
+  }
 }
 
 enum class SplineCoder { kThroughput, kRatio };
 
+// The codes leave the spline stage in three groups by level (spline.hpp).
+// Ratio: each group's own Huffman table (the finest level is mostly q = 0,
+// the coarse ones are not: 5-40% smaller than one table), then RZE1, which
+// takes the long runs of the most frequent code's all-zero bits that a
+// Huffman coder cannot spend less than a bit on. Radius 4096 (alphabet 8192,
+// the GPU histogram's shared-memory size): as few outliers as 32768 on every
+// field down to 1e-4. Throughput: the groups merged, q in two's complement
+// (q = 0 a zero word) through zigzag, bit planes and zero elimination,
+// 2-byte codes with radius 32768 so that outliers stay rare at any bound.
+// The side stream (per-level steps, anchors, outliers) stays raw: anchors
+// are one value in 4096 (3-D, 2-D) and outliers are rare, and no chain
+// measured made it smaller by more than its own headers.
 Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                          const ChunkFacts& facts, SplineCoder coder) {
   const auto bound = predictor_bound(dtype, facts);
@@ -43,27 +73,26 @@ Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dim
   const bool ratio = coder == SplineCoder::kRatio;
   spline::Config s;
   s.width = dtype.size;
-  s.code_bytes = ratio ? 2 : 1;
-  s.radius = ratio ? 512 : 128;
-  s.alpha = alpha_for(options);
-  s.beta = 4;
-  s.tuning = spline::Tuning::kRatioFirst;
+  s.code_bytes = 2;
+  s.radius = ratio ? 4096 : 32768;
+  s.code_form = ratio ? spline::CodeForm::kOffset : spline::CodeForm::kSigned;
+  const LevelTuning levels = level_tuning(options);
+  s.alpha = levels.alpha;
+  s.beta = levels.beta;
+  s.tuning = levels.tuning;
   Pipeline p;
   const auto streams =
       p.add(make_spline(s, bound->enforced, predictor_dims(dims)), {lossy_source(p, dtype, options, bound->facts)});
   if (ratio) {
-    const uint8_t bits = p.add(make_huffman({1024, 16, 16384}), {streams[0]})[0];
-    const uint8_t merged = p.add(make_merge(2), {bits, streams[1]})[0];
-    const uint8_t repeats = p.add(make_rre(4), {merged})[0];
-    const uint8_t zigzag = p.add(make_tcms(8), {repeats})[0];
-    p.add(make_rze(1), {zigzag});
+    for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
+      const uint8_t bits = p.add(make_huffman({2 * s.radius, 16, 16384}), {streams[g]})[0];
+      p.add(make_rze(1), {bits});
+    }
   } else {
-    const uint8_t zigzag = p.add(make_tcms(1), {streams[0]})[0];
-    const uint8_t planes = p.add(make_bitshuffle(1), {zigzag})[0];
-    p.add(make_rre(1), {planes});
-    const uint8_t side_planes = p.add(make_bitshuffle(4), {streams[1]})[0];
-    const uint8_t side_repeats = p.add(make_rre(2), {side_planes})[0];
-    p.add(make_rze(1), {side_repeats});
+    const uint8_t codes = p.add(make_merge(spline::kCodeGroups), {streams[0], streams[1], streams[2]})[0];
+    const uint8_t zigzag = p.add(make_tcms(2), {codes})[0];
+    const uint8_t planes = p.add(make_bitshuffle(2), {zigzag})[0];
+    p.add(make_rze(1), {planes});
   }
   return p;
 }

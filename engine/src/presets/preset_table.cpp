@@ -14,6 +14,8 @@ Pipeline build_lossless(const DataType&, const std::vector<uint64_t>&, const Opt
 Pipeline build_pfpl(const DataType&, const std::vector<uint64_t>&, const Options&, const ChunkFacts&);  // pfpl.cpp
 Pipeline build_fzgpu(const DataType&, const std::vector<uint64_t>&, const Options&, const ChunkFacts&);  // lorenzo.cpp
 Pipeline build_cusz(const DataType&, const std::vector<uint64_t>&, const Options&, const ChunkFacts&);  // lorenzo.cpp
+Pipeline build_cuszhi_tp(const DataType&, const std::vector<uint64_t>&, const Options&, const ChunkFacts&);  // cuszhi.cpp
+Pipeline build_cuszhi_cr(const DataType&, const std::vector<uint64_t>&, const Options&, const ChunkFacts&);  // cuszhi.cpp
 
 namespace {
 
@@ -40,8 +42,8 @@ constexpr Row kRows[] = {
     {Preset::Pfpl, "pfpl", true, kEveryMode, nullptr, build_pfpl},
     {Preset::Fzgpu, "fzgpu", true, kPredictorModes, kPredictorRefusal, build_fzgpu},
     {Preset::Cusz, "cusz", true, kPredictorModes, kPredictorRefusal, build_cusz},
-    {Preset::CuszHiTp, "cuszhi-tp", true, kPredictorModes, kPredictorRefusal, nullptr},  // needs the spline stage
-    {Preset::CuszHiCr, "cuszhi-cr", true, kPredictorModes, kPredictorRefusal, nullptr},  // needs the spline stage
+    {Preset::CuszHiTp, "cuszhi-tp", true, kPredictorModes, kPredictorRefusal, build_cuszhi_tp},
+    {Preset::CuszHiCr, "cuszhi-cr", true, kPredictorModes, kPredictorRefusal, build_cuszhi_cr},
 };
 
 constexpr bool rows_in_id_order() {
@@ -131,6 +133,16 @@ void validate_preset(const Options& options) {
   if (!row->info.honours(options.mode)) throw Error(refusal_text(*row, options.mode));
   if (!(std::isfinite(options.bound) && options.bound > 0))
     throw Error(std::string("preset '") + row->info.name + "' needs a positive, finite error bound");
+  if (options.preset != Preset::CuszHiTp && options.preset != Preset::CuszHiCr) return;
+  if (static_cast<uint8_t>(options.spline_tuning) > static_cast<uint8_t>(SplineTuning::kManual))
+    throw Error("unknown spline tuning " + std::to_string(static_cast<unsigned>(options.spline_tuning)) +
+                " (known: 0 off, 1 ratio-first, 2 quality-first, 3 manual)");
+  if (options.spline_tuning != SplineTuning::kManual) return;
+  for (const double v : {options.spline_alpha, options.spline_beta})
+    if (!(v >= 1 && v <= kMaxSplineAlphaBeta))
+      throw Error(std::string("preset '") + row->info.name + "': manual alpha and beta must lie in [1, " +
+                  std::to_string(static_cast<int>(kMaxSplineAlphaBeta)) + "], got alpha " +
+                  std::to_string(options.spline_alpha) + ", beta " + std::to_string(options.spline_beta));
 }
 
 }  // namespace fz::engine

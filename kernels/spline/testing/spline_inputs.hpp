@@ -1,6 +1,8 @@
-// Inputs the SPLINE tests share (spline_test.cpp, spline_cuda_test.cpp): a
-// smooth field with noise, the special values every lossy stage must keep
-// exact, and the ragged shapes that exercise the tile borders.
+// Inputs the SPLINE tests share (spline_test.cpp, spline_hostile_test.cpp,
+// spline_cuda_test.cpp, spline_fuzz.cpp): a smooth field with noise, the special values every
+// lossy stage must keep exact, the ragged shapes that exercise the tile
+// borders, and each element's place in the three code streams found the slow
+// way (CodePlaces), independently of spline_rules.hpp's closed forms.
 #pragma once
 
 #include <cmath>
@@ -8,10 +10,12 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
 #include "common/bytes.hpp"
+#include "spline/spline.hpp"
 
 namespace fz::spline::test_inputs {
 
@@ -86,6 +90,101 @@ inline std::vector<Dims> ragged_shapes() {
   return {{0},      {1},          {2},          {0, 5},      {3, 0},    {1, 1, 1},   {2, 1, 1},
           {17, 17, 17}, {33, 1, 65}, {1000001}, {65, 130}, {1, 64},   {64, 1},     {257},
           {16, 16, 16}, {15, 33, 17}, {129, 3}, {4, 5, 300}, {100, 70, 45}, {1, 1, 4097}, {300, 1}};
+}
+
+// Each element's code group and offset there (spline.hpp), the slow and
+// independent way: the group from the element's own coordinates (2: every
+// coordinate a multiple of 4; 1: every coordinate even; 0: the rest), the
+// offset from a running counter per group over the elements in C order. It
+// never calls spline_rules.hpp's closed forms (code_groups, code_row,
+// code_place): the tests check those against it.
+struct CodePlaces {
+  Dims dims;
+  std::vector<uint8_t> group;    // per element
+  std::vector<size_t> offset;    // per element, in its group
+  size_t size[kCodeGroups] = {0, 0, 0};  // codes per group
+};
+
+inline CodePlaces code_places(const Dims& dims) {
+  CodePlaces p;
+  p.dims = dims;
+  const size_t n = element_count(dims);
+  p.group.resize(n);
+  p.offset.resize(n);
+  std::vector<size_t> coord(dims.size(), 0);
+  for (size_t g = 0; g < n; ++g) {
+    bool all_even = true, all_fourth = true;
+    for (size_t c : coord) {
+      all_even = all_even && c % 2 == 0;
+      all_fourth = all_fourth && c % 4 == 0;
+    }
+    const unsigned group = all_fourth ? 2 : all_even ? 1 : 0;
+    p.group[g] = static_cast<uint8_t>(group);
+    p.offset[g] = p.size[group]++;
+    for (size_t k = dims.size(); k-- > 0;) {  // the next coordinates in C order
+      if (++coord[k] < dims[k]) break;
+      coord[k] = 0;
+    }
+  }
+  return p;
+}
+
+inline uint32_t code_mask(unsigned code_bytes) { return code_bytes == 1 ? 0xFFu : 0xFFFFu; }
+
+// The word stored for a code (offset form: q + R, 0 at anchors and
+// outliers) in `form`, and back: signed = code - R modulo 2^(8 code_bytes).
+inline uint32_t stored_of_code(uint32_t code, CodeForm form, uint32_t radius, unsigned code_bytes) {
+  if (form == CodeForm::kOffset) return code;
+  const int64_t q = static_cast<int64_t>(code) - static_cast<int64_t>(radius);
+  const int64_t modulus = int64_t{1} << (8 * code_bytes);
+  return static_cast<uint32_t>(((q % modulus) + modulus) % modulus);
+}
+inline uint32_t code_of_stored_word(uint32_t stored, CodeForm form, uint32_t radius, unsigned code_bytes) {
+  if (form == CodeForm::kOffset) return stored;
+  return static_cast<uint32_t>((uint64_t{stored} + radius) % (uint64_t{1} << (8 * code_bytes)));
+}
+
+// The byte range of element g's code; throws std::out_of_range when its
+// stream is too short for it (so that a test reading a stream of the wrong
+// size fails instead of reading past it).
+inline size_t code_byte_at(const Bytes (&codes)[kCodeGroups], const CodePlaces& places, unsigned code_bytes,
+                           size_t g) {
+  const size_t at = places.offset.at(g) * code_bytes;
+  if (at + code_bytes > codes[places.group[g]].size()) throw std::out_of_range("spline test: code stream too short");
+  return at;
+}
+
+// The word stored for element g, as it is in its group stream.
+inline uint32_t stored_at(const Bytes (&codes)[kCodeGroups], const CodePlaces& places, unsigned code_bytes,
+                          size_t g) {
+  const Bytes& stream = codes[places.group.at(g)];
+  const size_t at = code_byte_at(codes, places, code_bytes, g);
+  return code_bytes == 1 ? stream[at] : load_le<uint16_t>(stream.data() + at);
+}
+
+// Sets the word stored for element g (any value, also one no encoder writes).
+inline void set_stored(Bytes (&codes)[kCodeGroups], const CodePlaces& places, unsigned code_bytes, size_t g,
+                       uint32_t stored) {
+  Bytes& stream = codes[places.group.at(g)];
+  const size_t at = code_byte_at(codes, places, code_bytes, g);
+  if (code_bytes == 1) stream[at] = static_cast<uint8_t>(stored);
+  else store_le<uint16_t>(stream.data() + at, static_cast<uint16_t>(stored));
+}
+
+// Element g's code in the offset form (q + R; 0 at anchors and outliers),
+// whatever form the streams store.
+inline uint32_t code_at(const Streams& streams, const CodePlaces& places, const CodeFormat& format, uint32_t radius,
+                        size_t g) {
+  return code_of_stored_word(stored_at(streams.codes, places, format.code_bytes, g), format.code_form, radius,
+                             format.code_bytes);
+}
+
+// Sets element g's code, given in the offset form (only its low 8 * code_bytes
+// bits are stored: 0xFFFF stays 0xFFFF in the offset form).
+inline void set_code(Streams& streams, const CodePlaces& places, const CodeFormat& format, uint32_t radius, size_t g,
+                     uint32_t code) {
+  set_stored(streams.codes, places, format.code_bytes, g,
+             stored_of_code(code & code_mask(format.code_bytes), format.code_form, radius, format.code_bytes));
 }
 
 }  // namespace fz::spline::test_inputs
