@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <tuple>
@@ -43,6 +44,17 @@ std::string format_double(double value) {
   return out.str();
 }
 
+// The fewest digits that give the double back ("1.5", "1.1"), for alpha and beta.
+std::string format_shortest(double value) {
+  for (int digits = 1; digits < 17; ++digits) {
+    std::ostringstream out;
+    out.precision(digits);
+    out << value;
+    if (std::strtod(out.str().c_str(), nullptr) == value) return out.str();
+  }
+  return format_double(value);
+}
+
 Preset checked_preset(unsigned word, const char* where) {
   if (word > 0xFF || !find_preset(static_cast<Preset>(word))) {
     fail("unknown preset " + std::to_string(word) + " in " + where + " (known presets: " +
@@ -59,6 +71,81 @@ ErrorMode checked_mode(unsigned word, const char* where) {
   return static_cast<ErrorMode>(word);
 }
 
+std::string preset_who(Preset preset) { return "preset " + preset_label(preset); }
+
+const char* const kMissingWordsText =
+    "cd_values[4], cd_values[5] = low and high 32 bits of the missing value as an IEEE-754 double";
+
+const char* const kSplineWordsText =
+    "cd_values[4], cd_values[5] = low and high 32 bits of the missing value as an IEEE-754 double, "
+    "or 4294967295, 4294967295 for none; cd_values[6] = spline tuning (0 off, 1 ratio-first, "
+    "2 quality-first, 3 manual); with 3, cd_values[7], cd_values[8] = alpha and cd_values[9], "
+    "cd_values[10] = beta, doubles split like the bound";
+
+std::string known_spline_tunings() {
+  std::string list;
+  for (unsigned id = 0; id <= static_cast<unsigned>(SplineTuning::kManual); ++id) {
+    if (!list.empty()) list += ", ";
+    list += std::to_string(id) + " " + spline_tuning_name(static_cast<SplineTuning>(id));
+  }
+  return list;
+}
+
+// alpha or beta of the manual tuning: finite, in [1, kMaxSplineAlphaBeta].
+void check_alpha_beta(Preset preset, const char* name, const char* where, double value) {
+  if (std::isfinite(value) && value >= 1.0 && value <= kMaxSplineAlphaBeta) return;
+  fail(preset_who(preset) + ": the manual spline tuning's " + name + " in " + where +
+       " must be a finite number in [1, " + format_shortest(kMaxSplineAlphaBeta) + "], but it is " +
+       format_shortest(value));
+}
+
+// The tuning words after the bound: none for lossless presets; 0 or 2 (the
+// missing value) for lossy ones; 0, 2, 3 or 7 for presets 5 and 6 (the
+// missing value or its placeholder, then the spline tuning).
+void check_tuning_words(const UserParams& params) {
+  const size_t n = params.tuning.size();
+  const std::string held = "but cd_values[4..] hold " + std::to_string(n);
+  const std::string who = preset_who(params.preset);
+  if (!preset_is_lossy(params.preset)) {
+    if (n) fail(who + " takes no tuning values, " + held);
+    return;
+  }
+  if (!takes_spline_tuning(params.preset)) {
+    if (n == 1) fail(who + " takes 0 or 2 tuning values (" + kMissingWordsText + "), " + held);
+    if (n > kMissingValueWords) {
+      fail(who + " takes at most 2 tuning values, " + held + " (cd_values[4], cd_values[5]: the missing value; " +
+           "a spline tuning in cd_values[6..] applies to presets 5 (cuszhi-tp) and 6 (cuszhi-cr) only)");
+    }
+    return;
+  }
+  if (n > kSplineManualWords) fail(who + " takes at most 7 tuning values (" + kSplineWordsText + "), " + held);
+  if (n != 0 && n != kMissingValueWords && n != kSplineTuningWords && n != kSplineManualWords) {
+    fail(who + " takes 0, 2, 3 or 7 tuning values (" + kSplineWordsText + "), " + held);
+  }
+  if (n < kSplineTuningWords) return;
+  const unsigned id = params.tuning[kTuningSpline];
+  if (id > static_cast<unsigned>(SplineTuning::kManual)) {
+    fail("unknown spline tuning " + std::to_string(id) + " in cd_values[6] (known: " + known_spline_tunings() + ")");
+  }
+  const bool manual = id == static_cast<unsigned>(SplineTuning::kManual);
+  if (manual && n != kSplineManualWords) {
+    fail(who + ": spline tuning 3 (manual) in cd_values[6] needs alpha and beta: cd_values[7], cd_values[8] = low "
+         "and high 32 bits of alpha and cd_values[9], cd_values[10] of beta (IEEE-754 doubles), 11 values in all, "
+         "but " + std::to_string(kUserTuning + n) + " were given");
+  }
+  if (!manual && n == kSplineManualWords) {
+    fail(who + ": cd_values[7..10] (alpha and beta) go with spline tuning 3 (manual) only, but cd_values[6] holds " +
+         std::to_string(id) + " (" + spline_tuning_name(static_cast<SplineTuning>(id)) +
+         "); give 7 values for it, or 3 in cd_values[6]");
+  }
+  if (manual) {
+    check_alpha_beta(params.preset, "alpha", "cd_values[7..8]",
+                     join_bound(params.tuning[kTuningAlphaLow], params.tuning[kTuningAlphaHigh]));
+    check_alpha_beta(params.preset, "beta", "cd_values[9..10]",
+                     join_bound(params.tuning[kTuningBetaLow], params.tuning[kTuningBetaHigh]));
+  }
+}
+
 // The checks shared by both layouts once the fields are in place.
 void check_user_params(const UserParams& params) {
   if (preset_is_lossy(params.preset)) {
@@ -68,20 +155,7 @@ void check_user_params(const UserParams& params) {
            format_double(params.bound));
     }
   }
-  const size_t allowed = max_tuning_values(params.preset);
-  if (allowed == kMissingValueWords && params.tuning.size() == 1) {
-    fail("preset " + preset_label(params.preset) +
-         " takes 0 or 2 tuning values (cd_values[4], cd_values[5] = low and high 32 bits of the missing "
-         "value as an IEEE-754 double), but cd_values[4..] hold 1");
-  }
-  if (params.tuning.size() > allowed) {
-    if (allowed == 0) {
-      fail("preset " + preset_label(params.preset) + " takes no tuning values, but cd_values[4..] hold " +
-           std::to_string(params.tuning.size()));
-    }
-    fail("preset " + preset_label(params.preset) + " takes at most " + std::to_string(allowed) +
-         " tuning values, but cd_values[4..] hold " + std::to_string(params.tuning.size()));
-  }
+  check_tuning_words(params);
 }
 
 // Fill value bytes travel in two words, byte i in bits 8*(i%4) of word i/4, so
@@ -124,10 +198,67 @@ void put_field(std::vector<unsigned>& cd, const StoredField& field, uint64_t val
 
 }  // namespace
 
-size_t max_tuning_values(Preset preset) { return preset_is_lossy(preset) ? kMissingValueWords : 0; }
+size_t max_tuning_values(Preset preset) {
+  if (takes_spline_tuning(preset)) return kSplineManualWords;
+  return preset_is_lossy(preset) ? kMissingValueWords : 0;
+}
+
+bool takes_spline_tuning(Preset preset) { return preset == Preset::CuszHiTp || preset == Preset::CuszHiCr; }
 
 bool has_missing_value(const UserParams& params) {
-  return preset_is_lossy(params.preset) && params.tuning.size() == kMissingValueWords;
+  return preset_is_lossy(params.preset) && params.tuning.size() >= kMissingValueWords &&
+         !(params.tuning[kTuningMissingLow] == kNoMissingValueWord &&
+           params.tuning[kTuningMissingHigh] == kNoMissingValueWord);
+}
+
+SplineChoice spline_choice(const UserParams& params) {
+  SplineChoice choice;
+  if (!takes_spline_tuning(params.preset) || params.tuning.size() < kSplineTuningWords) return choice;
+  choice.given = true;
+  choice.tuning = static_cast<SplineTuning>(params.tuning[kTuningSpline]);
+  if (choice.tuning == SplineTuning::kManual && params.tuning.size() >= kSplineManualWords) {
+    choice.alpha = join_bound(params.tuning[kTuningAlphaLow], params.tuning[kTuningAlphaHigh]);
+    choice.beta = join_bound(params.tuning[kTuningBetaLow], params.tuning[kTuningBetaHigh]);
+  }
+  return choice;
+}
+
+std::vector<unsigned> make_tuning_words(Preset preset, const double* missing, const SplineChoice* spline) {
+  UserParams params;
+  params.preset = preset;
+  if (missing) {
+    const auto [low, high] = split_bound(*missing);
+    if (low == kNoMissingValueWord && high == kNoMissingValueWord) {
+      fail("the missing value whose 64 bits are all ones (a NaN) is the placeholder for \"no missing value\" in "
+           "cd_values[4..5]; NaN is kept exactly anyway, give no missing value or another NaN");
+    }
+    params.tuning = {low, high};
+  }
+  if (spline) {
+    if (!takes_spline_tuning(preset)) {
+      fail(preset_who(preset) + " takes no spline tuning (cd_values[6..]): it applies to presets 5 (cuszhi-tp) and "
+           "6 (cuszhi-cr) only");
+    }
+    const bool manual = spline->tuning == SplineTuning::kManual;
+    if (!manual && (spline->alpha != 1.0 || spline->beta != 1.0)) {
+      fail(preset_who(preset) + ": alpha and beta (cd_values[7..10]) go with spline tuning 3 (manual) only, not " +
+           spline_tuning_name(spline->tuning));
+    }
+    if (!missing) params.tuning = {kNoMissingValueWord, kNoMissingValueWord};
+    params.tuning.push_back(static_cast<unsigned>(spline->tuning));
+    if (manual) {
+      for (const double value : {spline->alpha, spline->beta}) {
+        const auto [low, high] = split_bound(value);
+        params.tuning.push_back(low);
+        params.tuning.push_back(high);
+      }
+    }
+  }
+  if (!params.tuning.empty() && !preset_is_lossy(preset)) {
+    fail(preset_who(preset) + " takes no tuning values (a missing value or a spline tuning applies to lossy presets)");
+  }
+  check_tuning_words(params);
+  return params.tuning;
 }
 
 double missing_value(const UserParams& params) {
@@ -360,6 +491,10 @@ Options to_options(const UserParams& params) {
   options.preset = params.preset;
   options.mode = params.mode;
   options.bound = params.bound;
+  const SplineChoice spline = spline_choice(params);
+  options.spline_tuning = spline.tuning;
+  options.spline_alpha = spline.alpha;
+  options.spline_beta = spline.beta;
   return options;
 }
 
@@ -368,6 +503,18 @@ UserParams from_options(const Options& options) {
   params.preset = options.preset;
   params.mode = options.mode;
   params.bound = options.bound;
+  // Presets 5 and 6: a tuning other than the default is spelled out (after
+  // the placeholder for "no missing value"); the default needs no words.
+  if (takes_spline_tuning(options.preset) && options.spline_tuning != Options{}.spline_tuning) {
+    SplineChoice spline;
+    spline.given = true;
+    spline.tuning = options.spline_tuning;
+    if (options.spline_tuning == SplineTuning::kManual) {
+      spline.alpha = options.spline_alpha;
+      spline.beta = options.spline_beta;
+    }
+    params.tuning = make_tuning_words(options.preset, nullptr, &spline);
+  }
   return params;
 }
 
@@ -390,10 +537,14 @@ std::string describe(const UserParams& params) {
   if (preset_is_lossy(params.preset)) {
     text += ", mode " + std::string(mode_name(params.mode)) + ", bound " + format_double(params.bound);
   }
-  if (has_missing_value(params)) {
-    text += ", missing value " + format_double(missing_value(params));
-  } else if (!params.tuning.empty()) {
-    text += ", " + std::to_string(params.tuning.size()) + " tuning values";
+  if (has_missing_value(params)) text += ", missing value " + format_double(missing_value(params));
+  if (takes_spline_tuning(params.preset)) {
+    const SplineChoice spline = spline_choice(params);
+    text += std::string(", tuning ") + spline_tuning_name(spline.tuning);
+    if (spline.tuning == SplineTuning::kManual) {
+      text += " alpha " + format_shortest(spline.alpha) + " beta " + format_shortest(spline.beta);
+    }
+    if (!spline.given) text += " (default)";
   }
   return text;
 }

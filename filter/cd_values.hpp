@@ -159,13 +159,17 @@ std::vector<unsigned> encode_stored(const StoredParams& params);
 StoredParams decode_stored(const unsigned* cd, size_t n);
 
 // The user layout that selects `options` (h5py compression_opts, h5repack UD=):
-// lossless -> {preset}; lossy -> {preset, mode, bound low, bound high}.
+// lossless -> {preset}; lossy -> {preset, mode, bound low, bound high}, and
+// for presets 5 and 6 with a spline tuning other than the default
+// (ratio-first) the placeholder "no missing value" and the tuning words
+// (options.fill_value is not a user choice and is left out).
 std::vector<unsigned> user_cd_values(const Options& options);
 std::vector<unsigned> user_cd_values(const UserParams& params);
 // "UD=32850,<flag>,<n>,<values...>" for h5repack -f.
 std::string h5repack_filter_argument(const Options& options, bool optional = false);
 
-// The engine options a user choice selects (fill value and threads left empty).
+// The engine options a user choice selects: preset, mode, bound and, for
+// presets 5 and 6, the spline tuning (fill value and policy left empty).
 Options to_options(const UserParams& params);
 UserParams from_options(const Options& options);
 
@@ -177,8 +181,10 @@ std::string describe(const UserParams& params);
 std::string describe(const StoredParams& params);
 std::string describe(const DataType& dtype);
 
-// How many tuning words a preset takes: lossless none; lossy presets two,
-// the optional missing value (exactly 0 or 2 words are accepted).
+// How many tuning words a preset takes at most: lossless none; lossy presets
+// two, the optional missing value (exactly 0 or 2 words are accepted);
+// presets 5 and 6 seven, the missing value then the spline tuning (exactly
+// 0, 2, 3 or 7).
 size_t max_tuning_values(Preset preset);
 
 // Lossy presets' tuning words cd[4], cd[5] (user layout; stored after the
@@ -188,6 +194,11 @@ size_t max_tuning_values(Preset preset);
 constexpr size_t kTuningMissingLow = 0;
 constexpr size_t kTuningMissingHigh = 1;
 constexpr size_t kMissingValueWords = 2;
+// Both missing-value words 0xFFFFFFFF (the double's bits all ones, a NaN):
+// the placeholder for "no missing value", so that the spline tuning can
+// follow without one. Accepted for every lossy preset.
+constexpr unsigned kNoMissingValueWord = 0xFFFFFFFFu;
+// True when cd[4], cd[5] hold a missing value (not the placeholder).
 bool has_missing_value(const UserParams& params);
 double missing_value(const UserParams& params);  // requires has_missing_value
 // The missing value as one element of `dtype`, in its byte order: float32 when
@@ -195,5 +206,37 @@ double missing_value(const UserParams& params);  // requires has_missing_value
 // "... not representable as float32"; float64 its bits; empty for any other
 // element type (lossless there, the value does not matter) or without one.
 Bytes missing_value_element(const UserParams& params, const DataType& dtype);
+
+// Presets 5 and 6 (cuszhi-tp, cuszhi-cr) only: the spline tuning after the
+// missing value (user layout cd[6..10]; stored after the chunk dims like
+// every tuning word). cd[6] = fz::SplineTuning id (0 off, 1 ratio-first,
+// 2 quality-first, 3 manual); with 3, cd[7], cd[8] = alpha and cd[9],
+// cd[10] = beta, IEEE-754 doubles split low/high like the bound, finite and
+// in [1, kMaxSplineAlphaBeta]. So these presets take exactly 0, 2, 3 (tuning
+// 0..2) or 7 (tuning 3) tuning words; without cd[6] the engine's default
+// (ratio-first) applies. Decoding never needs them (frames say everything).
+constexpr size_t kTuningSpline = 2;      // cd[6]
+constexpr size_t kTuningAlphaLow = 3;    // cd[7]
+constexpr size_t kTuningAlphaHigh = 4;   // cd[8]
+constexpr size_t kTuningBetaLow = 5;     // cd[9]
+constexpr size_t kTuningBetaHigh = 6;    // cd[10]
+constexpr size_t kSplineTuningWords = 3;  // missing value (or placeholder) + tuning id
+constexpr size_t kSplineManualWords = 7;  // ... + alpha + beta
+bool takes_spline_tuning(Preset preset);  // presets 5 and 6
+struct SplineChoice {
+  bool given = false;  // cd[6] present (else the default below applies)
+  SplineTuning tuning = SplineTuning::kRatioFirst;
+  double alpha = 1.0;  // manual only; 1 otherwise
+  double beta = 1.0;
+};
+// The spline tuning a (checked) user choice selects; the default for presets
+// that take none or when cd[6] is absent.
+SplineChoice spline_choice(const UserParams& params);
+// The tuning words (user layout cd[4..]) for a missing value and a spline
+// tuning: none, {missing low, high}, or {missing or placeholder, tuning id
+// [, alpha low, high, beta low, high]}. A tuning for a preset other than 5
+// and 6, alpha/beta other than 1 without manual, or out-of-range values
+// throw fz::Error with the filter's message.
+std::vector<unsigned> make_tuning_words(Preset preset, const double* missing, const SplineChoice* spline);
 
 }  // namespace fz::filter

@@ -101,6 +101,41 @@ std::vector<ForwardInputs> variants() {
   return out;
 }
 
+// Presets 5 and 6 build their spline stage from the tuning fields: each
+// change must reach the key, or one process (an h5py session, h5repack)
+// would reuse the first dataset's tuning for the next.
+TEST(PipelineCache, TheSplineTuningIsInTheKey) {
+  ForwardInputs base = base_inputs();
+  base.options.preset = Preset::CuszHiCr;
+  const std::string base_record = built_record(base);
+  std::vector<std::pair<std::string, Options>> changes;
+  auto add = [&](const std::string& what, auto change) {
+    Options o = base.options;
+    change(o);
+    changes.emplace_back(what, o);
+  };
+  add("tuning off", [](Options& o) { o.spline_tuning = SplineTuning::kOff; });
+  add("quality-first", [](Options& o) { o.spline_tuning = SplineTuning::kQualityFirst; });
+  add("manual alpha", [](Options& o) {
+    o.spline_tuning = SplineTuning::kManual;
+    o.spline_alpha = 1.5;
+  });
+  add("manual beta", [](Options& o) {
+    o.spline_tuning = SplineTuning::kManual;
+    o.spline_beta = 3;
+  });
+  for (const auto& [what, options] : changes) {
+    SCOPED_TRACE(what);
+    ForwardInputs variant = base;
+    variant.options = options;
+    const std::string expected = built_record(variant);
+    ASSERT_NE(expected, base_record) << "this change does not change the pipeline, so it tests nothing";
+    EXPECT_EQ(record_of(*cached(base)), base_record);
+    EXPECT_EQ(record_of(*cached(variant)), expected);
+    EXPECT_EQ(record_of(*cached(base)), base_record);
+  }
+}
+
 TEST(PipelineCache, SameDescriptionGivesTheSameObject) {
   const ForwardInputs in = base_inputs();
   const auto first = cached(in);

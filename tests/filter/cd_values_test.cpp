@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace fz::filter {
@@ -29,6 +30,9 @@ double double_of(uint64_t bits) {
   std::memcpy(&value, &bits, sizeof value);
   return value;
 }
+
+// float32(-1e34) as a double: a missing value a float32 dataset accepts.
+const double kFloat32Missing = static_cast<double>(-1e34f);
 
 std::vector<unsigned> lossy_user(Preset preset, ErrorMode mode, double bound) {
   const auto [low, high] = split_bound(bound);
@@ -298,6 +302,387 @@ TEST(MissingValue, StoredAfterTheChunkDimsAndIdempotent) {
   const UserParams again = parse_any_layout(stored.data(), stored.size());
   EXPECT_EQ(again.tuning, params.user.tuning);
   EXPECT_EQ(missing_value_element(again, params.dataset.dtype), params.dataset.fill_value);
+}
+
+// ---- the spline tuning, cd[6..10] (presets 5, 6) and the "no missing value" placeholder ----
+
+constexpr unsigned kNone = kNoMissingValueWord;
+
+// {preset, noa, 1e-3, words...}
+std::vector<unsigned> lossy_with(Preset preset, const std::vector<unsigned>& words) {
+  std::vector<unsigned> cd = lossy_user(preset, ErrorMode::Noa, 1e-3);
+  cd.insert(cd.end(), words.begin(), words.end());
+  return cd;
+}
+
+// {alpha low, alpha high, beta low, beta high}
+std::vector<unsigned> alpha_beta_words(double alpha, double beta) {
+  const auto [a_low, a_high] = split_bound(alpha);
+  const auto [b_low, b_high] = split_bound(beta);
+  return {a_low, a_high, b_low, b_high};
+}
+
+std::vector<unsigned> manual_words(double alpha, double beta) {
+  std::vector<unsigned> words = {kNone, kNone, 3};
+  const std::vector<unsigned> ab = alpha_beta_words(alpha, beta);
+  words.insert(words.end(), ab.begin(), ab.end());
+  return words;
+}
+
+const Preset kSplinePresets[] = {Preset::CuszHiTp, Preset::CuszHiCr};
+const Preset kOtherLossyPresets[] = {Preset::Pfpl, Preset::Fzgpu, Preset::Cusz};
+
+TEST(SplineTuning, PlaceholderMeansNoMissingValueForEveryLossyPreset) {
+  EXPECT_EQ(kNoMissingValueWord, 0xFFFFFFFFu);
+  for (Preset preset : {Preset::Pfpl, Preset::Fzgpu, Preset::Cusz, Preset::CuszHiTp, Preset::CuszHiCr}) {
+    const std::vector<unsigned> cd = lossy_with(preset, {kNone, kNone});
+    ASSERT_EQ(user_layout_error(cd), "") << preset_name(preset);
+    const UserParams params = parse_user_layout(cd.data(), cd.size());
+    EXPECT_FALSE(has_missing_value(params)) << preset_name(preset);
+    EXPECT_THROW(missing_value(params), Error);
+    EXPECT_TRUE(missing_value_element(params, DataType::of<float>()).empty());
+    EXPECT_TRUE(missing_value_element(params, DataType::of<double>()).empty());
+    EXPECT_THAT(describe(params), ::testing::Not(HasSubstr("missing")));
+    EXPECT_EQ(user_cd_values(params), cd);  // kept as given
+  }
+  // Only both words together: one of them all ones is a missing value (a NaN).
+  for (const std::vector<unsigned>& words : {std::vector<unsigned>{kNone, 0x7FF80000u}, {0u, kNone}}) {
+    const std::vector<unsigned> cd = lossy_with(Preset::Pfpl, words);
+    EXPECT_TRUE(has_missing_value(parse_user_layout(cd.data(), cd.size())));
+  }
+  // Lossless presets take no tuning words, the placeholder neither.
+  EXPECT_THAT(user_layout_error({1, 0, 0, 0, kNone, kNone}),
+              HasSubstr("preset 1 (lossless) takes no tuning values, but cd_values[4..] hold 2"));
+}
+
+TEST(SplineTuning, SplinePresetsTakeTheTuningWords) {
+  for (Preset preset : kSplinePresets) {
+    EXPECT_TRUE(takes_spline_tuning(preset));
+    EXPECT_EQ(max_tuning_values(preset), 7u);
+    // No tuning word: the engine's default.
+    for (const std::vector<unsigned>& words : {std::vector<unsigned>{}, {kNone, kNone}}) {
+      const std::vector<unsigned> cd = lossy_with(preset, words);
+      const UserParams params = parse_user_layout(cd.data(), cd.size());
+      const SplineChoice choice = spline_choice(params);
+      EXPECT_FALSE(choice.given);
+      EXPECT_EQ(choice.tuning, SplineTuning::kRatioFirst);
+      EXPECT_EQ(to_options(params).spline_tuning, Options{}.spline_tuning);
+      EXPECT_THAT(describe(params), HasSubstr("tuning ratio-first (default)"));
+    }
+    for (unsigned id = 0; id <= 2; ++id) {
+      for (const double* missing : {static_cast<const double*>(nullptr), &kFloat32Missing}) {
+        std::vector<unsigned> words = {kNone, kNone, id};
+        if (missing) std::tie(words[0], words[1]) = split_bound(*missing);
+        const std::vector<unsigned> cd = lossy_with(preset, words);
+        ASSERT_EQ(user_layout_error(cd), "") << id;
+        const UserParams params = parse_user_layout(cd.data(), cd.size());
+        EXPECT_EQ(has_missing_value(params), missing != nullptr);
+        if (missing) {
+          EXPECT_EQ(missing_value(params), *missing);
+        }
+        const SplineChoice choice = spline_choice(params);
+        EXPECT_TRUE(choice.given);
+        EXPECT_EQ(static_cast<unsigned>(choice.tuning), id);
+        // The mapping the filter does for every chunk (set_local and compress_chunk).
+        const Options options = to_options(params);
+        EXPECT_EQ(static_cast<unsigned>(options.spline_tuning), id);
+        EXPECT_EQ(options.spline_alpha, 1.0);
+        EXPECT_EQ(options.spline_beta, 1.0);
+        EXPECT_NO_THROW(validate(options, DataType::of<float>()));
+        EXPECT_THAT(describe(params), HasSubstr(std::string(", tuning ") +
+                                                spline_tuning_name(static_cast<SplineTuning>(id))));
+        EXPECT_THAT(describe(params), ::testing::Not(HasSubstr("(default)")));
+        EXPECT_EQ(user_cd_values(params), cd);
+      }
+    }
+    const std::vector<unsigned> cd = lossy_with(preset, manual_words(1.5, 4));
+    const UserParams params = parse_user_layout(cd.data(), cd.size());
+    const Options options = to_options(params);
+    EXPECT_EQ(options.spline_tuning, SplineTuning::kManual);
+    EXPECT_EQ(options.spline_alpha, 1.5);
+    EXPECT_EQ(options.spline_beta, 4.0);
+    EXPECT_NO_THROW(validate(options, DataType::of<float>()));
+    EXPECT_THAT(describe(params), HasSubstr(", tuning manual alpha 1.5 beta 4"));
+    // The words h5repack is given in docs/CD_VALUES.md.
+    EXPECT_EQ(cd, (std::vector<unsigned>{static_cast<unsigned>(preset), 1, 3539053052u, 1062232653u, 4294967295u,
+                                         4294967295u, 3, 0, 1073217536u, 0, 1074790400u}));
+    // The ends of the range, and values that are not whole.
+    for (const auto& [alpha, beta] : {std::make_pair(1.0, 1.0), std::make_pair(1024.0, 1024.0),
+                                      std::make_pair(1.1, 1023.5)}) {
+      const std::vector<unsigned> edge = lossy_with(preset, manual_words(alpha, beta));
+      EXPECT_EQ(user_layout_error(edge), "") << alpha << " " << beta;
+      const Options edge_options = to_options(parse_user_layout(edge.data(), edge.size()));
+      EXPECT_EQ(bits_of(edge_options.spline_alpha), bits_of(alpha));
+      EXPECT_EQ(bits_of(edge_options.spline_beta), bits_of(beta));
+    }
+    const std::vector<unsigned> odd = lossy_with(preset, manual_words(1.1, 1023.5));
+    EXPECT_THAT(describe(parse_user_layout(odd.data(), odd.size())), HasSubstr("alpha 1.1 beta 1023.5"));
+  }
+  for (Preset preset : kOtherLossyPresets) {
+    EXPECT_FALSE(takes_spline_tuning(preset));
+    EXPECT_EQ(max_tuning_values(preset), 2u);
+    const std::vector<unsigned> cd = lossy_with(preset, {});
+    EXPECT_THAT(describe(parse_user_layout(cd.data(), cd.size())), ::testing::Not(HasSubstr("tuning")));
+  }
+  EXPECT_FALSE(takes_spline_tuning(Preset::Lossless));
+  EXPECT_FALSE(takes_spline_tuning(Preset::Default));
+}
+
+TEST(SplineTuning, RefusesOtherCounts) {
+  for (Preset preset : kSplinePresets) {
+    const std::string who = "preset " + std::to_string(static_cast<unsigned>(preset)) + " (" + preset_name(preset) + ")";
+    for (size_t count : {1u, 4u, 5u, 6u}) {
+      std::vector<unsigned> words = manual_words(2, 2);
+      words.resize(count);
+      const std::string error = user_layout_error(lossy_with(preset, words));
+      EXPECT_THAT(error, HasSubstr(who + " takes 0, 2, 3 or 7 tuning values (")) << count;
+      EXPECT_THAT(error, HasSubstr("), but cd_values[4..] hold " + std::to_string(count))) << count;
+      // The message says what each word holds.
+      EXPECT_THAT(error, HasSubstr("4294967295, 4294967295 for none"));
+      EXPECT_THAT(error, HasSubstr("cd_values[6] = spline tuning (0 off, 1 ratio-first, 2 quality-first, 3 manual)"));
+      EXPECT_THAT(error, HasSubstr("cd_values[7], cd_values[8] = alpha and cd_values[9], cd_values[10] = beta"));
+    }
+    for (size_t count : {8u, 9u, 16u}) {
+      std::vector<unsigned> words = manual_words(2, 2);
+      words.resize(count, 0u);
+      EXPECT_THAT(user_layout_error(lossy_with(preset, words)),
+                  HasSubstr(who + " takes at most 7 tuning values ("))
+          << count;
+      EXPECT_THAT(user_layout_error(lossy_with(preset, words)), HasSubstr("but cd_values[4..] hold " + std::to_string(count)));
+    }
+  }
+  // The other lossy presets keep 0 or 2.
+  for (Preset preset : kOtherLossyPresets) {
+    const std::string who = "preset " + std::to_string(static_cast<unsigned>(preset)) + " (" + preset_name(preset) + ")";
+    for (size_t count : {3u, 7u}) {
+      std::vector<unsigned> words = manual_words(2, 2);
+      words.resize(count);
+      const std::string error = user_layout_error(lossy_with(preset, words));
+      EXPECT_THAT(error, HasSubstr(who + " takes at most 2 tuning values, but cd_values[4..] hold " +
+                                   std::to_string(count)));
+      EXPECT_THAT(error, HasSubstr("a spline tuning in cd_values[6..] applies to presets 5 (cuszhi-tp) and 6 (cuszhi-cr) only"));
+    }
+  }
+}
+
+TEST(SplineTuning, RefusesBadValues) {
+  for (Preset preset : kSplinePresets) {
+    const std::string who = "preset " + std::to_string(static_cast<unsigned>(preset)) + " (" + preset_name(preset) + ")";
+    for (unsigned id : {4u, 7u, 255u, 0xFFFFFFFFu}) {
+      EXPECT_THAT(user_layout_error(lossy_with(preset, {kNone, kNone, id})),
+                  HasSubstr("unknown spline tuning " + std::to_string(id) +
+                            " in cd_values[6] (known: 0 off, 1 ratio-first, 2 quality-first, 3 manual)"));
+      std::vector<unsigned> seven = manual_words(2, 2);
+      seven[kTuningSpline] = id;
+      EXPECT_THAT(user_layout_error(lossy_with(preset, seven)), HasSubstr("unknown spline tuning " + std::to_string(id)));
+    }
+    // Manual needs alpha and beta; the others take none.
+    EXPECT_THAT(user_layout_error(lossy_with(preset, {kNone, kNone, 3})),
+                HasSubstr(who + ": spline tuning 3 (manual) in cd_values[6] needs alpha and beta: cd_values[7], "
+                                "cd_values[8] = low and high 32 bits of alpha and cd_values[9], cd_values[10] of beta "
+                                "(IEEE-754 doubles), 11 values in all, but 7 were given"));
+    for (unsigned id = 0; id <= 2; ++id) {
+      std::vector<unsigned> seven = manual_words(2, 2);
+      seven[kTuningSpline] = id;
+      EXPECT_THAT(user_layout_error(lossy_with(preset, seven)),
+                  HasSubstr(who + ": cd_values[7..10] (alpha and beta) go with spline tuning 3 (manual) only, but "
+                                  "cd_values[6] holds " + std::to_string(id) + " (" +
+                            spline_tuning_name(static_cast<SplineTuning>(id)) + ")"));
+    }
+    const double inf = std::numeric_limits<double>::infinity();
+    for (double bad : {0.0, -0.0, 0.5, std::nextafter(1.0, 0.0), std::nextafter(1024.0, 2048.0), 1e300, -2.0, inf,
+                       -inf, std::numeric_limits<double>::quiet_NaN()}) {
+      const std::string alpha_error = user_layout_error(lossy_with(preset, manual_words(bad, 2)));
+      EXPECT_THAT(alpha_error, HasSubstr(who + ": the manual spline tuning's alpha in cd_values[7..8] must be a finite "
+                                               "number in [1, 1024], but it is "))
+          << bad;
+      const std::string beta_error = user_layout_error(lossy_with(preset, manual_words(2, bad)));
+      EXPECT_THAT(beta_error, HasSubstr(who + ": the manual spline tuning's beta in cd_values[9..10] must be a finite "
+                                              "number in [1, 1024], but it is "))
+          << bad;
+    }
+    EXPECT_THAT(user_layout_error(lossy_with(preset, manual_words(0.5, 2))), HasSubstr("but it is 0.5"));
+    EXPECT_THAT(user_layout_error(lossy_with(preset, manual_words(2, std::nextafter(1024.0, 2048.0)))),
+                HasSubstr("but it is 1024.0000000000002"));
+    EXPECT_THAT(user_layout_error(lossy_with(preset, manual_words(2, inf))), HasSubstr("but it is inf"));
+  }
+}
+
+TEST(SplineTuning, EngineChecksAgain) {
+  // validate() refuses what the filter refuses, for the options any caller builds.
+  Options options;
+  options.preset = Preset::CuszHiCr;
+  options.mode = ErrorMode::Noa;
+  options.bound = 1e-3;
+  options.spline_tuning = SplineTuning::kManual;
+  options.spline_alpha = 2000;
+  EXPECT_THROW(validate(options, DataType::of<float>()), Error);
+  options.spline_alpha = 2;
+  options.spline_beta = 0.5;
+  EXPECT_THROW(validate(options, DataType::of<float>()), Error);
+  options.spline_beta = 4;
+  EXPECT_NO_THROW(validate(options, DataType::of<float>()));
+  options.spline_tuning = static_cast<SplineTuning>(4);
+  EXPECT_THROW(validate(options, DataType::of<float>()), Error);
+}
+
+TEST(SplineTuning, StoredAfterTheChunkDimsAndIdempotent) {
+  for (Preset preset : kSplinePresets) {
+    for (const std::vector<unsigned>& words :
+         {std::vector<unsigned>{kNone, kNone, 2}, manual_words(1.5, 4), std::vector<unsigned>{kNone, kNone}}) {
+      const std::vector<unsigned> user = lossy_with(preset, words);
+      StoredParams params = float32_params();
+      params.dataset.chunk_dims = {32, 91, 91};
+      params.user = parse_user_layout(user.data(), user.size());
+      const std::vector<unsigned> stored = encode_stored(params);
+      // 10 fixed words, the chunk dims, the tuning words as given: 20 words with
+      // manual on a 3-D chunk (all of it shown by h5dump 1.10).
+      ASSERT_EQ(stored.size(), kStoredFixedWords + 3 + words.size());
+      EXPECT_LE(stored.size(), 20u);
+      EXPECT_EQ(stored_field(stored.data(), kFieldTuningCount), words.size());
+      EXPECT_EQ(std::vector<unsigned>(stored.end() - static_cast<long>(words.size()), stored.end()), words);
+      EXPECT_EQ(stored_field(stored.data(), kFieldFillDefined), 0u);  // the placeholder is no fill value
+      const StoredParams decoded = decode_stored(stored.data(), stored.size());
+      expect_same(decoded, params);
+      // What compress_chunk does with the stored words: the same Options.
+      const Options from_stored = to_options(decoded.user);
+      const Options from_user = to_options(params.user);
+      EXPECT_EQ(from_stored.spline_tuning, from_user.spline_tuning);
+      EXPECT_EQ(bits_of(from_stored.spline_alpha), bits_of(from_user.spline_alpha));
+      EXPECT_EQ(bits_of(from_stored.spline_beta), bits_of(from_user.spline_beta));
+      // A second set_local (h5repack of a filtered file) gives the same words.
+      StoredParams again = params;
+      again.user = parse_any_layout(stored.data(), stored.size());
+      EXPECT_EQ(encode_stored(again), stored);
+      EXPECT_EQ(user_cd_values(again.user), user);
+      EXPECT_THAT(describe(decoded), HasSubstr(", tuning "));
+    }
+  }
+  // A damaged stored tuning word is refused on read like a damaged user word.
+  StoredParams params = float32_params();
+  const std::vector<unsigned> user = lossy_with(Preset::CuszHiCr, {kNone, kNone, 2});
+  params.user = parse_user_layout(user.data(), user.size());
+  std::vector<unsigned> stored = encode_stored(params);
+  stored.back() = 9;
+  EXPECT_THAT(stored_layout_error(stored), HasSubstr("unknown spline tuning 9 in cd_values[6]"));
+}
+
+TEST(SplineTuning, OptionsToUserLayout) {
+  for (Preset preset : kSplinePresets) {
+    Options options;
+    options.preset = preset;
+    options.mode = ErrorMode::Noa;
+    options.bound = 1e-3;
+    // The default needs no words (the layout tools printed before).
+    EXPECT_EQ(user_cd_values(options), lossy_user(preset, ErrorMode::Noa, 1e-3));
+    for (SplineTuning tuning : {SplineTuning::kOff, SplineTuning::kQualityFirst}) {
+      options.spline_tuning = tuning;
+      EXPECT_EQ(user_cd_values(options), lossy_with(preset, {kNone, kNone, static_cast<unsigned>(tuning)}));
+    }
+    options.spline_tuning = SplineTuning::kManual;
+    options.spline_alpha = 1.5;
+    options.spline_beta = 4;
+    const std::vector<unsigned> cd = user_cd_values(options);
+    EXPECT_EQ(cd, lossy_with(preset, manual_words(1.5, 4)));
+    const Options back = to_options(parse_user_layout(cd.data(), cd.size()));
+    EXPECT_EQ(back.spline_tuning, SplineTuning::kManual);
+    EXPECT_EQ(back.spline_alpha, 1.5);
+    EXPECT_EQ(back.spline_beta, 4.0);
+    EXPECT_EQ(h5repack_filter_argument(options),
+              "UD=32850,0,11," + std::to_string(static_cast<unsigned>(preset)) +
+                  ",1,3539053052,1062232653,4294967295,4294967295,3,0,1073217536,0,1074790400");
+  }
+  // Other presets ignore the spline fields (the engine does too).
+  Options pfpl;
+  pfpl.preset = Preset::Pfpl;
+  pfpl.bound = 1.0;
+  pfpl.spline_tuning = SplineTuning::kQualityFirst;
+  EXPECT_EQ(user_cd_values(pfpl).size(), 4u);
+}
+
+std::string tuning_words_error(Preset preset, const double* missing, const SplineChoice* spline) {
+  try {
+    make_tuning_words(preset, missing, spline);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SplineTuning, MakeTuningWords) {
+  const double missing = kFloat32Missing;
+  const auto [m_low, m_high] = split_bound(missing);
+  SplineChoice quality;
+  quality.tuning = SplineTuning::kQualityFirst;
+  SplineChoice manual;
+  manual.tuning = SplineTuning::kManual;
+  manual.alpha = 1.5;
+  manual.beta = 4;
+  EXPECT_TRUE(make_tuning_words(Preset::CuszHiCr, nullptr, nullptr).empty());
+  EXPECT_EQ(make_tuning_words(Preset::Pfpl, &missing, nullptr), (std::vector<unsigned>{m_low, m_high}));
+  EXPECT_EQ(make_tuning_words(Preset::CuszHiCr, nullptr, &quality), (std::vector<unsigned>{kNone, kNone, 2}));
+  EXPECT_EQ(make_tuning_words(Preset::CuszHiTp, &missing, &quality), (std::vector<unsigned>{m_low, m_high, 2}));
+  EXPECT_EQ(make_tuning_words(Preset::CuszHiTp, nullptr, &manual), manual_words(1.5, 4));
+  EXPECT_THAT(tuning_words_error(Preset::Cusz, nullptr, &quality),
+              HasSubstr("preset 4 (cusz) takes no spline tuning (cd_values[6..]): it applies to presets 5 (cuszhi-tp) "
+                        "and 6 (cuszhi-cr) only"));
+  SplineChoice alpha_without_manual = quality;
+  alpha_without_manual.alpha = 2;
+  EXPECT_THAT(tuning_words_error(Preset::CuszHiCr, nullptr, &alpha_without_manual),
+              HasSubstr("alpha and beta (cd_values[7..10]) go with spline tuning 3 (manual) only, not quality-first"));
+  SplineChoice out_of_range = manual;
+  out_of_range.beta = 2048;
+  EXPECT_THAT(tuning_words_error(Preset::CuszHiCr, nullptr, &out_of_range), HasSubstr("beta in cd_values[9..10]"));
+  const double all_ones = join_bound(kNone, kNone);
+  EXPECT_THAT(tuning_words_error(Preset::Pfpl, &all_ones, nullptr),
+              HasSubstr("is the placeholder for \"no missing value\" in cd_values[4..5]"));
+  EXPECT_THAT(tuning_words_error(Preset::Lossless, &missing, nullptr), HasSubstr("preset 1 (lossless) takes no tuning values"));
+}
+
+// A smooth 3-D float32 field with some structure, for the end-to-end check below.
+std::vector<float> wavy_field(size_t n) {
+  std::vector<float> field(n * n * n);
+  for (size_t z = 0; z < n; ++z)
+    for (size_t y = 0; y < n; ++y)
+      for (size_t x = 0; x < n; ++x)
+        field[(z * n + y) * n + x] = static_cast<float>(std::sin(0.21 * x) * std::cos(0.13 * y + 0.05 * z * z) +
+                                                        0.3 * std::sin(0.7 * (x + y + z)) + 1e-3 * x * y);
+  return field;
+}
+
+TEST(SplineTuning, WordsReachTheEngine) {
+  // Frames from the words' Options are those of the Options set directly,
+  // and the tunings differ from one another (so the words do reach the engine).
+  const size_t n = 40;
+  const std::vector<float> field = wavy_field(n);
+  const std::vector<uint64_t> dims = {n, n, n};
+  for (Preset preset : kSplinePresets) {
+    std::vector<Bytes> frames;
+    for (const std::vector<unsigned>& words :
+         {std::vector<unsigned>{}, std::vector<unsigned>{kNone, kNone, 0}, std::vector<unsigned>{kNone, kNone, 2},
+          manual_words(2, 8), manual_words(1, 1)}) {
+      const std::vector<unsigned> cd = lossy_with(preset, words);
+      Options from_words = to_options(parse_user_layout(cd.data(), cd.size()));
+      from_words.threads = 1;
+      const Bytes frame = compress(field.data(), field.size() * sizeof(float), DataType::of<float>(), dims, from_words);
+      Options direct;
+      direct.preset = preset;
+      direct.mode = ErrorMode::Noa;
+      direct.bound = 1e-3;
+      direct.threads = 1;
+      const SplineChoice choice = spline_choice(parse_user_layout(cd.data(), cd.size()));
+      direct.spline_tuning = choice.tuning;
+      direct.spline_alpha = choice.alpha;
+      direct.spline_beta = choice.beta;
+      EXPECT_EQ(frame, compress(field.data(), field.size() * sizeof(float), DataType::of<float>(), dims, direct));
+      frames.push_back(frame);
+    }
+    EXPECT_NE(frames[1], frames[0]) << "off gave ratio-first's frame";
+    EXPECT_NE(frames[2], frames[0]) << "quality-first gave ratio-first's frame";
+    EXPECT_NE(frames[3], frames[0]) << "manual 2, 8 gave ratio-first's frame";
+    EXPECT_NE(frames[3], frames[2]) << "manual 2, 8 gave quality-first's frame";
+    EXPECT_EQ(frames[4], frames[0]) << "manual 1, 1 is ratio-first";
+  }
 }
 
 TEST(UserLayout, IsNotStored) {

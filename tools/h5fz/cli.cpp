@@ -170,6 +170,88 @@ double parse_positive_double(const std::string& option, const std::string& text)
   return value;
 }
 
+fz::SplineTuning parse_spline_tuning(const std::string& text) {
+  for (unsigned id = 0; id <= static_cast<unsigned>(fz::SplineTuning::kManual); ++id) {
+    const auto tuning = static_cast<fz::SplineTuning>(id);
+    if (text == fz::spline_tuning_name(tuning) || text == std::to_string(id)) return tuning;
+  }
+  throw UsageError("unknown --tuning '" + text + "' (off, ratio-first, quality-first, manual, or 0..3)");
+}
+
+namespace {
+
+bool is_spline_preset(fz::Preset preset) {
+  return preset == fz::Preset::CuszHiTp || preset == fz::Preset::CuszHiCr;
+}
+
+double parse_alpha_beta(const ParsedArgs& parsed, const std::string& option) {
+  const double value = parse_positive_double(option, parsed.get(option));
+  if (!(value >= 1.0 && value <= fz::kMaxSplineAlphaBeta)) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", fz::kMaxSplineAlphaBeta);
+    throw UsageError(option + " " + parsed.get(option) + " is outside [1, " + limit + "]");
+  }
+  return value;
+}
+
+}  // namespace
+
+bool apply_spline_tuning(const ParsedArgs& parsed, fz::Options& options) {
+  const bool tuning = parsed.has("--tuning");
+  const bool alpha = parsed.has("--alpha");
+  const bool beta = parsed.has("--beta");
+  if (!tuning && !alpha && !beta) return false;
+  if (!is_spline_preset(options.preset)) {
+    throw UsageError(std::string("--tuning/--alpha/--beta apply to presets cuszhi-tp and cuszhi-cr (the spline "
+                                 "predictor); preset '") + fz::preset_name(options.preset) + "' has none");
+  }
+  if (!tuning) throw UsageError("--alpha/--beta go with --tuning manual");
+  options.spline_tuning = parse_spline_tuning(parsed.get("--tuning"));
+  const bool manual = options.spline_tuning == fz::SplineTuning::kManual;
+  if (!manual && (alpha || beta)) {
+    throw UsageError(std::string("--alpha/--beta go with --tuning manual, not --tuning ") +
+                     fz::spline_tuning_name(options.spline_tuning));
+  }
+  if (manual && !(alpha && beta)) throw UsageError("--tuning manual needs both --alpha and --beta");
+  if (manual) {
+    options.spline_alpha = parse_alpha_beta(parsed, "--alpha");
+    options.spline_beta = parse_alpha_beta(parsed, "--beta");
+  }
+  return true;
+}
+
+std::string spline_tuning_help_text() {
+  return "  --tuning T   cuszhi-tp and cuszhi-cr only: how the spline predictor is tuned\n"
+         "               off            no tuning, alpha = beta = 1: the fastest encoder\n"
+         "               ratio-first    (default) alpha = beta = 1, each level's interpolation\n"
+         "                              and axis order chosen on a sample of tiles\n"
+         "               quality-first  as ratio-first with tighter coarse levels (alpha 1..2\n"
+         "                              from the NOA bound, 1.5 for abs; beta 4): higher PSNR\n"
+         "                              at the same bound, lower ratio\n"
+         "               manual         as ratio-first with --alpha and --beta: level l (0 the\n"
+         "                              finest) gets the bound eb / min(alpha^l, beta)\n"
+         "  --alpha A    --tuning manual: alpha in [1, 1024]\n"
+         "  --beta B     --tuning manual: beta in [1, 1024]\n";
+}
+
+std::string spline_tuning_text(const fz::Options& options) {
+  if (!is_spline_preset(options.preset)) return "";
+  std::string text = std::string(", tuning ") + fz::spline_tuning_name(options.spline_tuning);
+  if (options.spline_tuning == fz::SplineTuning::kManual) {
+    text += " alpha " + shortest_double(options.spline_alpha) + " beta " + shortest_double(options.spline_beta);
+  }
+  return text;
+}
+
+std::string shortest_double(double value) {
+  char text[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  return text;
+}
+
 unsigned parse_unsigned(const std::string& option, const std::string& text) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
     throw UsageError(option + " '" + text + "' is not a whole number");

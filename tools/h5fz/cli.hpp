@@ -53,6 +53,22 @@ uint64_t element_count(const std::vector<uint64_t>& dims);
 fz::Preset parse_preset(const std::string& text);  // name or numeric id
 fz::ErrorMode parse_mode(const std::string& text);  // abs | noa | rel (or 0/1/2)
 double parse_positive_double(const std::string& option, const std::string& text);
+
+// The spline tuning of presets 5 and 6 (cuszhi-tp, cuszhi-cr):
+// --tuning off|ratio-first|quality-first|manual (or 0..3), and with manual
+// both --alpha A and --beta B (finite, in [1, fz::kMaxSplineAlphaBeta]).
+// Sets options.spline_* from `parsed` (options.preset already set) and
+// returns whether --tuning was given. Throws UsageError for --tuning on
+// another preset, --alpha/--beta without manual, manual without both.
+constexpr const char* kSplineTuningOptions[] = {"--tuning", "--alpha", "--beta"};
+fz::SplineTuning parse_spline_tuning(const std::string& text);
+bool apply_spline_tuning(const ParsedArgs& parsed, fz::Options& options);
+// "  --tuning T ..." lines for a subcommand's help.
+std::string spline_tuning_help_text();
+// ", tuning quality-first" / ", tuning manual alpha 1.5 beta 4" for presets 5 and 6, else "".
+std::string spline_tuning_text(const fz::Options& options);
+// The fewest digits (%g) that give `value` back: "1.5", "0.001", "1.1".
+std::string shortest_double(double value);
 unsigned parse_unsigned(const std::string& option, const std::string& text);
 
 fz::Bytes read_whole_file(const std::string& path);

@@ -10,8 +10,8 @@ namespace h5fz {
 
 namespace {
 
-const char* const kHelp =
-    "usage: h5fz compress --dtype T --shape D0,D1,... [options] in.raw out.fzm\n"
+std::string help_text() {
+  return "usage: h5fz compress --dtype T --shape D0,D1,... [options] in.raw out.fzm\n"
     "\n"
     "Compresses a raw little-endian C-order array (last dimension fastest) into\n"
     "one FZM frame, the same frame the HDF5 filter stores for one chunk.\n"
@@ -22,7 +22,8 @@ const char* const kHelp =
     "  --preset P     lossless (default), pfpl, fzgpu, cusz, cuszhi-tp, cuszhi-cr, or 0..6\n"
     "  --mode M       error-bound mode for lossy presets: abs (default), noa (relative to the\n"
     "                 value range), rel (point-wise relative)\n"
-    "  --bound X      error bound (> 0), required by lossy presets\n"
+    "  --bound X      error bound (> 0), required by lossy presets\n" +
+    spline_tuning_help_text() +
     "  --threads N    CPU threads (default: H5Z_FZ_THREADS, else all cores)\n"
     "  --verify       decode the frame again and compare it with the input: bit-exact for\n"
     "                 lossless presets and non-float data; for float32/float64 under a lossy\n"
@@ -33,23 +34,27 @@ const char* const kHelp =
     "                 being one chunk); exits 1 unless that number is 0 and NaN/Inf match\n"
     "  --quiet        print nothing on success\n"
     "\n"
-    "presets and modes: lossless (no bound); pfpl: abs, noa, rel; fzgpu and cusz: abs, noa\n"
-    "(the engine refuses rel for them: exit 1 with its message). MB/s counts uncompressed\n"
-    "bytes, MB = 1e6.\n"
+    "presets and modes: lossless (no bound); pfpl: abs, noa, rel; fzgpu, cusz, cuszhi-tp\n"
+    "and cuszhi-cr: abs, noa (the engine refuses rel for them: exit 1 with its message).\n"
+    "MB/s counts uncompressed bytes, MB = 1e6.\n"
     "\n"
-    "example:\n"
+    "examples:\n"
     "  h5fz compress --dtype f32 --shape 91,91,91 --preset fzgpu --mode noa --bound 1e-3 \\\n"
-    "      --verify wmag91.float wmag91.fzm\n";
+    "      --verify wmag91.float wmag91.fzm\n"
+    "  h5fz compress --dtype f32 --shape 91,91,91 --preset cuszhi-cr --mode noa --bound 1e-3 \\\n"
+    "      --tuning quality-first --verify wmag91.float wmag91.fzm\n";
+}
 
 }  // namespace
 
 int run_compress(const std::vector<std::string>& args) {
   if (wants_help(args)) {
-    std::fputs(kHelp, stdout);
+    std::fputs(help_text().c_str(), stdout);
     return 0;
   }
   ParsedArgs parsed =
-      parse_args(args, {"--dtype", "--shape", "--preset", "--mode", "--bound", "--threads"}, {"--quiet", "--verify"});
+      parse_args(args, {"--dtype", "--shape", "--preset", "--mode", "--bound", "--threads", "--tuning", "--alpha", "--beta"},
+                 {"--quiet", "--verify"});
   if (parsed.positional.size() != 2) throw UsageError("compress needs an input and an output file");
   if (!parsed.has("--dtype")) throw UsageError("compress needs --dtype");
   if (!parsed.has("--shape")) throw UsageError("compress needs --shape");
@@ -70,6 +75,7 @@ int run_compress(const std::vector<std::string>& args) {
                      fz::preset_name(options.preset) + "' is lossless");
   if (lossy && !parsed.has("--bound"))
     throw UsageError(std::string("preset '") + fz::preset_name(options.preset) + "' is lossy and needs --bound");
+  apply_spline_tuning(parsed, options);  // --tuning, --alpha, --beta (presets 5 and 6)
   // The engine names option/type conflicts (e.g. REL on a predictor preset) itself.
   fz::validate(options, dtype);
 
@@ -91,6 +97,7 @@ int run_compress(const std::vector<std::string>& args) {
     std::printf("%s -> %s: %s %s, preset %s", in_path.c_str(), out_path.c_str(), dtype_name(dtype).c_str(),
                 shape_text(dims).c_str(), fz::preset_name(options.preset));
     if (lossy) std::printf(", mode %s, bound %.6g", fz::mode_name(options.mode), options.bound);
+    std::printf("%s", spline_tuning_text(options).c_str());
     std::printf("\n  %llu -> %llu bytes, ratio %.3f, compress %.1f MB/s (%.4f s)\n",
                 static_cast<unsigned long long>(input.size()), static_cast<unsigned long long>(frame.size()),
                 frame.empty() ? 0.0 : static_cast<double>(input.size()) / frame.size(),

@@ -24,10 +24,13 @@ bool parse_float_dtype(const std::string& text) {
 // The preset lists come from the engine's preset table (presets_text.hpp).
 std::string help_text() {
   return "usage: h5fz params [--preset P] [--mode M] [--bound X] [--missing V] [--dtype D]\n"
+         "                   [--tuning T [--alpha A --beta B]]\n"
          "\n"
          "Prints the H5Z-FZ filter parameters (the cd_values user layout: cd[0] preset,\n"
          "cd[1] mode, cd[2] and cd[3] the low and high 32 bits of the bound as an IEEE-754\n"
-         "double) as an h5repack -f argument and as an h5py compression_opts tuple.\n"
+         "double; cd[4], cd[5] the missing value; cd[6] the spline tuning, cd[7..10] alpha\n"
+         "and beta; docs/CD_VALUES.md) as an h5repack -f argument and as an h5py\n"
+         "compression_opts tuple.\n"
          "A preset/mode pair the engine refuses (rel with " +
          lossy_presets_text(fz::ErrorMode::Rel, false, " or ") +
          ") exits 1 with the\n"
@@ -48,11 +51,16 @@ std::string help_text() {
          "  --dtype D    float32 (default) or float64: the variable's type. The missing\n"
          "               value is rounded to it (a float32 dataset refuses a double that\n"
          "               is not a float32, and h5repack then copies it unfiltered);\n"
-         "               without --dtype, a note on stderr says float32 was assumed\n"
+         "               without --dtype, a note on stderr says float32 was assumed\n" +
+         spline_tuning_help_text() +
+         "               A tuning without --missing puts 4294967295, 4294967295 (\"no missing\n"
+         "               value\") in cd[4], cd[5]\n"
          "\n"
          "examples:\n"
          "  h5fz params --preset cusz --mode noa --bound 1e-4\n"
          "  h5fz params --preset pfpl --mode noa --bound 1e-3 --missing -1e34 --dtype float32\n"
+         "  h5fz params --preset cuszhi-cr --mode noa --bound 1e-3 --tuning quality-first\n"
+         "  h5fz params --preset cuszhi-tp --mode noa --bound 1e-3 --tuning manual --alpha 1.5 --beta 4\n"
          "  h5repack -f \"$(h5fz params --preset pfpl --mode noa --bound 1e-3 | sed -n 's/^h5repack: *-f //p')\" in.h5 out.h5\n";
 }
 
@@ -63,7 +71,8 @@ int run_params(const std::vector<std::string>& args) {
     std::fputs(help_text().c_str(), stdout);
     return 0;
   }
-  ParsedArgs parsed = parse_args(args, {"--preset", "--mode", "--bound", "--missing", "--dtype"}, {});
+  ParsedArgs parsed =
+      parse_args(args, {"--preset", "--mode", "--bound", "--missing", "--dtype", "--tuning", "--alpha", "--beta"}, {});
   if (!parsed.positional.empty()) throw UsageError("params takes no file, got '" + parsed.positional[0] + "'");
   fz::Options options;
   if (parsed.has("--preset")) options.preset = parse_preset(parsed.get("--preset"));
@@ -75,6 +84,7 @@ int run_params(const std::vector<std::string>& args) {
   if (!lossy && (parsed.has("--mode") || parsed.has("--bound") || parsed.has("--missing") || parsed.has("--dtype")))
     throw UsageError(std::string("--mode/--bound/--missing/--dtype apply to lossy presets; preset '") +
                      fz::preset_name(options.preset) + "' is lossless");
+  const bool spell_tuning = apply_spline_tuning(parsed, options);
   const bool float64 = parsed.has("--dtype") && parse_float_dtype(parsed.get("--dtype"));
   const fz::DataType dtype = float64 ? fz::DataType::of<double>() : fz::DataType::of<float>();
 
@@ -82,9 +92,9 @@ int run_params(const std::vector<std::string>& args) {
   // are only noted below, so parameters for another build can still be printed.
   if (fz::preset_is_available(options.preset)) fz::validate(options, dtype);
 
-  std::vector<unsigned> values = user_cd_values(options);
   double missing = 0.0;
-  if (parsed.has("--missing")) {
+  const bool has_missing = parsed.has("--missing");
+  if (has_missing) {
     const std::string text = parsed.get("--missing");
     char* end = nullptr;
     missing = std::strtod(text.c_str(), &end);
@@ -99,11 +109,8 @@ int run_params(const std::vector<std::string>& args) {
         std::fprintf(stderr, "note: --missing taken as float32 (no --dtype given); pass --dtype float64 for a double variable\n");
       missing = static_cast<double>(narrow);
     }
-    uint64_t bits;
-    std::memcpy(&bits, &missing, sizeof bits);
-    values.push_back(static_cast<unsigned>(bits & 0xFFFFFFFFu));
-    values.push_back(static_cast<unsigned>(bits >> 32));
   }
+  const std::vector<unsigned> values = user_cd_values(options, has_missing ? &missing : nullptr, spell_tuning);
   std::string repack = "UD=" + std::to_string(kFzFilterId) + ",0," + std::to_string(values.size());
   std::string tuple = "(";
   for (size_t i = 0; i < values.size(); ++i) {
@@ -120,13 +127,31 @@ int run_params(const std::vector<std::string>& args) {
     std::printf("bound:    %.17g = IEEE-754 double 0x%016" PRIx64 ": cd[2] = 0x%08x (%u, low), cd[3] = 0x%08x (%u, high)\n",
                 options.bound, bits, values[2], values[2], values[3], values[3]);
   }
-  if (values.size() >= 6) {
+  if (has_missing) {
     uint64_t bits;
     std::memcpy(&bits, &missing, sizeof bits);
     std::printf("missing:  %.17g = IEEE-754 double 0x%016" PRIx64 ": cd[4] = 0x%08x (%u, low), cd[5] = 0x%08x (%u, high)\n",
                 missing, bits, values[4], values[4], values[5], values[5]);
     std::printf("dtype:    %s (the missing value is %s)\n", float64 ? "float64" : "float32",
                 float64 ? "kept as given" : "rounded to the nearest float32");
+  } else if (values.size() > 6) {
+    std::printf("missing:  none: cd[4] = cd[5] = 0x%08x (%u), the placeholder that lets the tuning follow\n",
+                values[4], values[4]);
+  }
+  if (values.size() > 6) {
+    std::printf("tuning:   %s: cd[6] = %u\n", fz::spline_tuning_name(options.spline_tuning), values[6]);
+  }
+  if (values.size() > 7) {
+    const double alpha_beta[2] = {options.spline_alpha, options.spline_beta};
+    const char* names[2] = {"alpha:   ", "beta:    "};
+    for (size_t k = 0; k < 2; ++k) {
+      uint64_t bits;
+      std::memcpy(&bits, &alpha_beta[k], sizeof bits);
+      const size_t low = 7 + 2 * k;
+      std::printf("%s %s = IEEE-754 double 0x%016" PRIx64 ": cd[%zu] = 0x%08x (%u, low), cd[%zu] = 0x%08x (%u, high)\n",
+                  names[k], shortest_double(alpha_beta[k]).c_str(), bits, low, values[low], values[low], low + 1,
+                  values[low + 1], values[low + 1]);
+    }
   }
   if (!fz::preset_is_available(options.preset))
     std::fprintf(stderr, "note: preset '%s' is not implemented in this build\n", fz::preset_name(options.preset));

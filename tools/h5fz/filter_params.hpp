@@ -14,6 +14,11 @@ constexpr unsigned kFzFilterId = 32850;
 
 // The user layout selecting `options` (h5py compression_opts, h5repack UD=).
 std::vector<unsigned> user_cd_values(const fz::Options& options);
+// The same, with the missing value (when `missing` is given) and, when
+// `spell_tuning`, options' spline tuning spelled out even if it is the
+// default (presets 5 and 6; after the "no missing value" placeholder when
+// there is no missing value). Throws fz::Error with the filter's message.
+std::vector<unsigned> user_cd_values(const fz::Options& options, const double* missing, bool spell_tuning);
 
 // One line in words for a dataset's H5Z-FZ cd_values (user or stored layout);
 // a malformed set is described as such, never thrown.

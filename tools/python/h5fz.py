@@ -14,7 +14,14 @@ you pass arrays or call :func:`register`).
 compression_opts layout (the "user layout", see docs/CD_VALUES.md):
 
     cd[0] preset id, cd[1] error-bound mode,
-    cd[2] low 32 bits and cd[3] high 32 bits of the bound as IEEE-754 binary64.
+    cd[2] low 32 bits and cd[3] high 32 bits of the bound as IEEE-754 binary64,
+    lossy presets: cd[4], cd[5] the missing value (same split; 4294967295,
+    4294967295 = none), presets 5 and 6: cd[6] the spline tuning (0 off,
+    1 ratio-first, 2 quality-first, 3 manual), with 3 cd[7], cd[8] alpha and
+    cd[9], cd[10] beta (same split).
+
+    h5fz.compression_opts("cuszhi-cr", "noa", 1e-3, tuning="quality-first")
+    h5fz.compression_opts("cuszhi-tp", "noa", 1e-3, tuning="manual", alpha=1.5, beta=4)
 """
 
 import ctypes
@@ -62,6 +69,21 @@ MODES = {
 }
 MODE_NAMES = {v: k for k, v in MODES.items()}
 
+# The spline tuning of presets 5 and 6 (cuszhi-tp, cuszhi-cr), cd[6]; stable ids.
+SPLINE_TUNINGS = {
+    "off": 0,            # alpha = beta = 1, no tuning: the fastest encoder
+    "ratio-first": 1,    # the default: alpha = beta = 1, interpolation and axis order per level from a sample
+    "quality-first": 2,  # as ratio-first with alpha 1..2 from the NOA bound (1.5 for abs), beta 4: higher PSNR
+    "manual": 3,         # as ratio-first with the given alpha and beta: eb_l = eb / min(alpha^l, beta)
+}
+SPLINE_TUNING_NAMES = {v: k for k, v in SPLINE_TUNINGS.items()}
+DEFAULT_SPLINE_TUNING = SPLINE_TUNINGS["ratio-first"]
+SPLINE_PRESETS = frozenset(pid for pid, name, _lossy, _available, _modes in PRESET_TABLE
+                           if name in ("cuszhi-tp", "cuszhi-cr"))
+MAX_SPLINE_ALPHA_BETA = 1024.0
+# cd[4] and cd[5] both all ones: "no missing value", so that cd[6..] can follow.
+NO_MISSING_WORD = 0xFFFFFFFF
+
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -84,6 +106,16 @@ def preset_id(preset):
 def mode_id(mode):
     """Mode id for a name ("abs", "noa", "rel") or an int (passed through)."""
     return _lookup(MODES, mode, "mode")
+
+
+def spline_tuning_id(tuning):
+    """Spline tuning id for a name ("off", "ratio-first", "quality-first",
+    "manual") or an int 0..3."""
+    t = _lookup(SPLINE_TUNINGS, tuning, "spline tuning")
+    if t not in SPLINE_TUNING_NAMES:
+        raise ValueError("unknown spline tuning %r (known: %s)" % (
+            tuning, ", ".join("%d %s" % kv for kv in sorted(SPLINE_TUNING_NAMES.items()))))
+    return t
 
 
 def split_bound(bound):
@@ -144,7 +176,18 @@ def _float_dtype_name(dtype):
                      % (dtype,))
 
 
-def compression_opts(preset="lossless", mode="abs", bound=None, missing=None, dtype=None):
+def _alpha_beta(name, value):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError("%s must be a number, not %r" % (name, value)) from None
+    if not (1.0 <= v <= MAX_SPLINE_ALPHA_BETA):   # False for NaN
+        raise ValueError("%s must be a finite number in [1, %g], got %r" % (name, MAX_SPLINE_ALPHA_BETA, value))
+    return v
+
+
+def compression_opts(preset="lossless", mode="abs", bound=None, missing=None, dtype=None, tuning=None,
+                     alpha=None, beta=None):
     """The h5py ``compression_opts`` tuple for a preset, mode and error bound.
 
     Lossless without a bound gives ``(1,)``; otherwise
@@ -158,6 +201,24 @@ def compression_opts(preset="lossless", mode="abs", bound=None, missing=None, dt
     "float64") is the variable's type: the value is rounded to it (see
     :func:`missing_value_for`), since a float32 dataset refuses a double that
     is not a float32.
+
+    ``tuning`` (presets 5 cuszhi-tp and 6 cuszhi-cr only): how the spline
+    predictor is tuned, a name or id (:data:`SPLINE_TUNINGS`):
+
+    - ``"off"`` (0): alpha = beta = 1 and no tuning; the fastest encoder.
+    - ``"ratio-first"`` (1, the default when ``tuning`` is None): alpha =
+      beta = 1, each level's interpolation and axis order chosen on a sample.
+    - ``"quality-first"`` (2): as ratio-first with tighter coarse levels
+      (alpha 2 at a NOA bound >= 1e-1 down to 1 at <= 1e-5, 1.5 for ABS;
+      beta 4): a higher PSNR at the same bound, a lower ratio.
+    - ``"manual"`` (3): as ratio-first with ``alpha`` and ``beta`` (both
+      required, finite, in [1, 1024]): level l (0 the finest) gets the bound
+      eb / min(alpha**l, beta).
+
+    The tuning goes in cd[6] (after the missing value, or after the
+    placeholder 4294967295, 4294967295 for "no missing value"), alpha and
+    beta in cd[7..10] as doubles split like the bound. A given tuning is
+    always written, the default included.
     """
     p = preset_id(preset)
     m = mode_id(mode)
@@ -167,6 +228,22 @@ def compression_opts(preset="lossless", mode="abs", bound=None, missing=None, dt
         raise ValueError("unknown error-bound mode id %d" % m)
     if missing is not None and p not in LOSSY_PRESETS:
         raise ValueError("a missing value applies to lossy presets, not %s" % PRESET_NAMES[p])
+    spline = None
+    if tuning is not None or alpha is not None or beta is not None:
+        if p not in SPLINE_PRESETS:
+            raise ValueError("tuning, alpha and beta apply to presets %s (the spline predictor), not %s" % (
+                " and ".join(PRESET_NAMES[i] for i in sorted(SPLINE_PRESETS)), PRESET_NAMES[p]))
+        if tuning is None:
+            raise ValueError("alpha and beta go with tuning=\"manual\"")
+        t = spline_tuning_id(tuning)
+        if t == SPLINE_TUNINGS["manual"]:
+            if alpha is None or beta is None:
+                raise ValueError("tuning=\"manual\" needs both alpha and beta")
+            spline = (t, _alpha_beta("alpha", alpha), _alpha_beta("beta", beta))
+        else:
+            if alpha is not None or beta is not None:
+                raise ValueError("alpha and beta go with tuning=\"manual\", not %r" % (tuning,))
+            spline = (t,)
     _float_dtype_name(dtype)  # a wrong dtype is refused even without a missing value
     if bound is None:
         if p in LOSSY_PRESETS:
@@ -178,21 +255,55 @@ def compression_opts(preset="lossless", mode="abs", bound=None, missing=None, dt
     if not (b > 0.0 and b != float("inf")):
         raise ValueError("error bound must be positive and finite, got %r" % bound)
     low, high = split_bound(b)
-    if missing is None:
-        return (p, m, low, high)
-    m_low, m_high = split_bound(missing_value_for(missing, dtype))
-    return (p, m, low, high, m_low, m_high)
+    opts = (p, m, low, high)
+    if missing is not None:
+        words = split_bound(missing_value_for(missing, dtype))
+        if words == (NO_MISSING_WORD, NO_MISSING_WORD):
+            raise ValueError("the missing value whose 64 bits are all ones (a NaN) is the placeholder for "
+                             "\"no missing value\"; NaN is kept exactly anyway")
+        opts += words
+    elif spline is not None:
+        opts += (NO_MISSING_WORD, NO_MISSING_WORD)
+    if spline is not None:
+        opts += (spline[0],)
+        for value in spline[1:]:
+            opts += split_bound(value)
+    return opts
+
+
+def _tuning_fields(preset, words):
+    """The tuning words (user cd[4..]) as named fields: missing (None without
+    one or with the placeholder), spline_tuning (presets 5/6: the id given,
+    else the default 1; None for other presets), spline_tuning_name,
+    spline_tuning_given, alpha and beta (manual only, else None)."""
+    words = tuple(int(w) for w in words)
+    out = {"missing": None, "spline_tuning": None, "spline_tuning_name": None, "spline_tuning_given": False,
+           "alpha": None, "beta": None}
+    if len(words) >= 2 and words[:2] != (NO_MISSING_WORD, NO_MISSING_WORD):
+        out["missing"] = join_bound(words[0], words[1])
+    if preset in SPLINE_PRESETS:
+        t = words[2] if len(words) >= 3 else DEFAULT_SPLINE_TUNING
+        out["spline_tuning"] = t
+        out["spline_tuning_name"] = SPLINE_TUNING_NAMES.get(t, "?")
+        out["spline_tuning_given"] = len(words) >= 3
+        if t == SPLINE_TUNINGS["manual"] and len(words) >= 7:
+            out["alpha"] = join_bound(words[3], words[4])
+            out["beta"] = join_bound(words[5], words[6])
+    return out
 
 
 def parse_opts(values):
-    """Decode a user-layout cd_values sequence into a dict (preset, mode, bound)."""
+    """Decode a user-layout cd_values sequence into a dict: preset, mode,
+    bound, and the tuning words' fields (missing, spline_tuning,
+    spline_tuning_name, spline_tuning_given, alpha, beta; see
+    :func:`compression_opts`)."""
     values = [int(v) for v in values]
     out = {"preset": values[0] if values else 0, "mode": 0, "bound": None}
     if len(values) > 1:
         out["mode"] = values[1]
     if len(values) > 3:
         out["bound"] = join_bound(values[2], values[3])
-    out["missing"] = join_bound(values[4], values[5]) if len(values) == 6 else None
+    out.update(_tuning_fields(out["preset"], values[4:]))
     out["preset_name"] = PRESET_NAMES.get(out["preset"], "?")
     out["mode_name"] = MODE_NAMES.get(out["mode"], "?")
     return out
@@ -242,7 +353,13 @@ def is_stored_layout(values):
 
 
 def parse_stored(values):
-    """Decode the stored layout (version 1) into a dict; raises ValueError if malformed."""
+    """Decode the stored layout (version 1) into a dict; raises ValueError if malformed.
+
+    Besides the fields of each word (see docs/CD_VALUES.md): chunk_dims,
+    tuning (the tuning words as given), bound, the names, fill_bytes, and
+    the tuning words' fields as :func:`parse_opts` gives them: missing,
+    spline_tuning, spline_tuning_name, spline_tuning_given, alpha, beta.
+    """
     values = [int(v) for v in values]
     if not is_stored_layout(values):
         raise ValueError("not a stored H5Z-FZ layout (no marker): %r" % (values[:4],))
@@ -263,6 +380,7 @@ def parse_stored(values):
         raise ValueError("stored layout word 4 has reserved bits set: 0x%08X" % values[4])
     out["chunk_dims"] = tuple(values[fixed:fixed + rank])
     out["tuning"] = tuple(values[fixed + rank:])
+    out.update(_tuning_fields(out["preset"], out["tuning"]))
     out["bound"] = join_bound(out["bound_low"], out["bound_high"])
     out["preset_name"] = PRESET_NAMES.get(out["preset"], "?")
     out["mode_name"] = MODE_NAMES.get(out["mode"], "?")
@@ -325,12 +443,13 @@ def filter_values(obj, filter_id=FILTER_ID):
     return flags.value, tuple(int(buf[i]) for i in range(count))
 
 
-def h5repack_filter(preset="lossless", mode="abs", bound=None, dataset=None, missing=None, dtype=None):
+def h5repack_filter(preset="lossless", mode="abs", bound=None, dataset=None, missing=None, dtype=None,
+                    tuning=None, alpha=None, beta=None):
     """The h5repack ``-f`` argument, e.g. ``UD=32850,0,1,1`` (optionally ``name:UD=...``).
 
-    ``missing``, ``dtype``: see :func:`compression_opts`.
+    ``missing``, ``dtype``, ``tuning``, ``alpha``, ``beta``: see :func:`compression_opts`.
     """
-    opts = compression_opts(preset, mode, bound, missing, dtype)
+    opts = compression_opts(preset, mode, bound, missing, dtype, tuning, alpha, beta)
     spec = "UD=%d,0,%d,%s" % (FILTER_ID, len(opts), ",".join(str(v) for v in opts))
     return "%s:%s" % (dataset, spec) if dataset else spec
 
@@ -394,6 +513,8 @@ def is_available(h5py_module=None):
 __all__ = [
     "FILTER_ID", "FILTER_NAME", "PLUGIN_FILE", "PRESET_TABLE", "PRESETS", "PRESET_NAMES", "MODES",
     "MODE_NAMES", "LOSSY_PRESETS", "AVAILABLE_PRESETS", "PRESET_MODES", "preset_id", "mode_id", "split_bound", "join_bound",
+    "SPLINE_TUNINGS", "SPLINE_TUNING_NAMES", "DEFAULT_SPLINE_TUNING", "SPLINE_PRESETS", "MAX_SPLINE_ALPHA_BETA",
+    "NO_MISSING_WORD", "spline_tuning_id",
     "compression_opts", "missing_value_for", "parse_opts", "h5repack_filter", "plugin_dir", "plugin_path",
     "register", "is_available", "STORED_MARKER", "STORED_LAYOUT_VERSION", "is_stored_layout", "parse_stored",
     "filter_values",

@@ -6,8 +6,11 @@ max abs error, write and read MB/s.
         [--data ../shared/data] [--fields wmag91.float,...] \
         [--presets lossless,pfpl:noa:1e-3,...] [--repeat 3]
 
-A preset is NAME[:MODE:BOUND]. A preset the plugin refuses (lossy presets
-before they exist) gets a row saying so instead of numbers.
+A preset is NAME[:MODE:BOUND[:TUNING[:ALPHA:BETA]]]; TUNING (cuszhi-tp and
+cuszhi-cr only) is off, ratio-first, quality-first or manual (with ALPHA and
+BETA), e.g. cuszhi-cr:noa:1e-3:quality-first, cuszhi-tp:noa:1e-3:manual:1.5:4.
+A preset the plugin refuses (lossy presets before they exist) gets a row
+saying so instead of numbers.
 """
 
 import argparse
@@ -40,11 +43,19 @@ DEFAULT_PRESETS = "lossless"
 
 
 def parse_preset(spec):
+    """NAME[:MODE:BOUND[:TUNING[:ALPHA:BETA]]] -> (spec, name, mode, bound, tuning keywords)."""
     parts = spec.split(":")
     name = parts[0]
     mode = parts[1] if len(parts) > 1 else "abs"
     bound = float(parts[2]) if len(parts) > 2 else None
-    return spec, name, mode, bound
+    tuning = {}
+    if len(parts) > 3:
+        tuning["tuning"] = parts[3]
+    if len(parts) > 4:
+        if len(parts) != 6:
+            raise SystemExit("preset %r: give both ALPHA and BETA after manual" % spec)
+        tuning["alpha"], tuning["beta"] = float(parts[4]), float(parts[5])
+    return spec, name, mode, bound, tuning
 
 
 def chunks_for(shape, itemsize, target=1 << 20):
@@ -131,9 +142,9 @@ def main():
     print()
 
     # ---- h5py: each field x each preset --------------------------------------------
-    for spec, pname, mode, bound in presets:
+    for spec, pname, mode, bound, tuning in presets:
         try:
-            opts = h5fz.compression_opts(pname, mode, bound)
+            opts = h5fz.compression_opts(pname, mode, bound, **tuning)
         except ValueError as e:
             rows.append(("*", spec, "", "", "", "", "", "", "refused: %s" % e))
             continue
@@ -173,9 +184,9 @@ def main():
             for name, arr in fields.items():
                 f.create_dataset(name, data=arr)
         raw_total = sum(a.nbytes for a in fields.values())
-        for spec, pname, mode, bound in presets:
+        for spec, pname, mode, bound, tuning in presets:
             try:
-                filt = h5fz.h5repack_filter(pname, mode, bound)
+                filt = h5fz.h5repack_filter(pname, mode, bound, **tuning)
             except ValueError as e:
                 rows.append(("h5repack", spec, raw_total, "", "", "", "", "", "refused: %s" % e))
                 continue

@@ -4,8 +4,10 @@
 # converts a file with h5repack -f UD=32850,..., and prints a table: dataset,
 # preset, raw bytes, stored bytes, ratio, max abs error, write and read MB/s.
 #
-#   FZ_PRESETS   comma-separated presets, NAME[:MODE:BOUND] (default: lossless and
-#                the three lossy presets at the bounds of the project's targets)
+#   FZ_PRESETS   comma-separated presets, NAME[:MODE:BOUND[:TUNING[:ALPHA:BETA]]]
+#                (TUNING for cuszhi-tp/cuszhi-cr: off, ratio-first, quality-first,
+#                manual; default: lossless and the three lossy presets at the
+#                bounds of the project's targets)
 #   FZ_FIELDS    comma-separated field file names (default: all of shared/data)
 #   FZ_SKIP      space-separated steps to skip: deps build
 set -euo pipefail
