@@ -121,5 +121,18 @@ int main(int argc, char** argv) {
   const fz::Bytes p64 = sub_block(pressure, {1, 384, 384}, {1, 64, 64}, 8);
   add("fzgpu_abs_f64_64x64", p64, fz::DataType::of<double>(), {64, 64}, lossy(fz::Preset::Fzgpu, fz::ErrorMode::Abs, 1e-4));
   add("cusz_abs_f64_64x64", p64, fz::DataType::of<double>(), {64, 64}, lossy(fz::Preset::Cusz, fz::ErrorMode::Abs, 1e-4));
+  // The spline presets (stage type 13): both code forms, the three code
+  // groups, float32 3-D and float64 2-D, and a ragged 1-D chunk.
+  add("cuszhi_tp_noa_f32_24x24x24", wmag24, fz::DataType::of<float>(), {24, 24, 24},
+      lossy(fz::Preset::CuszHiTp, fz::ErrorMode::Noa, 1e-3));
+  add("cuszhi_cr_noa_f32_24x24x24", wmag24, fz::DataType::of<float>(), {24, 24, 24},
+      lossy(fz::Preset::CuszHiCr, fz::ErrorMode::Noa, 1e-3));
+  add("cuszhi_cr_abs_f64_64x64", p64, fz::DataType::of<double>(), {64, 64},
+      lossy(fz::Preset::CuszHiCr, fz::ErrorMode::Abs, 1e-4));
+  fz::Options quality = lossy(fz::Preset::CuszHiTp, fz::ErrorMode::Abs, 1e-4);
+  quality.spline_tuning = fz::SplineTuning::kQualityFirst;
+  add("cuszhi_tp_abs_quality_f64_64x64", p64, fz::DataType::of<double>(), {64, 64}, quality);
+  add("cuszhi_cr_noa_f32_1000", fz::Bytes(wmag.begin(), wmag.begin() + 4 * 1000), fz::DataType::of<float>(),
+      {1000}, lossy(fz::Preset::CuszHiCr, fz::ErrorMode::Noa, 1e-2));
   return 0;
 }
