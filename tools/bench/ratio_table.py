@@ -1,0 +1,530 @@
+#!/usr/bin/env python3
+"""Ratio and quality of H5Z-FZ's lossy presets against SZ3, at value-range-relative bounds.
+
+A benchmark program, not a test. For each field, each value-range-relative
+("NOA") bound rel in 1e-2, 1e-3, 1e-4 and each compressor it writes the field
+through h5py into an in-memory HDF5 file, reads it back, and prints markdown
+tables of
+
+  - the compression ratio (the field's bytes / the dataset's stored bytes),
+    and the ratio over SZ3's ratio in the same case;
+  - PSNR in dB, 20 log10(max - min) - 10 log10(MSE);
+  - the largest |x - x'| divided by the absolute bound, and the number of
+    elements whose error exceeds the bound;
+  - per compressor, bound and chunking: the geometric mean over the fields of
+    ratio / SZ3's ratio, and the smallest such quotient (the form of issue 14's
+    targets).
+
+The absolute bound is rel x (max - min), max and min taken over the field's
+finite elements that are not its fill value; the range, the errors, PSNR and
+the violation counts all leave fill elements out. A fill element that does not
+come back bit for bit is counted separately ("fill changed").
+
+Compressors, every one given the same absolute bound:
+
+  - SZ3: hdf5plugin.SZ3(absolute=bound) (hdf5plugin's SZ3, one thread here).
+  - H5Z-FZ presets (default fzgpu 3, cusz 4, cuszhi-tp 5, cuszhi-cr 6), with
+    compression_opts from tools/python/h5fz.py, mode abs with the same bound.
+    `--fz-mode noa` gives them mode noa with rel instead: the filter then takes
+    the range of each chunk (fill elements left out), which is the same bound
+    for the whole field as one chunk and a tighter one for smaller chunks.
+    A preset the filter refuses when the dataset is created prints as "n/a",
+    with the filter's message below the tables.
+  - sz3-rel (only when asked for, `--compressors`): hdf5plugin.SZ3(relative=rel),
+    SZ3's own value-range-relative mode. SZ3 takes the range of each chunk with
+    every element in it (fill values included), so on a field with land at
+    -1e10 its bound is about rel x 1e10; its errors are still measured against
+    the absolute bound above.
+
+Two chunkings (`--chunkings`):
+
+  - whole: the whole field as one chunk;
+  - 4mib: chunks of about 4 MiB. Rule: the fast axes stay whole and the
+    slowest axis is split into the fewest equal pieces that keep a chunk
+    within 4 MiB: n = ceil(field bytes / 4 MiB) chunks of ceil(shape[0] / n)
+    slices each (the last one may be shorter; HDF5 pads it with the fill
+    value). When one slice of the slowest axis is already over 4 MiB, the same
+    rule moves to the next axis (chunk 1 along the slower ones). A field of
+    4 MiB or less stays one chunk, and its results are those of "whole".
+    The chunk shape is printed in the tables.
+
+Fields: the real fields of --data (default $FZ_DATA, else ../shared/data
+beside the repository): wmag91.float, 999x999.float, vorticity.128_128_41,
+vorticity.512_512, pressure.384_384.f64 (const32x32x59 is left out: two
+values); and from the ferret-datasets NetCDF-3 files in --ferret-dir
+(/usr/share/ferret-vis/data; Debian ferret-datasets), converted with
+`nccopy -k nc4` (Debian netcdf-bin) and read with h5py:
+levitus_climatology.cdf TEMP and SALT (float32 20 x 180 x 360, land at the
+_FillValue -1e10) and etopo5.cdf ROSE (relief, float32 2161 x 4320). A
+variable's _FillValue becomes the dataset's HDF5 fill value (create_dataset
+fillvalue=) when the variable holds it, for every compressor: H5Z-FZ keeps
+those elements exactly and leaves them out of a chunk's range, SZ3 compresses
+them as data.
+
+The plugin: --plugin-dir, else the first folder of HDF5_PLUGIN_PATH holding
+libH5Zfz.so, else <repo>/build/plugin. H5Z_FZ_THREADS is left as it is
+(unset: all cores). Run, from the repository root:
+
+    python3 tools/bench/ratio_table.py --plugin-dir build-R/plugin
+    python3 tools/bench/ratio_table.py --fields wmag91,levitus --bounds 1e-3 --chunkings whole \\
+        --compressors sz3,sz3-rel,cusz,cuszhi-cr
+
+Progress goes to stderr, the tables to stdout.
+"""
+
+import argparse
+import io
+import logging
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tools", "python"))
+import h5fz  # noqa: E402  (compression_opts, preset names, FILTER_ID)
+
+BOUNDS = (1e-2, 1e-3, 1e-4)
+CHUNKINGS = ("whole", "4mib")
+CHUNK_TARGET_BYTES = 4 << 20
+DEFAULT_COMPRESSORS = ("sz3", "fzgpu", "cusz", "cuszhi-tp", "cuszhi-cr")
+SZ3 = "sz3"
+SZ3_REL = "sz3-rel"
+
+# The real fields of ../shared/data/README.md: file, numpy dtype, shape (slow..fast).
+REAL_FIELDS = (
+    ("wmag91.float", "<f4", (91, 91, 91)),
+    ("999x999.float", "<f4", (999, 999)),
+    ("vorticity.128_128_41", "<f4", (41, 128, 128)),
+    ("vorticity.512_512", "<f4", (512, 512)),
+    ("pressure.384_384.f64", "<f8", (384, 384)),
+)
+# ferret-datasets: (label, file, variable).
+FERRET_FIELDS = (
+    ("levitus TEMP", "levitus_climatology.cdf", "TEMP"),
+    ("levitus SALT", "levitus_climatology.cdf", "SALT"),
+    ("etopo5 ROSE", "etopo5.cdf", "ROSE"),
+)
+FERRET_DIR = "/usr/share/ferret-vis/data"
+
+
+class Field:
+    """One array to compress: name, data, fill value (or None) and where it came from."""
+
+    def __init__(self, name, data, fill, source):
+        self.name, self.data, self.fill, self.source = name, data, fill, source
+        self.fill_mask = np.zeros(data.shape, bool) if fill is None else (data == fill)
+        valid = np.isfinite(data) & ~self.fill_mask
+        self.valid = valid
+        self.lo, self.hi = float(data[valid].min()), float(data[valid].max())
+        self.value_range = self.hi - self.lo
+
+
+# ---- fields ---------------------------------------------------------------------------
+
+def wanted(name, patterns):
+    return not patterns or any(p.lower() in name.lower() for p in patterns)
+
+
+def load_real_fields(data_dir, patterns):
+    fields = []
+    for name, dtype, shape in REAL_FIELDS:
+        if not wanted(name, patterns):
+            continue
+        path = os.path.join(data_dir, name)
+        if not os.path.exists(path):
+            sys.exit("ratio_table: missing real field %s (set --data or FZ_DATA)" % path)
+        array = np.fromfile(path, dtype=dtype)
+        if array.size != math.prod(shape):
+            sys.exit("ratio_table: %s holds %d elements, expected shape %s" % (path, array.size, shape))
+        fields.append(Field(name, array.reshape(shape), None, path))
+    return fields
+
+
+def load_ferret_fields(ferret_dir, patterns, h5py):
+    """The ferret-datasets variables, through `nccopy -k nc4` and h5py."""
+    chosen = [f for f in FERRET_FIELDS if wanted(f[0], patterns)]
+    if not chosen:
+        return []
+    if shutil.which("nccopy") is None:
+        sys.exit("ratio_table: nccopy not found (Debian netcdf-bin) to read the ferret fields; "
+                 "leave them out with --fields")
+    fields = []
+    with tempfile.TemporaryDirectory(prefix="ratio_table-") as tmp:
+        for label, filename, variable in chosen:
+            path = os.path.join(ferret_dir, filename)
+            if not os.path.exists(path):
+                sys.exit("ratio_table: missing %s (Debian ferret-datasets; set --ferret-dir, or leave it out "
+                         "with --fields)" % path)
+            nc4 = os.path.join(tmp, "%s.%s.nc" % (filename, variable))
+            subprocess.run(["nccopy", "-k", "nc4", "-V", variable, path, nc4], check=True)
+            with h5py.File(nc4, "r") as f:
+                ds = f[variable]
+                array = ds[()]
+                marker = ds.attrs.get("_FillValue", ds.attrs.get("missing_value"))
+            fill, note = None, "no _FillValue"
+            if marker is not None:
+                marker = np.asarray(marker, dtype=array.dtype).reshape(-1)[0]
+                count = int(np.count_nonzero(array == marker))
+                if count:
+                    fill, note = marker, "_FillValue %g on %d elements: the dataset's fill value" % (marker, count)
+                else:
+                    note = "_FillValue %g on no element: no fill value declared" % marker
+            fields.append(Field(label, array, fill, "%s variable %s (%s)" % (path, variable, note)))
+    return fields
+
+
+# ---- chunks -----------------------------------------------------------------------------
+
+def chunk_shape(shape, itemsize, chunking):
+    """The chunk shape of a chunking (see the module docstring for the 4mib rule)."""
+    if chunking == "whole":
+        return tuple(shape)
+    chunk = list(shape)
+    for axis in range(len(shape)):
+        inner = itemsize * math.prod(shape[axis + 1:])    # bytes of one slice along this axis
+        if inner * shape[axis] <= CHUNK_TARGET_BYTES:
+            break                                          # this axis and the faster ones fit whole
+        if inner <= CHUNK_TARGET_BYTES:
+            pieces = math.ceil(inner * shape[axis] / CHUNK_TARGET_BYTES)
+            chunk[axis] = math.ceil(shape[axis] / pieces)
+            break
+        chunk[axis] = 1
+    return tuple(chunk)
+
+
+# ---- compressors ------------------------------------------------------------------------
+
+def compressor_label(name):
+    if name == SZ3:
+        return "SZ3"
+    if name == SZ3_REL:
+        return "SZ3 relative="
+    return "%s (%d)" % (name, h5fz.preset_id(name))
+
+
+def compressor_kwargs(name, hdf5plugin, rel, abs_bound, fz_mode):
+    """h5py create_dataset arguments of a compressor for one case."""
+    if name == SZ3:
+        return dict(hdf5plugin.SZ3(absolute=abs_bound))
+    if name == SZ3_REL:
+        return dict(hdf5plugin.SZ3(relative=rel))
+    bound = abs_bound if fz_mode == "abs" else rel
+    return {"compression": h5fz.FILTER_ID, "compression_opts": h5fz.compression_opts(name, fz_mode, bound)}
+
+
+class Refused(Exception):
+    """The filter refused the dataset's options when it was created."""
+
+
+def round_trip(h5py, field, chunks, kwargs):
+    """Write the field into an HDF5 file in memory, close it, open it again and
+    read the field back (so no read is served from HDF5's chunk cache):
+    (stored bytes, decoded)."""
+    image = io.BytesIO()
+    with h5py.File(image, "w") as f:
+        extra = {} if field.fill is None else {"fillvalue": field.fill}
+        try:
+            ds = f.create_dataset("x", shape=field.data.shape, dtype=field.data.dtype, chunks=chunks,
+                                  **extra, **kwargs)
+        except ValueError as e:
+            raise Refused(str(e)) from None
+        ds.write_direct(field.data)
+    with h5py.File(image, "r") as f:
+        ds = f["x"]
+        # HDF5 stores a chunk unfiltered, silently, when an optional filter fails on it.
+        skipped = sum(1 for i in range(ds.id.get_num_chunks()) if ds.id.get_chunk_info(i).filter_mask)
+        if skipped:
+            raise RuntimeError("filter skipped on %d chunk(s): stored uncompressed" % skipped)
+        stored = ds.id.get_storage_size()
+        decoded = np.empty_like(field.data)
+        ds.read_direct(decoded)
+    return stored, decoded
+
+
+def quality(field, decoded, abs_bound):
+    """PSNR, max error / bound, elements over the bound, fill elements changed."""
+    wide = np.longdouble if field.data.dtype.itemsize > 4 else np.float64   # exact differences
+    x = field.data[field.valid].astype(wide)
+    y = decoded[field.valid].astype(wide)
+    err = np.abs(x - y)
+    err[~np.isfinite(y)] = np.inf
+    raw = field.data.view(np.uint8).reshape(field.data.shape + (-1,))
+    raw_out = decoded.view(np.uint8).reshape(decoded.shape + (-1,))
+    changed = (raw != raw_out).any(-1)
+    nonfinite_changed = int(np.count_nonzero(changed & ~np.isfinite(field.data)))
+    mse = float(np.mean(err * err)) if err.size else 0.0
+    psnr = math.inf if mse == 0 else 20 * math.log10(field.value_range) - 10 * math.log10(mse)
+    return {
+        "psnr": psnr,
+        "err_over_bound": float(err.max() / wide(abs_bound)) if err.size else 0.0,
+        "over": int(np.count_nonzero(err > wide(abs_bound))) + nonfinite_changed,
+        "fill_changed": int(np.count_nonzero(changed & field.fill_mask)),
+    }
+
+
+def measure(h5py, hdf5plugin, field, rel, chunking, compressor, fz_mode):
+    abs_bound = rel * field.value_range
+    chunks = chunk_shape(field.data.shape, field.data.dtype.itemsize, chunking)
+    row = {}
+    try:
+        kwargs = compressor_kwargs(compressor, hdf5plugin, rel, abs_bound, fz_mode)
+        start = time.perf_counter()
+        stored, decoded = round_trip(h5py, field, chunks, kwargs)
+        row["seconds"] = time.perf_counter() - start
+    except Refused as e:
+        row["refused"] = str(e)
+        return row
+    except Exception as e:  # one failing compressor must not hide the others
+        row["error"] = "%s: %s" % (type(e).__name__, e)
+        return row
+    row["ratio"] = field.data.nbytes / stored
+    row.update(quality(field, decoded, abs_bound))
+    return row
+
+
+# ---- tables -----------------------------------------------------------------------------
+
+def fmt_shape(shape):
+    return "x".join(str(n) for n in shape)
+
+
+def fmt_psnr(p):
+    return "inf" if p == math.inf else "%.1f" % p
+
+
+class Notes:
+    """Footnotes for cells that hold no number (refusals, failures), numbered once each."""
+
+    def __init__(self):
+        self.texts = []
+
+    def ref(self, text):
+        if text not in self.texts:
+            self.texts.append(text)
+        return "[%d]" % (self.texts.index(text) + 1)
+
+    def cell(self, row, fn):
+        if row is None:
+            return "-"
+        if "refused" in row:
+            return "n/a " + self.ref(row["refused"])
+        if "error" in row:
+            return "FAILED " + self.ref(row["error"])
+        return fn(row)
+
+    def print(self):
+        for i, text in enumerate(self.texts, 1):
+            print("[%d] %s" % (i, " ".join(text.split())))
+        if self.texts:
+            print()
+
+
+def print_tables(fields, bounds, chunking, compressors, results, notes):
+    labels = [compressor_label(c) for c in compressors]
+
+    def rows(fn):
+        for f in fields:
+            chunks = fmt_shape(chunk_shape(f.data.shape, f.data.dtype.itemsize, chunking))
+            for rel in bounds:
+                cells = [notes.cell(results.get((f.name, rel, chunking, c)), lambda r, c=c: fn(f, rel, c, r))
+                         for c in compressors]
+                print("| %s | %s | %g | %s |" % (f.name, chunks, rel, " | ".join(cells)))
+        print()
+
+    def header(title):
+        print("#### %s, %s\n" % (title, "whole field as one chunk" if chunking == "whole" else "chunks of about 4 MiB"))
+        print("| field | chunks | NOA | " + " | ".join(labels) + " |")
+        print("|---|---|---:|" + "---:|" * len(labels))
+
+    def ratio_cell(f, rel, c, r):
+        base = results.get((f.name, rel, chunking, SZ3))
+        if c == SZ3 or not base or "ratio" not in base:
+            return "%.2f" % r["ratio"]
+        return "%.2f (%.2fx)" % (r["ratio"], r["ratio"] / base["ratio"])
+
+    def error_cell(f, rel, c, r):
+        text = "%.4f (%d)" % (r["err_over_bound"], r["over"])
+        if f.fill is not None:
+            text += "; fill changed %d" % r["fill_changed"]
+        return text
+
+    header("Ratio (x SZ3's ratio)")
+    rows(ratio_cell)
+    header("PSNR (dB)")
+    rows(lambda f, rel, c, r: fmt_psnr(r["psnr"]))
+    header("Max error / bound (elements over the bound)")
+    rows(error_cell)
+
+
+def print_summary(fields, bounds, chunkings, compressors, results):
+    others = [c for c in compressors if c != SZ3]
+    if SZ3 not in compressors or not others:
+        return
+    print("#### Ratio / SZ3's ratio over the fields: geometric mean, smallest (field)\n")
+    print("| chunking | compressor | NOA | fields | geometric mean | smallest |")
+    print("|---|---|---:|---:|---:|---|")
+    for chunking in chunkings:
+        for c in others:
+            for rel in bounds:
+                quotients = []
+                for f in fields:
+                    ours, base = (results.get((f.name, rel, chunking, k)) for k in (c, SZ3))
+                    if ours and base and "ratio" in ours and "ratio" in base:
+                        quotients.append((ours["ratio"] / base["ratio"], f.name))
+                if not quotients:
+                    print("| %s | %s | %g | 0 | n/a | n/a |" % (chunking, compressor_label(c), rel))
+                    continue
+                geo = math.exp(sum(math.log(q) for q, _ in quotients) / len(quotients))
+                low = min(quotients)
+                print("| %s | %s | %g | %d | %.3f | %.3f (%s) |" % (chunking, compressor_label(c), rel,
+                                                                    len(quotients), geo, low[0], low[1]))
+    print()
+
+
+# ---- main -------------------------------------------------------------------------------
+
+def find_plugin_dir(explicit):
+    candidates = [explicit] if explicit else []
+    candidates += [p for p in os.environ.get("HDF5_PLUGIN_PATH", "").split(os.pathsep) if p]
+    candidates.append(os.path.join(REPO, "build", "plugin"))   # where tools/setup/build.sh puts it
+    for candidate in candidates:
+        if os.path.isfile(os.path.join(candidate, h5fz.PLUGIN_FILE)):
+            return os.path.abspath(candidate)
+    sys.exit("ratio_table: %s not found in %s (build the plugin, pass --plugin-dir)"
+             % (h5fz.PLUGIN_FILE, ", ".join(candidates)))
+
+
+def comma_list(text):
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="See the module docstring (this file) for what is measured.")
+    parser.add_argument("--data", default=os.environ.get("FZ_DATA", os.path.join(REPO, "..", "shared", "data")),
+                        help="folder of the real fields (default: $FZ_DATA, else ../shared/data)")
+    parser.add_argument("--ferret-dir", default=FERRET_DIR, help="ferret-datasets folder (default: %(default)s)")
+    parser.add_argument("--plugin-dir", help="folder holding libH5Zfz.so")
+    parser.add_argument("--fields", type=comma_list, default=[],
+                        help="comma-separated parts of field names to keep, e.g. wmag91,levitus (default: all: %s)"
+                        % ", ".join([f[0] for f in REAL_FIELDS] + [f[0] for f in FERRET_FIELDS]))
+    parser.add_argument("--bounds", type=lambda s: [float(b) for b in comma_list(s)], default=list(BOUNDS),
+                        help="comma-separated NOA bounds (default: 1e-2,1e-3,1e-4)")
+    parser.add_argument("--chunkings", type=comma_list, default=list(CHUNKINGS),
+                        help="comma-separated, of whole and 4mib (default: whole,4mib)")
+    parser.add_argument("--compressors", type=comma_list, default=list(DEFAULT_COMPRESSORS),
+                        help="comma-separated: sz3, sz3-rel and H5Z-FZ lossy preset names or ids "
+                             "(default: %s)" % ",".join(DEFAULT_COMPRESSORS))
+    parser.add_argument("--fz-mode", choices=("abs", "noa"), default="abs",
+                        help="H5Z-FZ error mode: abs with rel x the field's range (default), or noa with rel")
+    args = parser.parse_args()
+    for c in args.chunkings:
+        if c not in CHUNKINGS:
+            parser.error("unknown chunking %r (known: %s)" % (c, ", ".join(CHUNKINGS)))
+    names = []
+    for c in args.compressors:
+        if c.lower() in (SZ3, SZ3_REL):
+            names.append(c.lower())
+            continue
+        try:
+            pid = h5fz.preset_id(int(c) if c.isdigit() else c)
+        except (ValueError, TypeError) as e:
+            parser.error(str(e))
+        if pid not in h5fz.LOSSY_PRESETS:
+            parser.error("%s is not a lossy H5Z-FZ preset (lossy: %s)" % (
+                c, ", ".join(h5fz.PRESET_NAMES[p] for p in sorted(h5fz.LOSSY_PRESETS))))
+        names.append(h5fz.PRESET_NAMES[pid])
+    args.compressors = list(dict.fromkeys(names))
+    if not args.bounds or any(not (b > 0) for b in args.bounds):
+        parser.error("bounds must be positive")
+    return args
+
+
+def main():
+    args = parse_args()
+    plugin_dir = find_plugin_dir(args.plugin_dir)
+    os.environ["HDF5_PLUGIN_PATH"] = plugin_dir   # before HDF5 starts
+    import h5py
+    import hdf5plugin
+
+    logging.getLogger("hdf5plugin").setLevel(logging.ERROR)   # "Only absolute and norm2 modes properly tested"
+    if not h5py.h5z.filter_avail(h5fz.FILTER_ID):
+        sys.exit("ratio_table: HDF5 cannot load %s from %s" % (h5fz.PLUGIN_FILE, plugin_dir))
+
+    fields = load_real_fields(os.path.abspath(args.data), args.fields)
+    fields += load_ferret_fields(args.ferret_dir, args.fields, h5py)
+    if not fields:
+        sys.exit("ratio_table: no field matches --fields %s" % ",".join(args.fields))
+
+    started = time.time()
+    print("ratio_table: %s" % time.strftime("%Y-%m-%d %H:%M %Z"))
+    print("machine: %s, %d logical CPUs; H5Z_FZ_THREADS=%s" % (
+        platform.processor() or platform.machine(), os.cpu_count(), os.environ.get("H5Z_FZ_THREADS", "unset")))
+    print("python %s, numpy %s, h5py %s (HDF5 %s), hdf5plugin %s" % (
+        platform.python_version(), np.__version__, h5py.version.version, h5py.version.hdf5_version,
+        hdf5plugin.version))
+    print("plugin: %s" % os.path.join(plugin_dir, h5fz.PLUGIN_FILE))
+    print("bound: abs = NOA x (max - min) over the finite non-fill elements; SZ3 = hdf5plugin.SZ3(absolute=abs); "
+          "H5Z-FZ presets: mode %s (%s)" % (args.fz_mode, "bound abs" if args.fz_mode == "abs"
+                                             else "bound NOA x each chunk's range"))
+    if "4mib" in args.chunkings:
+        print("4mib chunks: fast axes whole, the slowest axis split into ceil(field bytes / 4 MiB) equal pieces; "
+              "a field of 4 MiB or less stays one chunk (the results of whole)")
+    if SZ3_REL in args.compressors:
+        print("SZ3 relative= : hdf5plugin.SZ3(relative=NOA), SZ3's range of each chunk, fill included; "
+              "measured against abs")
+    print()
+    print("| field | source | dtype | shape | range (non-fill) | fill elements |")
+    print("|---|---|---|---|---|---:|")
+    for f in fields:
+        print("| %s | %s | %s | %s | %.6g .. %.6g | %d |" % (
+            f.name, f.source, f.data.dtype.name, fmt_shape(f.data.shape), f.lo, f.hi,
+            int(np.count_nonzero(f.fill_mask))))
+    print()
+
+    results = {}
+    for f in fields:
+        for chunking in args.chunkings:
+            for rel in args.bounds:
+                for c in args.compressors:
+                    key = (f.name, rel, chunking, c)
+                    same = chunk_shape(f.data.shape, f.data.dtype.itemsize, chunking) == f.data.shape
+                    if chunking != "whole" and same and (f.name, rel, "whole", c) in results:
+                        results[key] = results[(f.name, rel, "whole", c)]   # one chunk either way
+                        continue
+                    row = measure(h5py, hdf5plugin, f, rel, chunking, c, args.fz_mode)
+                    results[key] = row
+                    print("ratio_table: %s %s NOA %g %s: %s" % (
+                        f.name, chunking, rel, c, "%.2f in %.1f s" % (row["ratio"], row["seconds"])
+                        if "ratio" in row else "refused" if "refused" in row else row["error"]),
+                        file=sys.stderr, flush=True)
+
+    notes = Notes()
+    for chunking in args.chunkings:
+        print_tables(fields, args.bounds, chunking, args.compressors, results, notes)
+    print_summary(fields, args.bounds, args.chunkings, args.compressors, results)
+    notes.print()
+
+    bad = [(k, r) for k, r in results.items() if k[3] not in (SZ3, SZ3_REL) and "ratio" in r
+           and (r["over"] or r["fill_changed"])]
+    for (name, rel, chunking, c), r in bad:
+        print("H5Z-FZ OUT OF BOUND: %s NOA %g %s %s: %d element(s) over, %d fill element(s) changed" % (
+            name, rel, chunking, c, r["over"], r["fill_changed"]))
+    failed = sum(1 for r in results.values() if "error" in r)
+    print("%d measurement(s), %d refused (n/a), %d failed; H5Z-FZ elements over the bound or fill changed: %s; "
+          "%.0f s" % (len(results), sum(1 for r in results.values() if "refused" in r), failed,
+                      "none" if not bad else "%d case(s)" % len(bad), time.time() - started))
+    return 1 if bad or failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
