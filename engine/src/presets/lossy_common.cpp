@@ -7,7 +7,6 @@
 #include "fillmask/fillmask_stage.hpp"
 #include "presets.hpp"
 #include "rre/rre_stage.hpp"
-#include "rze/rze_stage.hpp"
 #include "shape.hpp"
 
 namespace fz::engine {
@@ -30,10 +29,11 @@ uint8_t native_order(Pipeline& p, const DataType& dtype, unsigned width) {
 
 // The fill value's elements come back exactly; stored as outliers they would
 // cost 4-9 bytes each, and a land mask is often half a chunk. The mask is
-// stored through RRE1 -> RZE1: a land mask's bytes are runs of 0x00 (sea)
-// and 0xFF (land), which repetition elimination takes and zero elimination
-// alone does not (levitus TEMP, 162,000 mask bytes: 99,401 with RZE1, 48,887
-// with RRE1 -> RZE1). A chunk without fill elements skips the mask: it
+// stored through RRE1: a land mask's bytes are runs of 0x00 (sea) and 0xFF
+// (land), which repetition elimination takes and zero elimination does not
+// (levitus TEMP, 162,000 mask bytes: 99,401 with RZE1, 54,836 with RRE1;
+// RRE1 -> RZE1 would give 48,887, but RZE after RRE cannot run on the GPU
+// without the size RRE leaves on the device). A chunk without fill elements skips the mask: it
 // would cost a pass each way for nothing (HDF5's default fill value 0.0 rarely
 // occurs inside data; decoding a float64 field took 30% longer with the mask).
 uint8_t lossy_source(Pipeline& p, const DataType& dtype, const Options& options, const ChunkFacts& facts) {
@@ -41,8 +41,7 @@ uint8_t lossy_source(Pipeline& p, const DataType& dtype, const Options& options,
   const auto fill = fill_bits(dtype, options);
   if (!fill || !facts.has_fill) return native;
   const auto streams = p.add(make_fillmask(dtype.size, *fill), {native});
-  const uint8_t runs = p.add(make_rre(1), {streams[1]})[0];
-  p.add(make_rze(1), {runs});
+  p.add(make_rre(1), {streams[1]});
   return streams[0];
 }
 
