@@ -77,6 +77,59 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The same counts from 16-byte aligned symbols, eight a thread at a time (one
+// vector load each, so that many loads are in flight): a thread's equal
+// neighbours are counted as runs, and the run a thread ends on is merged
+// across the warp with the equal (symbol, length) runs of the other lanes, so
+// that mostly-constant streams (the finest spline level, mostly q = 0) cost
+// one shared atomic per warp per eight symbols instead of one per symbol. The
+// last n mod 8 symbols are block 0's. Alphabets up to kSharedBins only.
+__global__ void __launch_bounds__(kThreads)
+    count_symbol_vectors(const uint8_t* symbols, size_t n, uint32_t alphabet, unsigned long long* counts,
+                         uint32_t* bad_symbols) {
+  extern __shared__ uint32_t bins[];  // alphabet + 1 (the last: symbols outside)
+  for (uint32_t s = threadIdx.x; s <= alphabet; s += kThreads) bins[s] = 0;
+  __syncthreads();
+  constexpr uint32_t kNone = 0xFFFFFFFFu;
+  const size_t vectors = n / 8;
+  const uint4* words = reinterpret_cast<const uint4*>(symbols);
+  const unsigned lane = threadIdx.x & 31u;
+  // `base` is the same for the whole thread block: every lane runs every iteration.
+  for (size_t base = size_t{blockIdx.x} * kThreads; base < vectors; base += size_t{gridDim.x} * kThreads) {
+    const size_t v = base + threadIdx.x;
+    uint32_t key = kNone, run = 0;
+    if (v < vectors) {
+      const uint4 w = words[v];
+      const uint32_t pairs[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+      for (unsigned j = 0; j < 8; ++j) {
+        const uint32_t symbol = min((pairs[j / 2] >> (16 * (j % 2))) & 0xFFFFu, alphabet);
+        if (symbol == key) {
+          ++run;
+        } else {
+          if (run != 0) atomicAdd(&bins[key], run);
+          key = symbol;
+          run = 1;
+        }
+      }
+    }
+    // key < 2^16 + 1, run <= 8: one word names the run.
+    const uint32_t named = key == kNone ? kNone : key | run << 20;
+    const unsigned same = __match_any_sync(0xFFFFFFFFu, named);
+    if (named != kNone && lane == static_cast<unsigned>(__ffs(same) - 1))
+      atomicAdd(&bins[key], run * static_cast<unsigned>(__popc(same)));
+  }
+  if (blockIdx.x == 0) {
+    for (size_t i = vectors * 8 + threadIdx.x; i < n; i += kThreads)
+      atomicAdd(&bins[min(load_symbol(symbols + 2 * i), alphabet)], 1u);
+  }
+  __syncthreads();
+  for (uint32_t s = threadIdx.x; s < alphabet; s += kThreads) {
+    if (bins[s] != 0) atomicAdd(&counts[s], static_cast<unsigned long long>(bins[s]));
+  }
+  if (threadIdx.x == 0 && bins[alphabet] != 0) atomicOr(bad_symbols, 1u);
+}
+
 // ---- encode ------------------------------------------------------------------
 
 __device__ __forceinline__ uint32_t block_count(uint64_t n, uint32_t S, uint64_t block) {
@@ -93,7 +146,20 @@ __global__ void __launch_bounds__(kThreads)
     const uint32_t count = block_count(n, S, b);
     const uint8_t* src = symbols + 2 * b * S;
     uint64_t bits = 0;
-    for (uint32_t i = threadIdx.x; i < count; i += kThreads) bits += __ldg(table + load_symbol(src + 2 * i)) & 31u;
+    uint32_t done = 0;
+    if ((reinterpret_cast<uintptr_t>(src) & 15) == 0) {  // uniform: eight symbols a load
+      const uint32_t vectors = count / 8;
+      for (uint32_t v = threadIdx.x; v < vectors; v += kThreads) {
+        const uint4 w = reinterpret_cast<const uint4*>(src)[v];
+        const uint32_t pairs[4] = {w.x, w.y, w.z, w.w};
+        uint32_t sum = 0;
+#pragma unroll
+        for (unsigned j = 0; j < 8; ++j) sum += __ldg(table + ((pairs[j / 2] >> (16 * (j % 2))) & 0xFFFFu)) & 31u;
+        bits += sum;
+      }
+      done = 8 * vectors;
+    }
+    for (uint32_t i = done + threadIdx.x; i < count; i += kThreads) bits += __ldg(table + load_symbol(src + 2 * i)) & 31u;
     const uint64_t total = Reduce(reduce_storage).Sum(bits);
     if (threadIdx.x == 0) block_words[b] = (total + 31) / 32;
     __syncthreads();  // reduce_storage is reused
@@ -144,6 +210,65 @@ __global__ void __launch_bounds__(kThreads)
           }
         });
     __syncthreads();  // scan_storage is reused
+  }
+}
+
+// write_blocks with the block's symbols staged in shared memory first
+// (16-byte loads, coalesced; blocks of at most kStageSymbols symbols, each
+// starting 16-byte aligned): each thread then reads its run of consecutive
+// symbols from there instead of from global memory, where its run lay 2 *
+// per bytes from its neighbours' (one load in flight per thread, and lines
+// evicted between the two passes over the run). Symbol i sits at
+// staged_index(i): two symbols of padding every 64, so that runs of 64 (full
+// blocks) start in different banks. The same words, written the same way.
+__device__ __forceinline__ uint32_t staged_index(uint32_t i) { return i + 2 * (i >> 6); }
+inline size_t staged_symbols_bytes(uint32_t block_symbols) {
+  return 2 * size_t{block_symbols + 2 * ((block_symbols + 63) / 64)};
+}
+
+__global__ void __launch_bounds__(kThreads)
+    write_staged_blocks(const uint8_t* symbols, uint64_t n, uint32_t S, uint64_t blocks, const uint32_t* table,
+                        const uint64_t* ends, uint8_t* payload) {
+  using Scan = cub::BlockScan<uint32_t, kThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  extern __shared__ uint16_t staged[];
+  for (uint64_t b = blockIdx.x; b < blocks; b += gridDim.x) {
+    const uint32_t count = block_count(n, S, b);
+    const uint8_t* src = symbols + 2 * b * S;  // 16-byte aligned (the caller checks)
+    const uint32_t vectors = count / 8;
+    for (uint32_t v = threadIdx.x; v < vectors; v += kThreads) {
+      const uint4 w = reinterpret_cast<const uint4*>(src)[v];
+      const uint32_t at = staged_index(8 * v);  // 8 symbols never straddle padding: even, 4-byte aligned
+      uint32_t* dst = reinterpret_cast<uint32_t*>(staged + at);
+      dst[0] = w.x;
+      dst[1] = w.y;
+      dst[2] = w.z;
+      dst[3] = w.w;
+    }
+    for (uint32_t i = 8 * vectors + threadIdx.x; i < count; i += kThreads)
+      staged[staged_index(i)] = static_cast<uint16_t>(load_symbol(src + 2 * i));
+    __syncthreads();
+    const uint64_t first_word = b == 0 ? 0 : ends[b - 1];
+    const uint32_t words = static_cast<uint32_t>(ends[b] - first_word);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(payload) + first_word;
+    const uint32_t per = (count + kThreads - 1) / kThreads;
+    const uint32_t run_first = min(threadIdx.x * per, count);
+    const uint32_t run_count = min(per, count - run_first);
+    const auto entry = [&](uint32_t i) { return __ldg(table + staged[staged_index(run_first + i)]); };
+    uint32_t bits = 0;
+    for (uint32_t i = 0; i < run_count; ++i) bits += entry(i) & 31u;
+    uint32_t first_bit = 0;
+    Scan(scan_storage).ExclusiveSum(bits, first_bit);
+    for (uint32_t w = threadIdx.x; w < words; w += kThreads) dst[w] = 0;
+    __syncthreads();  // zeros before any code
+    segments::encode_run(first_bit, run_count, entry, [&](uint32_t w, uint32_t value, bool whole) {
+      if (whole) {
+        dst[w] = value;
+      } else if (value != 0) {
+        atomicOr(dst + w, value);
+      }
+    });
+    __syncthreads();  // scan_storage and the staged symbols are reused
   }
 }
 

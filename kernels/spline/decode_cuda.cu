@@ -3,15 +3,13 @@
 // spline/spline_cuda.hpp. The side stream is validated on the device (its
 // bytes may exist only there), in the CPU's terms (decode_cpu.cpp): header,
 // outlier list, codes; then anchors and outliers are scattered and the tiles
-// rebuilt with the encoder's arithmetic (spline_rules.hpp). The three code
-// groups are first moved back to element order in scratch (groups_cuda.cuh),
-// once the header kernel has read the radius the signed form needs.
+// rebuilt with the encoder's arithmetic (spline_rules.hpp), each reading its
+// codes straight from the three group streams (and checking the ones it owns).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "spline/decode_kernels_cuda.cuh"
-#include "spline/groups_cuda.cuh"
 #include "spline/spline_cuda.hpp"
 
 namespace fz::spline::cuda {
@@ -22,11 +20,10 @@ using namespace detail;
 struct DecodeLayout {
   void* header;                    // DecodeHeader<T>
   unsigned long long* zero_codes;  // predicted points with code 0
-  uint8_t* codes;                  // element order, offset form
   size_t total;
 };
 
-DecodeLayout decode_layout(void* scratch, size_t elements, unsigned code_bytes) {
+DecodeLayout decode_layout(void* scratch) {
   auto* base = static_cast<uint8_t*>(scratch);
   DecodeLayout l;
   size_t at = 0;
@@ -34,16 +31,8 @@ DecodeLayout decode_layout(void* scratch, size_t elements, unsigned code_bytes) 
   at += aligned(sizeof(DecodeHeader<double>));
   l.zero_codes = reinterpret_cast<unsigned long long*>(base + at);
   at += aligned(sizeof(unsigned long long));
-  l.codes = base + at;
-  at += aligned(elements * code_bytes);
   l.total = at;
   return l;
-}
-
-// Grid-stride launches: enough blocks to fill the GPU, no more.
-unsigned stride_blocks(size_t items) {
-  const size_t blocks = (items + kCheckThreads - 1) / kCheckThreads;
-  return static_cast<unsigned>(blocks < 8192 ? (blocks > 0 ? blocks : 1) : 8192);
 }
 
 template <typename T>
@@ -51,10 +40,13 @@ cudaError_t decode_typed(const ConstCodeStreams& code_streams, const uint8_t* si
                          const Grid& grid, const CodeFormat& format, uint8_t* out, uint32_t* status, void* scratch,
                          cudaStream_t stream) {
   const unsigned code_bytes = format.code_bytes;
-  const DecodeLayout l = decode_layout(scratch, grid.elements, code_bytes);
-  const uint8_t* codes = l.codes;
+  const bool is_signed = format.code_form == CodeForm::kSigned;
+  const DecodeLayout l = decode_layout(scratch);
   auto* header = static_cast<DecodeHeader<T>*>(l.header);
   const SideLayout layout = side_layout(grid.rank, sizeof(T), grid.tile_count);
+  const CodeGroups groups = code_groups(grid);
+  ConstGroupStreams codes;
+  for (unsigned g = 0; g < kCodeGroups; ++g) codes.at[g] = code_streams.at[g];
   // Outliers the stream's size leaves room for (and at most N): the threads
   // that check and scatter them; a good header's K is never more.
   size_t capacity = 0;
@@ -66,27 +58,22 @@ cudaError_t decode_typed(const ConstCodeStreams& code_streams, const uint8_t* si
   cudaError_t err = cudaMemsetAsync(l.zero_codes, 0, sizeof(unsigned long long), stream);
   if (err != cudaSuccess) return err;
   read_header<T><<<1, 1, 0, stream>>>(side, side_size, grid, code_bytes, layout, header, status);
-  if (grid.elements > 0) {
-    GroupStreams in;
-    for (unsigned g = 0; g < kCodeGroups; ++g) in.at[g] = const_cast<uint8_t*>(code_streams.at[g]);
-    ungroup_codes<<<group_blocks(grid), kGroupThreads, 0, stream>>>(grid, code_groups(grid), in, code_bytes,
-                                                                    format.code_form == CodeForm::kSigned,
-                                                                    &header->radius, l.codes);
-  }
   if (capacity > 0)
     check_outliers<T><<<static_cast<unsigned>((capacity + kCheckThreads - 1) / kCheckThreads), kCheckThreads, 0,
-                        stream>>>(side, layout.indices_at, grid, codes, code_bytes, capacity, header, status);
-  if (grid.elements > 0)
-    check_codes<T><<<stride_blocks(grid.elements), kCheckThreads, 0, stream>>>(grid, codes, code_bytes, header,
-                                                                              l.zero_codes, status);
-  check_zero_count<T><<<1, 1, 0, stream>>>(header, l.zero_codes, status);
+                        stream>>>(side, layout.indices_at, grid, groups, codes, code_bytes, is_signed, capacity,
+                                  header, status);
   const size_t scattered = grid.tile_count > capacity ? grid.tile_count : capacity;
   if (scattered > 0)
     scatter<T><<<static_cast<unsigned>((scattered + kCheckThreads - 1) / kCheckThreads), kCheckThreads, 0, stream>>>(
         side, layout, grid, capacity, header, out);
-  if (grid.tile_count > 0)
-    decode_tiles<T><<<static_cast<unsigned>(grid.tile_count), kTileThreads, tile_shared_bytes<T>(grid.rank),
-                      stream>>>(grid, codes, code_bytes, header, out);
+  if (grid.tile_count > 0) {
+    const size_t shared = decode_shared_bytes<T>(grid.rank);
+    err = allow_shared(decode_tiles<T>, shared);
+    if (err != cudaSuccess) return err;
+    decode_tiles<T><<<static_cast<unsigned>(grid.tile_count), kTileThreads, shared, stream>>>(
+        grid, groups, codes, code_bytes, is_signed, header, out, l.zero_codes, status);
+  }
+  check_zero_count<T><<<1, 1, 0, stream>>>(header, l.zero_codes, status);
   return cudaGetLastError();
 }
 
@@ -95,7 +82,7 @@ cudaError_t decode_typed(const ConstCodeStreams& code_streams, const uint8_t* si
 size_t decode_scratch_bytes(const std::vector<size_t>& dims, const CodeFormat& format) {
   Grid grid;
   if (grid_of(dims, grid) != GridCheck::kOk) return 0;
-  return decode_layout(nullptr, grid.elements, format.code_bytes).total;
+  return decode_layout(nullptr).total;
 }
 
 cudaError_t decode(const ConstCodeStreams& codes, const std::array<size_t, kCodeGroups>& code_sizes,

@@ -3,18 +3,20 @@
 // DecodeStatus bit into the status word). Internal to decode_cuda.cu.
 //   read_header      one thread: the side stream's fields and sizes;
 //   check_outliers   one thread per listed outlier: index < N, strictly
-//                    increasing, code 0, not an anchor;
-//   check_codes      every element: code 0 at anchors, otherwise below 2R;
-//                    counts the zero codes at points that are not anchors;
-//   check_zero_count one thread: that count is K. With the outlier checks the
-//                    listed outliers are then exactly the predicted points of
-//                    code 0 (K distinct ones among that many), decode_cpu.cpp's
-//                    "code 0 exactly at anchors and outliers";
+//                    increasing, code 0 (read from its group), not an anchor;
 //   scatter          anchors and outliers (their exact bits) into the output;
-//   decode_tiles     one block per tile, the encoder's arithmetic: code 0
-//                    reads the scattered value, no tile writes it; a tile writes
-//                    only the points it owns with a nonzero code, so tiles never
-//                    race.
+//   decode_tiles     one block per tile: the codes of every point the tile
+//                    computes read from their group streams (groups_cuda.cuh's
+//                    row places) into shared memory, and checked at the points it owns (each element
+//                    once): code 0 at anchors, otherwise below 2R, the zero
+//                    codes at points that are not anchors counted; then the
+//                    encoder's arithmetic: code 0 reads the scattered value,
+//                    no tile writes it; a tile writes only the points it owns
+//                    with a nonzero code, so tiles never race;
+//   check_zero_count one thread: the zero count is K. With the outlier checks
+//                    the listed outliers are then exactly the predicted points
+//                    of code 0 (K distinct ones among that many),
+//                    decode_cpu.cpp's "code 0 exactly at anchors and outliers".
 // A bad header stops every later kernel (header.ok = 0): nothing reads past
 // what the header's sizes promise. Later checks only report; the kernels stay
 // inside their buffers whatever the codes and indices say.
@@ -26,11 +28,16 @@
 #include <cstdint>
 
 #include "spline/spline_cuda.hpp"
+#include "spline/groups_cuda.cuh"
 #include "spline/tiles_cuda.cuh"
 
 namespace fz::spline::cuda::detail {
 
 constexpr unsigned kCheckThreads = 256;
+// Resident decode blocks per multiprocessor (a register cap, tiles_cuda.cuh's
+// kTileBlocks): float32 five, 48 registers (six would spill, at 40).
+template <typename T>
+constexpr unsigned kDecodeBlocks = sizeof(T) == 4 ? 5 : 4;
 
 template <typename T>
 struct DecodeHeader {
@@ -97,11 +104,24 @@ __device__ __forceinline__ uint64_t outlier_index(const uint8_t* indices, size_t
   return index_width == 4 ? load_word<uint32_t>(indices + 4 * k) : load_word<uint64_t>(indices + 8 * k);
 }
 
+// The code at element `index` (< N), read from its group, in the offset form.
+template <typename T>
+__device__ __forceinline__ uint32_t code_of_element(const Grid& grid, const CodeGroups& groups,
+                                                    const ConstGroupStreams& codes, unsigned code_bytes,
+                                                    bool is_signed, const DecodeHeader<T>* header, size_t index) {
+  const size_t x = index % grid.n[2];
+  const size_t rest = index / grid.n[2];
+  const uint8_t* at = code_address(grid, groups, codes, code_bytes, rest / grid.n[1], rest % grid.n[1], x);
+  const uint32_t stored = code_bytes == 1 ? *at : load_word<uint16_t>(at);
+  return code_of_stored(stored, header->radius, is_signed, code_bytes);
+}
+
 // Threads over [0, capacity) (capacity >= K whenever the header is good).
 template <typename T>
 __global__ void __launch_bounds__(kCheckThreads)
-    check_outliers(const uint8_t* side, size_t indices_at, Grid grid, const uint8_t* codes, unsigned code_bytes,
-                   size_t capacity, const DecodeHeader<T>* header, uint32_t* status) {
+    check_outliers(const uint8_t* side, size_t indices_at, Grid grid, CodeGroups groups, ConstGroupStreams codes,
+                   unsigned code_bytes, bool is_signed, size_t capacity, const DecodeHeader<T>* header,
+                   uint32_t* status) {
   const size_t k = static_cast<size_t>(blockIdx.x) * kCheckThreads + threadIdx.x;
   if (k >= capacity || !header->ok || k >= header->outliers) return;
   const size_t index_width = index_width_of(grid.elements);
@@ -110,38 +130,11 @@ __global__ void __launch_bounds__(kCheckThreads)
   if (index >= grid.elements) {
     bad |= kOutlierIndexOutOfRange;
   } else {
-    if (code_at(codes, code_bytes, index) != 0) bad |= kNonzeroCodeAtOutlier;
+    if (code_of_element(grid, groups, codes, code_bytes, is_signed, header, index) != 0) bad |= kNonzeroCodeAtOutlier;
     if (is_anchor_index(grid, index)) bad |= kOutlierAtAnchor;
   }
   if (k > 0 && !(index > outlier_index(side + indices_at, index_width, k - 1))) bad |= kIndicesNotIncreasing;
   if (bad) atomicOr(status, bad);
-}
-
-// Grid-stride over the elements.
-template <typename T>
-__global__ void __launch_bounds__(kCheckThreads)
-    check_codes(Grid grid, const uint8_t* codes, unsigned code_bytes, const DecodeHeader<T>* header,
-                unsigned long long* zero_codes, uint32_t* status) {
-  using Reduce = cub::BlockReduce<unsigned long long, kCheckThreads>;
-  __shared__ typename Reduce::TempStorage temp;
-  if (!header->ok) return;  // uniform over the grid
-  const uint32_t limit = 2 * header->radius;
-  const size_t stride = static_cast<size_t>(gridDim.x) * kCheckThreads;
-  unsigned long long zeros = 0;
-  uint32_t bad = 0;
-  for (size_t g = static_cast<size_t>(blockIdx.x) * kCheckThreads + threadIdx.x; g < grid.elements; g += stride) {
-    const uint32_t code = code_at(codes, code_bytes, g);
-    if (is_anchor_index(grid, g)) {
-      if (code != 0) bad |= kNonzeroCodeAtAnchor;
-    } else if (code == 0) {
-      ++zeros;
-    } else if (code >= limit) {
-      bad |= kCodeOutOfRange;
-    }
-  }
-  if (bad) atomicOr(status, bad);
-  const unsigned long long block_zeros = Reduce(temp).Sum(zeros);
-  if (threadIdx.x == 0 && block_zeros != 0) atomicAdd(zero_codes, block_zeros);
 }
 
 template <typename T>
@@ -166,30 +159,70 @@ __global__ void __launch_bounds__(kCheckThreads)
   }
 }
 
+// The decoder's dynamic shared memory: the working buffer and the codes
+// (u16) of the same slots.
 template <typename T>
-__global__ void __launch_bounds__(kTileThreads)
-    decode_tiles(Grid grid, const uint8_t* codes, unsigned code_bytes, const DecodeHeader<T>* header, uint8_t* out) {
+inline size_t decode_shared_bytes(unsigned rank) {
+  return tile_buffer_size(rank) * (sizeof(T) + sizeof(uint16_t));
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kTileThreads, kDecodeBlocks<T>)
+    decode_tiles(Grid grid, CodeGroups groups, const __grid_constant__ ConstGroupStreams streams, unsigned code_bytes, bool is_signed,
+                 const DecodeHeader<T>* header, uint8_t* out, unsigned long long* zero_codes, uint32_t* status) {
   if (!header->ok) return;  // uniform over the grid
   T* buffer = tile_buffer<T>();
+  auto* codes = reinterpret_cast<uint16_t*>(buffer + tile_buffer_size(grid.rank));
   const TileFrame f(grid, blockIdx.x);
-  load_corners(grid, f, out, buffer);
-  const int32_t radius = static_cast<int32_t>(header->radius);
+  const TileGeometry t = geometry_of(grid, f);
+  const uint32_t radius = header->radius;
+  const uint32_t limit = 2 * radius;
+  const unsigned B = t.tile;
+  // The codes of the tile's points; the checks at the owned ones.
+  uint32_t zeros = 0, bad = 0;
+  auto* rows = reinterpret_cast<RowPlaces*>(buffer);  // the buffer is free until the corners
+  fill_row_places(grid, groups, f, t, rows);
+  __syncthreads();
+  for_each_region_point(t, [&](unsigned slot, unsigned z, unsigned y, unsigned x) {
+    const uint8_t* at = row_code_address(t, rows, streams, code_bytes, z, y, x);
+    const uint32_t code = code_of_stored(code_bytes == 1 ? *at : load_word<uint16_t>(at), radius, is_signed, code_bytes);
+    codes[slot] = static_cast<uint16_t>(code);
+    if (z < B && y < B && x < B) {
+      if ((z | y | x) == 0) {  // the tile's anchor
+        if (code != 0) bad |= kNonzeroCodeAtAnchor;
+      } else if (code == 0) {
+        ++zeros;
+      } else if (code >= limit) {
+        bad |= kCodeOutOfRange;
+      }
+    }
+  });
+  const uint32_t warp_zeros = __reduce_add_sync(0xFFFFFFFFu, zeros);
+  if ((threadIdx.x & 31u) == 0 && warp_zeros != 0) atomicAdd(zero_codes, static_cast<unsigned long long>(warp_zeros));
+  if (bad) atomicOr(status, bad);
+  __syncthreads();  // the rows' places are read: the corners may overwrite them
+  load_corners(grid, f, out, buffer);  // ends with a barrier: the codes are staged too
   for (unsigned level = level_count(grid.rank); level-- > 0;) {
     const T step = header->steps[level];
-    run_level_block(grid, f, buffer, level, header->flags[level], [&](T* at, T p, size_t z, size_t y, size_t x) {
-      const size_t g = global_index(grid, f, z, y, x);
-      const uint32_t code = code_at(codes, code_bytes, g);
+    walk_level(t, buffer, level, header->flags[level], [&](unsigned slot, T p, unsigned z, unsigned y, unsigned x) {
+      const uint32_t code = codes[slot];
       if (code == 0) {
-        *at = prediction_value(load_value<T>(out, g));
+        buffer[slot] = prediction_value(load_value<T>(out, global_index(grid, f, z, y, x)));
         return;
       }
-      *at = reconstruct(p, static_cast<int32_t>(code) - radius, step);
-      if (!owns(grid, z, y, x)) return;
-      Bits<T> bits;
-      memcpy(&bits, at, sizeof(T));
-      store_word<Bits<T>>(out + g * sizeof(T), bits);
+      buffer[slot] = reconstruct(p, static_cast<int32_t>(code) - static_cast<int32_t>(radius), step);
     });
   }
+  // The owned points with a nonzero code (never the tile's anchor), row by row.
+  const size_t plane = grid.n[1] * grid.n[2], row = grid.n[2];
+  uint8_t* base = out + global_index(grid, f, 0, 0, 0) * sizeof(T);
+  for_each_owned_point(t, [&](unsigned z, unsigned y, unsigned x, unsigned) {
+    const unsigned slot = z * t.stride[0] + y * t.stride[1] + x * t.stride[2];
+    if (codes[slot] == 0 || (z | y | x) == 0) return;
+    Bits<T> bits;
+    memcpy(&bits, buffer + slot, sizeof(T));
+    store_word<Bits<T>>(base + (z * plane + y * row + x) * sizeof(T), bits);
+  });
 }
 
 }  // namespace fz::spline::cuda::detail

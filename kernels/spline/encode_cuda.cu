@@ -3,16 +3,14 @@
 // spline/spline_cuda.hpp. The steps and their inverses are computed on the
 // host by the CPU's own functions (spline_rules.hpp) and passed to every
 // kernel, so the device only repeats the per-element arithmetic. Order:
-//   1. the element-order codes cleared (anchors keep 0), flags and tuning
-//      totals cleared;
+//   1. the outlier bitmap, flags and tuning totals cleared;
 //   2. with Tuning::kRatioFirst, per level coarsest first: tune_level over the
-//      sample tiles x 4 flag choices, then choose_flags (tune_cpu.cpp's rule);
-//      with Tuning::kOff the flags stay 0;
-//   3. encode_tiles, one block per tile;
+//      sample tiles (every flag choice in one block), then choose_flags
+//      (tune_cpu.cpp's rule); with Tuning::kOff the flags stay 0;
+//   3. encode_tiles, one block per tile: the codes straight into their group
+//      streams, the outliers into the bitmap;
 //   4. count_outliers, an exclusive scan of the span counts, write_outliers;
-//   5. write_header (K and the side stream's size), write_anchors;
-//   6. group_codes: the codes, in element order in scratch until here, to
-//      their three group streams (groups_cuda.cuh).
+//   5. write_header (K and the side stream's size), write_anchors.
 // Nothing synchronises: the engine captures this in a CUDA graph.
 #include <cub/device/device_scan.cuh>
 
@@ -23,7 +21,6 @@
 
 #include "common/one_block_scan_cuda.cuh"
 #include "spline/encode_kernels_cuda.cuh"
-#include "spline/groups_cuda.cuh"
 #include "spline/spline_cuda.hpp"
 
 namespace fz::spline::cuda {
@@ -38,13 +35,14 @@ struct EncodeLayout {
   unsigned long long* totals;   // [level][flags]: the tuning's summed costs
   uint64_t* counts;             // outliers per span
   uint64_t* offsets;            // their exclusive prefix sums
-  uint8_t* codes;               // element order, before grouping
+  uint32_t* outliers;           // bitmap, element order, kSpanWords words a span
+  size_t outlier_bytes;
   void* scan;
   size_t scan_bytes;
   size_t total;
 };
 
-EncodeLayout encode_layout(void* scratch, size_t elements, unsigned code_bytes) {
+EncodeLayout encode_layout(void* scratch, size_t elements) {
   auto* base = static_cast<uint8_t*>(scratch);
   const size_t spans = spans_of(elements);
   EncodeLayout l;
@@ -57,8 +55,9 @@ EncodeLayout encode_layout(void* scratch, size_t elements, unsigned code_bytes) 
   at += aligned(spans * 8);
   l.offsets = reinterpret_cast<uint64_t*>(base + at);
   at += aligned(spans * 8);
-  l.codes = base + at;
-  at += aligned(elements * code_bytes);
+  l.outliers = reinterpret_cast<uint32_t*>(base + at);
+  l.outlier_bytes = spans * kSpanWords * sizeof(uint32_t);
+  at += aligned(l.outlier_bytes);
   l.scan = base + at;
   l.scan_bytes = 0;
   if (spans > cuda_detail::kOneBlockScanItems)
@@ -99,46 +98,49 @@ cudaError_t encode_typed(const uint8_t* in, const Grid& grid, const Config& conf
 
   const size_t spans = spans_of(grid.elements);
   if (spans > 0x7FFFFFFFu) return cudaErrorInvalidValue;
-  const EncodeLayout l = encode_layout(scratch, grid.elements, config.code_bytes);
-  uint8_t* codes = l.codes;
+  const EncodeLayout l = encode_layout(scratch, grid.elements);
   cudaError_t err = cudaMemsetAsync(l.flags, 0, kMaxLevels, stream);
   if (err == cudaSuccess)
     err = cudaMemsetAsync(l.totals, 0, kMaxLevels * kFlagChoices * sizeof(unsigned long long), stream);
-  if (err == cudaSuccess && grid.elements > 0)
-    err = cudaMemsetAsync(codes, 0, grid.elements * config.code_bytes, stream);
+  if (err == cudaSuccess && l.outlier_bytes > 0) err = cudaMemsetAsync(l.outliers, 0, l.outlier_bytes, stream);
   if (err != cudaSuccess) return err;
 
-  const size_t shared = tile_shared_bytes<T>(grid.rank);
   const unsigned tiles = static_cast<unsigned>(grid.tile_count);  // device_grid_of bounds it
   if (config.tuning == Tuning::kRatioFirst && tiles > 0) {
-    const dim3 blocks(static_cast<unsigned>(sample_count(grid.tile_count)), kFlagChoices);
+    const size_t shared = tune_shared_bytes<T>(grid.rank);
+    err = allow_shared(tune_level<T>, shared);
+    if (err != cudaSuccess) return err;
+    const unsigned samples = static_cast<unsigned>(sample_count(grid.tile_count));
     for (unsigned level = levels; level-- > 0;) {
-      tune_level<T><<<blocks, kTileThreads, shared, stream>>>(job, level, l.flags, l.totals);
+      tune_level<T><<<samples, kTileThreads, shared, stream>>>(job, level, l.flags, l.totals);
       choose_flags<<<1, 1, 0, stream>>>(level, l.totals, l.flags);
     }
   }
-  if (tiles > 0) encode_tiles<T><<<tiles, kTileThreads, shared, stream>>>(job, l.flags, codes);
+  if (tiles > 0) {
+    const size_t shared = encode_shared_bytes<T>(grid.rank);
+    err = allow_shared(encode_tiles<T>, shared);
+    if (err != cudaSuccess) return err;
+    CodeOut out;
+    for (unsigned g = 0; g < kCodeGroups; ++g) out.streams.at[g] = code_streams.at[g];
+    out.groups = code_groups(grid);
+    out.is_signed = config.code_form == CodeForm::kSigned;
+    out.outliers = l.outliers;
+    encode_tiles<T><<<tiles, kTileThreads, shared, stream>>>(job, l.flags, out);
+  }
 
   if (spans > 0) {
-    count_outliers<<<static_cast<unsigned>(spans), kSpanThreads, 0, stream>>>(grid, codes, config.code_bytes,
-                                                                              l.counts);
+    count_outliers<<<static_cast<unsigned>(spans), kSpanThreads, 0, stream>>>(l.outliers, l.counts);
     err = scan_spans(l, spans, stream);
     if (err != cudaSuccess) return err;
   }
   const SideLayout layout = side_layout(grid.rank, sizeof(T), grid.tile_count);
   if (spans > 0)
     write_outliers<T><<<static_cast<unsigned>(spans), kSpanThreads, 0, stream>>>(
-        grid, in, codes, config.code_bytes, l.counts, l.offsets, spans, layout.indices_at, side);
+        grid, in, l.outliers, l.counts, l.offsets, spans, layout.indices_at, side);
   write_header<T><<<1, 1, 0, stream>>>(job, l.flags, l.counts, l.offsets, spans, layout, side, side_size);
   if (tiles > 0)
     write_anchors<T><<<(tiles + kSpanThreads - 1) / kSpanThreads, kSpanThreads, 0, stream>>>(grid, in,
                                                                                           layout.anchors_at, side);
-  if (grid.elements > 0) {
-    GroupStreams out;
-    for (unsigned g = 0; g < kCodeGroups; ++g) out.at[g] = code_streams.at[g];
-    group_codes<<<group_blocks(grid), kGroupThreads, 0, stream>>>(
-        grid, code_groups(grid), codes, config.code_bytes, config.code_form == CodeForm::kSigned, config.radius, out);
-  }
   return cudaGetLastError();
 }
 
@@ -153,7 +155,7 @@ size_t max_side_bytes(const std::vector<size_t>& dims, unsigned width) {
 size_t encode_scratch_bytes(const std::vector<size_t>& dims, const Config& config) {
   Grid grid;
   if (grid_of(dims, grid) != GridCheck::kOk) return 0;
-  return encode_layout(nullptr, grid.elements, config.code_bytes).total;
+  return encode_layout(nullptr, grid.elements).total;
 }
 
 std::array<size_t, kCodeGroups> code_group_bytes(const std::vector<size_t>& dims, unsigned code_bytes) {

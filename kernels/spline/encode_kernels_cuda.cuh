@@ -1,14 +1,23 @@
 // Kernels of the SPLINE CUDA encoder (dispatch: encode_cuda.cu; format:
 // spline.hpp). Internal to encode_cuda.cu.
-//   tune_level      block (sample j, flags f): the sample tile rebuilt from its
-//                   anchors through the coarser levels with their chosen flags,
-//                   then level l with f; the integer sum of its costs is added
-//                   to totals[l][f] (integer atomics: any order, the same sum);
+//   tune_level      one block per sample tile: the tile's points loaded once,
+//                   rebuilt from its anchors through the coarser levels with
+//                   their chosen flags, then level l run once per flag choice
+//                   on the same buffer (a level's run writes only its own
+//                   points, each before anything reads it, so the runs need no
+//                   restore between them); each choice's integer sum of costs
+//                   is added to totals[l][choice] (integer atomics: any order,
+//                   the same sum);
 //   choose_flags    one thread: the flags with the smallest total, ties to the
 //                   lowest (tune_cpu.cpp's rule);
-//   encode_tiles    one block per tile: the codes of the points it owns;
-//   count_outliers  per span of kSpanElements elements: how many are outliers
-//                   (code 0, not an anchor);
+//   encode_tiles    one block per tile: the tile's points loaded once into
+//                   shared memory, the levels run there, the owned points'
+//                   codes staged in shared memory and written to their places
+//                   in the three group streams (groups_cuda.cuh's row
+//                   places); outliers (code 0 at a point
+//                   that is not an anchor) set their bit in an element-order
+//                   bitmap;
+//   count_outliers  per span of kSpanElements elements: the bitmap's bits;
 //   write_outliers  each outlier's index and value at its span's offset (an
 //                   exclusive scan of the counts) plus its rank in the span, so
 //                   the list is in index order whatever the schedule;
@@ -22,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "spline/groups_cuda.cuh"
 #include "spline/tiles_cuda.cuh"
 
 namespace fz::spline::cuda::detail {
@@ -29,6 +39,7 @@ namespace fz::spline::cuda::detail {
 constexpr unsigned kSpanThreads = 256;
 constexpr unsigned kSpanPerThread = 8;
 constexpr size_t kSpanElements = size_t{kSpanThreads} * kSpanPerThread;
+constexpr size_t kSpanWords = kSpanElements / 32;  // of the outlier bitmap
 
 // What every encoder kernel knows: the grid, the input, the per-level
 // quantizers (steps and inverses computed on the host, as the CPU does).
@@ -41,30 +52,55 @@ struct EncodeParams {
   LevelQuantizer<T> quantizers[kMaxLevels];
 };
 
-// tune_level's blocks: gridDim.x samples, gridDim.y = kFlagChoices.
+// Dynamic shared memory of the kernels: the working buffer, and
+//   tune_level:   a second buffer with the tile's input values;
+//   encode_tiles: the owned points' codes (u16, B^rank).
 template <typename T>
-__global__ void __launch_bounds__(kTileThreads)
-    tune_level(EncodeParams<T> job, unsigned level, const uint8_t* flags, unsigned long long* totals) {
-  __shared__ unsigned long long block_cost;
-  T* buffer = tile_buffer<T>();
+inline size_t tune_shared_bytes(unsigned rank) {
+  return 2 * tile_buffer_size(rank) * sizeof(T);
+}
+inline size_t owned_points(unsigned rank) { return rank == 3 ? 16 * 16 * 16 : rank == 2 ? 64 * 64 : 256; }
+template <typename T>
+inline size_t encode_shared_bytes(unsigned rank) {
+  return tile_buffer_size(rank) * sizeof(T) + owned_points(rank) * sizeof(uint16_t);
+}
+
+// One block per sample tile (gridDim.x samples).
+template <typename T>
+__global__ void __launch_bounds__(kTileThreads, kTuneBlocks<T>)
+    tune_level(const __grid_constant__ EncodeParams<T> job, unsigned level, const uint8_t* flags, unsigned long long* totals) {
+  __shared__ unsigned long long block_cost[kFlagChoices];
   const Grid& grid = job.grid;
+  T* buffer = tile_buffer<T>();
+  T* input = buffer + tile_buffer_size(grid.rank);
   const TileFrame f(grid, sample_tile(blockIdx.x, grid.tile_count));
-  if (threadIdx.x == 0) block_cost = 0;
-  load_corners(grid, f, job.input, buffer);
-  auto apply = [&](unsigned l, uint8_t choice, bool count) {
-    const LevelQuantizer<T>& lq = job.quantizers[l];
-    unsigned long long cost = 0;
-    run_level_block(grid, f, buffer, l, choice, [&](T* at, T p, size_t z, size_t y, size_t x) {
-      int32_t q;
-      const uint32_t code = quantize(load_value<T>(job.input, global_index(grid, f, z, y, x)), p, lq, *at, q);
-      cost += code == 0 ? job.radius : static_cast<uint32_t>(q < 0 ? -q : q);
-    });
-    if (count && cost != 0) atomicAdd(&block_cost, cost);
-  };
-  for (unsigned l = level_count(grid.rank) - 1; l > level; --l) apply(l, flags[l], false);
-  apply(level, static_cast<uint8_t>(blockIdx.y), true);
+  const TileGeometry t = geometry_of(grid, f);
+  if (threadIdx.x < kFlagChoices) block_cost[threadIdx.x] = 0;
+  load_region(grid, f, t, job.input, buffer, input);
   __syncthreads();
-  if (threadIdx.x == 0 && block_cost != 0) atomicAdd(&totals[level * kFlagChoices + blockIdx.y], block_cost);
+  for (unsigned l = level_count(grid.rank) - 1; l > level; --l) {
+    const LevelQuantizer<T>& lq = job.quantizers[l];
+    walk_level(t, buffer, l, flags[l], [&](unsigned slot, T p, unsigned, unsigned, unsigned) {
+      int32_t q;
+      quantize(input[slot], p, lq, buffer[slot], q);
+    });
+  }
+  const LevelQuantizer<T>& lq = job.quantizers[level];
+  const uint32_t outlier_cost = job.radius;
+#pragma unroll 1
+  for (unsigned choice = 0; choice < kFlagChoices; ++choice) {
+    uint32_t cost = 0;  // at most 17 points a thread a pass-set, each below 2^15: no overflow, per warp either
+    walk_level(t, buffer, level, static_cast<uint8_t>(choice), [&](unsigned slot, T p, unsigned, unsigned, unsigned) {
+      int32_t q;
+      const uint32_t code = quantize(input[slot], p, lq, buffer[slot], q);
+      cost += code == 0 ? outlier_cost : static_cast<uint32_t>(q < 0 ? -q : q);
+    });
+    const uint32_t warp_cost = __reduce_add_sync(0xFFFFFFFFu, cost);
+    if ((threadIdx.x & 31u) == 0 && warp_cost != 0) atomicAdd(&block_cost[choice], static_cast<unsigned long long>(warp_cost));
+  }
+  __syncthreads();
+  if (threadIdx.x < kFlagChoices && block_cost[threadIdx.x] != 0)
+    atomicAdd(&totals[level * kFlagChoices + threadIdx.x], block_cost[threadIdx.x]);
 }
 
 __global__ void choose_flags(unsigned level, const unsigned long long* totals, uint8_t* flags) {
@@ -78,48 +114,68 @@ __global__ void choose_flags(unsigned level, const unsigned long long* totals, u
   }
 }
 
+// Where encode_tiles writes: the group streams in the stored form.
+struct CodeOut {
+  GroupStreams streams;
+  CodeGroups groups;
+  bool is_signed;
+  uint32_t* outliers;  // bitmap, element order, cleared by the caller
+};
+
 // One block per tile: anchors, then the levels coarsest to finest; codes of
-// the owned points (anchors keep the 0 the caller cleared them to).
+// the owned points (the tile's own anchor, never visited, has code 0).
 template <typename T>
-__global__ void __launch_bounds__(kTileThreads) encode_tiles(EncodeParams<T> job, const uint8_t* flags, uint8_t* codes) {
-  T* buffer = tile_buffer<T>();
+__global__ void __launch_bounds__(kTileThreads, kTileBlocks<T>)
+    encode_tiles(const __grid_constant__ EncodeParams<T> job, const uint8_t* flags, const __grid_constant__ CodeOut out) {
   const Grid& grid = job.grid;
+  T* buffer = tile_buffer<T>();
+  auto* codes = reinterpret_cast<uint16_t*>(buffer + tile_buffer_size(grid.rank));
   const TileFrame f(grid, blockIdx.x);
-  load_corners(grid, f, job.input, buffer);
+  const TileGeometry t = geometry_of(grid, f);
+  load_region(grid, f, t, job.input, buffer);
+  if (threadIdx.x == 0) codes[0] = 0;
+  __syncthreads();
+  const unsigned B = t.tile;
   for (unsigned level = level_count(grid.rank); level-- > 0;) {
     const LevelQuantizer<T>& lq = job.quantizers[level];
-    run_level_block(grid, f, buffer, level, flags[level], [&](T* at, T p, size_t z, size_t y, size_t x) {
-      const size_t g = global_index(grid, f, z, y, x);
+    walk_level(t, buffer, level, flags[level], [&](unsigned slot, T p, unsigned z, unsigned y, unsigned x) {
       int32_t q;
-      const uint32_t code = quantize(load_value<T>(job.input, g), p, lq, *at, q);
-      if (!owns(grid, z, y, x)) return;
-      if (job.code_bytes == 1) codes[g] = static_cast<uint8_t>(code);
-      else store_word<uint16_t>(codes + 2 * g, static_cast<uint16_t>(code));
+      const uint32_t code = quantize(buffer[slot], p, lq, buffer[slot], q);
+      if (z < B && y < B && x < B) {
+        codes[(z * B + y) * B + x] = static_cast<uint16_t>(code);
+        if (code == 0) {
+          const size_t g = global_index(grid, f, z, y, x);
+          atomicOr(out.outliers + (g >> 5), 1u << (g & 31));
+        }
+      }
     });
   }
+  // walk_level's last barrier: every code is staged, and the working buffer
+  // is free for the rows' places.
+  auto* rows = reinterpret_cast<RowPlaces*>(buffer);
+  fill_row_places(grid, out.groups, f, t, rows);
+  __syncthreads();
+  const unsigned code_bytes = job.code_bytes;
+  const uint32_t radius = job.radius;
+  for_each_owned_point(t, [&](unsigned z, unsigned y, unsigned x, unsigned i) {
+    uint8_t* at = row_code_address(t, rows, out.streams, code_bytes, z, y, x);
+    store_code_word(at, code_bytes, stored_code(codes[i], radius, out.is_signed, code_bytes));
+  });
 }
 
 // Thread t of span b holds elements b * kSpanElements + t * kSpanPerThread
-// + 0 .. kSpanPerThread-1: consecutive, so ranks in thread order are index order.
-__device__ __forceinline__ unsigned thread_outliers(const Grid& grid, const uint8_t* codes, unsigned code_bytes,
-                                                   size_t first, bool* is_outlier) {
-  unsigned count = 0;
-#pragma unroll
-  for (unsigned k = 0; k < kSpanPerThread; ++k) {
-    const size_t g = first + k;
-    is_outlier[k] = g < grid.elements && code_at(codes, code_bytes, g) == 0 && !is_anchor_index(grid, g);
-    count += is_outlier[k];
-  }
-  return count;
+// + 0 .. kSpanPerThread-1: consecutive, so ranks in thread order are index
+// order. Their bits, from the bitmap (cleared past N).
+__device__ __forceinline__ unsigned thread_outliers(const uint32_t* bitmap, size_t first) {
+  static_assert(kSpanPerThread == 8, "a thread's elements are one byte of the bitmap");
+  return (bitmap[first >> 5] >> (first & 31)) & 0xFFu;
 }
 
-__global__ void __launch_bounds__(kSpanThreads)
-    count_outliers(Grid grid, const uint8_t* codes, unsigned code_bytes, uint64_t* counts) {
+__global__ void __launch_bounds__(kSpanThreads) count_outliers(const uint32_t* bitmap, uint64_t* counts) {
   using Reduce = cub::BlockReduce<unsigned, kSpanThreads>;
   __shared__ typename Reduce::TempStorage temp;
-  bool is_outlier[kSpanPerThread];
   const size_t first = static_cast<size_t>(blockIdx.x) * kSpanElements + size_t{threadIdx.x} * kSpanPerThread;
-  const unsigned total = Reduce(temp).Sum(thread_outliers(grid, codes, code_bytes, first, is_outlier));
+  const unsigned total = Reduce(temp).Sum(__popc(thread_outliers(bitmap, first)));
   if (threadIdx.x == 0) counts[blockIdx.x] = total;
 }
 
@@ -130,27 +186,24 @@ __device__ __forceinline__ uint64_t outlier_total(const uint64_t* counts, const 
 
 template <typename T>
 __global__ void __launch_bounds__(kSpanThreads)
-    write_outliers(Grid grid, const uint8_t* input, const uint8_t* codes, unsigned code_bytes,
-                   const uint64_t* counts, const uint64_t* offsets, size_t spans, size_t indices_at, uint8_t* side) {
+    write_outliers(Grid grid, const uint8_t* input, const uint32_t* bitmap, const uint64_t* counts,
+                   const uint64_t* offsets, size_t spans, size_t indices_at, uint8_t* side) {
   using Scan = cub::BlockScan<unsigned, kSpanThreads>;
   __shared__ typename Scan::TempStorage temp;
   if (counts[blockIdx.x] == 0) return;  // uniform over the block
-  bool is_outlier[kSpanPerThread];
   const size_t first = static_cast<size_t>(blockIdx.x) * kSpanElements + size_t{threadIdx.x} * kSpanPerThread;
+  unsigned bits = thread_outliers(bitmap, first);
   unsigned rank = 0;
-  Scan(temp).ExclusiveSum(thread_outliers(grid, codes, code_bytes, first, is_outlier), rank);
+  Scan(temp).ExclusiveSum(static_cast<unsigned>(__popc(bits)), rank);
   const size_t index_width = index_width_of(grid.elements);
   const uint64_t outliers = outlier_total(counts, offsets, spans);
   uint8_t* values = side + indices_at + outliers * index_width;
   uint64_t k = offsets[blockIdx.x] + rank;
-#pragma unroll
-  for (unsigned j = 0; j < kSpanPerThread; ++j) {
-    if (!is_outlier[j]) continue;
-    const size_t g = first + j;
+  for (; bits != 0; bits &= bits - 1, ++k) {
+    const size_t g = first + static_cast<unsigned>(__ffs(bits) - 1);
     if (index_width == 4) store_word<uint32_t>(side + indices_at + 4 * k, static_cast<uint32_t>(g));
     else store_word<uint64_t>(side + indices_at + 8 * k, static_cast<uint64_t>(g));
     copy_value<T>(input + g * sizeof(T), values + k * sizeof(T));
-    ++k;
   }
 }
 

@@ -25,6 +25,38 @@ struct Unzigzag {
   }
 };
 
+// 16 bytes a thread where both buffers are 16-byte aligned (the engine's
+// buffers are): whole words of every width, one vector load and store each.
+template <typename T, typename Map>
+__global__ void map_vectors(const uint4* in, size_t vectors, uint4* out) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  constexpr unsigned kPerWord = 4 / (sizeof(T) < 4 ? sizeof(T) : 4);
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < vectors; i += stride) {
+    uint4 v = in[i];
+    if constexpr (sizeof(T) == 8) {
+      uint64_t a = (uint64_t{v.y} << 32) | v.x, b = (uint64_t{v.w} << 32) | v.z;
+      a = Map::map(a);
+      b = Map::map(b);
+      v = make_uint4(static_cast<uint32_t>(a), static_cast<uint32_t>(a >> 32), static_cast<uint32_t>(b),
+                     static_cast<uint32_t>(b >> 32));
+    } else {
+      uint32_t lanes[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (unsigned k = 0; k < 4; ++k) {
+        uint32_t word = 0;
+#pragma unroll
+        for (unsigned j = 0; j < kPerWord; ++j) {
+          const T x = static_cast<T>(lanes[k] >> (8 * sizeof(T) * j));
+          word |= static_cast<uint32_t>(Map::map(x)) << (8 * sizeof(T) * j);
+        }
+        lanes[k] = word;
+      }
+      v = make_uint4(lanes[0], lanes[1], lanes[2], lanes[3]);
+    }
+    out[i] = v;
+  }
+}
+
 template <typename T, typename Map>
 __global__ void map_words(const uint8_t* in, size_t size, uint8_t* out) {
   const size_t words = size / sizeof(T);
@@ -38,6 +70,17 @@ __global__ void map_words(const uint8_t* in, size_t size, uint8_t* out) {
 
 template <typename T, template <typename> class Map>
 void launch(const uint8_t* in, size_t size, uint8_t* out, cudaStream_t stream) {
+  if (((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(out)) & 15) == 0 && size >= 16) {
+    const size_t vectors = size / 16;
+    size_t blocks = (vectors + kThreads - 1) / kThreads;
+    if (blocks > 65536) blocks = 65536;
+    map_vectors<T, Map<T>><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        reinterpret_cast<const uint4*>(in), vectors, reinterpret_cast<uint4*>(out));
+    in += 16 * vectors;  // the rest: whole words, then bytes, as below
+    out += 16 * vectors;
+    size -= 16 * vectors;
+    if (size == 0) return;
+  }
   const size_t words = size / sizeof(T);
   size_t blocks = (words + kThreads - 1) / kThreads;
   if (blocks == 0) blocks = 1;         // the trailing bytes still need copying
