@@ -1,10 +1,12 @@
 // Huffman encoding on the CPU (format and methods: huffman/huffman.hpp).
-// Encoding makes three passes, each parallel over independent work items with
+// Two passes over the symbols, each parallel over independent work items with
 // integer results, so the bytes cannot depend on the thread count: a histogram
-// (per slab, summed), the bit length of each block (so every block knows where
-// its words go before any is written), then the blocks' codes written in place.
+// (per slab, summed), then the codes, each worker writing its run of blocks
+// into words of its own (counting each block's words as it goes); the runs are
+// then copied after one another behind the block table.
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -71,30 +73,74 @@ std::vector<uint64_t> histogram(const uint8_t* symbols, size_t n, uint32_t alpha
   return total;
 }
 
-uint64_t block_bits(const uint8_t* symbols, size_t count, const uint32_t* table) {
-  uint64_t bits = 0;
-  for (size_t i = 0; i < count; ++i) bits += table[load_le<uint16_t>(symbols + 2 * i)] & 31u;
-  return bits;
-}
+// Writes codes MSB-first into 32-bit little-endian words. `acc` keeps the
+// pending bits in its low `pending` bits (< 32 between steps, so a step of
+// up to 32 bits never overflows 64); higher bits of acc are stale, already
+// written. A step is one code, or two joined when codes are at most 16 bits
+// long (half the steps in the chain of shifts through acc).
+class BitWriter {
+ public:
+  // The codes of `count` symbols; returns the words completed into dst (at
+  // most one per symbol).
+  template <bool kPairs>
+  size_t put(const uint8_t* symbols, size_t count, const uint32_t* table, uint8_t* dst) {
+    uint8_t* const begin = dst;
+    size_t i = 0;
+    if (kPairs) {
+      for (; i + 2 <= count; i += 2) {
+        const uint32_t first = table[load_le<uint16_t>(symbols + 2 * i)];
+        const uint32_t second = table[load_le<uint16_t>(symbols + 2 * i + 2)];
+        const unsigned second_length = second & 31u;
+        step((uint64_t{first >> 5} << second_length) | (second >> 5), (first & 31u) + second_length, dst);
+      }
+    }
+    for (; i < count; ++i) {
+      const uint32_t e = table[load_le<uint16_t>(symbols + 2 * i)];
+      step(e >> 5, e & 31u, dst);
+    }
+    return static_cast<size_t>(dst - begin) / 4;
+  }
 
-// Writes the codes MSB-first into 32-bit little-endian words. `acc` keeps the
-// pending bits in its low `pending` bits (< 32 between symbols, so a code of
-// up to 24 bits never overflows 64); higher bits of acc are stale, already written.
-void encode_block(const uint8_t* symbols, size_t count, const uint32_t* table, uint8_t* dst) {
-  uint64_t acc = 0;
-  unsigned pending = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const uint32_t e = table[load_le<uint16_t>(symbols + 2 * i)];
-    const unsigned len = e & 31u;
-    acc = (acc << len) | (e >> 5);
-    pending += len;
+  // The last, partial word of a block (0 or 1 words, its unused bits 0).
+  size_t finish(uint8_t* dst) {
+    if (pending == 0) return 0;
+    store_le<uint32_t>(dst, static_cast<uint32_t>(acc << (32 - pending)));
+    return 1;
+  }
+
+ private:
+  void step(uint64_t code, unsigned length, uint8_t*& dst) {
+    acc = (acc << length) | code;
+    pending += length;
     if (pending >= 32) {
       pending -= 32;
       store_le<uint32_t>(dst, static_cast<uint32_t>(acc >> pending));
       dst += 4;
     }
   }
-  if (pending > 0) store_le<uint32_t>(dst, static_cast<uint32_t>(acc << (32 - pending)));
+
+  uint64_t acc = 0;
+  unsigned pending = 0;
+};
+
+// Blocks [first, last) into `words` (appended), words_of[b] set for each.
+void encode_blocks(const uint8_t* symbols, size_t n, size_t block_symbols, size_t first, size_t last,
+                   const uint32_t* table, bool pairs, Bytes& words, uint64_t* words_of) {
+  constexpr size_t kPiece = 4096;  // symbols per step into the scratch: at most as many words
+  uint8_t scratch[4 * kPiece];
+  for (size_t b = first; b < last; ++b) {
+    const size_t before = words.size();
+    const size_t begin = b * block_symbols, end = std::min(n, begin + block_symbols);
+    BitWriter writer;
+    for (size_t i = begin; i < end; i += kPiece) {
+      const size_t count = std::min(kPiece, end - i);
+      const size_t put = pairs ? writer.put<true>(symbols + 2 * i, count, table, scratch)
+                               : writer.put<false>(symbols + 2 * i, count, table, scratch);
+      words.insert(words.end(), scratch, scratch + 4 * put);
+    }
+    words.insert(words.end(), scratch, scratch + 4 * writer.finish(scratch));
+    words_of[b] = (words.size() - before) / 4;
+  }
 }
 
 }  // namespace
@@ -116,25 +162,35 @@ void encode(ByteSpan in, const Config& config, Bytes& out, const Executor& exec)
   const std::vector<uint32_t> table = format::encode_table(lengths, lo, hi);
 
   const size_t blocks = (n + S - 1) / S;
+  // Runs of consecutive blocks, one per worker; the words of all of them are
+  // about the histogram's coded bits (plus a partial word per block).
+  const size_t runs = std::min<size_t>(std::max(1u, exec.concurrency()), blocks);
+  uint64_t coded_bits = 0;
+  for (uint32_t s = lo; s <= hi; ++s) coded_bits += hist[s] * lengths[s];
+  const size_t run_bytes = static_cast<size_t>((coded_bits / 32 + blocks) / runs * 4 + 64);
+  const bool pairs = config.max_length <= 16;
+  std::vector<Bytes> run_words(runs);
   std::vector<uint64_t> words(blocks);
-  exec.parallel_for(blocks, [&](size_t b) {
-    const size_t count = std::min(S, n - b * S);
-    words[b] = (block_bits(in.data + 2 * b * S, count, table.data()) + 31) / 32;
+  exec.parallel_for(runs, [&](size_t r) {
+    run_words[r].reserve(run_bytes);
+    encode_blocks(in.data, n, S, blocks * r / runs, blocks * (r + 1) / runs, table.data(), pairs, run_words[r],
+                  words.data());
   });
   std::vector<uint64_t> start(blocks + 1, 0);
   for (size_t b = 0; b < blocks; ++b) start[b + 1] = start[b] + words[b];
   if (start[blocks] > UINT32_MAX) throw UsageError("Huffman input too large: over 2^32 coded words");
 
-  out = format::write_head(n, config, lengths);
+  const Bytes head = format::write_head(n, config, lengths);
+  out.assign(head.begin(), head.end());  // keeps out's capacity
   const size_t ends_at = out.size();
   const size_t payload_at = format::payload_offset(ends_at, blocks);
   out.resize(payload_at + 4 * start[blocks], 0);
   for (size_t b = 0; b < blocks; ++b) {
     store_le<uint32_t>(out.data() + ends_at + 4 * b, static_cast<uint32_t>(start[b + 1]));
   }
-  exec.parallel_for(blocks, [&](size_t b) {
-    const size_t count = std::min(S, n - b * S);
-    encode_block(in.data + 2 * b * S, count, table.data(), out.data() + payload_at + 4 * start[b]);
+  exec.parallel_for(runs, [&](size_t r) {
+    if (!run_words[r].empty())
+      std::memcpy(out.data() + payload_at + 4 * start[blocks * r / runs], run_words[r].data(), run_words[r].size());
   });
 }
 

@@ -1,17 +1,19 @@
 // CPU spline decoder (stream format: spline.hpp).
 //
-// 0. The three code groups go back to element order (groups_cpu.hpp), in
-//    the offset form, after their sizes are checked.
-// 1. Validate everything before writing: the side stream's sizes and
-//    fields, the outlier list (strictly increasing, < N, never an anchor),
-//    and every code (0 exactly at anchors and outliers, otherwise < 2R), in
-//    one walk in element order beside the outlier list.
+// 1. Check the side stream before anything depends on it: its sizes and
+//    fields, the outlier list (strictly increasing, < N).
 // 2. Scatter anchors and outliers (their exact bits) into the output.
 // 3. Rebuild the tiles in parallel with the encoder's arithmetic
 //    (tile_cpu.hpp, spline_rules.hpp). A tile reads the codes of all the
-//    points it computes and writes only those it owns with a nonzero code;
-//    at code 0 it reads the scattered value, which no tile writes, so tiles
-//    never race.
+//    points it computes straight from the group streams (groups_cpu.hpp),
+//    every one below 2R, and checks the rows it owns (each element once):
+//    code 0 at its anchor, and the other code-0 points of a row exactly the
+//    listed outliers in that row (found by binary search), counted. At code
+//    0 it reads the scattered value, which no tile writes; it writes only
+//    the points it owns with a nonzero code, so tiles never race.
+// 4. The tiles matched all K listed outliers: then code 0 is exactly at the
+//    anchors and the outliers (an outlier listed at an anchor or at a
+//    nonzero code is never matched). Any failed check throws here.
 #include <cstring>
 #include <vector>
 
@@ -30,14 +32,11 @@ using detail::TileFrame;
 template <typename T>
 struct DecodeJob {
   rules::Grid grid;
-  const uint8_t* codes = nullptr;
-  unsigned code_bytes = 2;
-  uint32_t radius = 0;
+  detail::GroupStreams<const uint8_t> codes;  // with the radius, from the side stream
   uint8_t flags[rules::kMaxLevels] = {};
   T steps[rules::kMaxLevels] = {};
   uint8_t* out = nullptr;
 
-  uint32_t code_at(size_t g) const { return code_bytes == 1 ? codes[g] : load_le<uint16_t>(codes + 2 * g); }
   T out_at(size_t g) const { return load_le<T>(out + g * sizeof(T)); }
 };
 
@@ -52,6 +51,16 @@ struct Side {
   size_t index(size_t k) const {
     return index_width == 4 ? load_le<uint32_t>(indices + 4 * k) : static_cast<size_t>(load_le<uint64_t>(indices + 8 * k));
   }
+  // The first k whose index is >= g (the indices are strictly increasing).
+  size_t first_at_or_after(size_t g) const {
+    size_t lo = 0, hi = outliers;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (index(mid) < g) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
 };
 
 template <typename T>
@@ -62,8 +71,9 @@ Side parse_side(ByteSpan side, DecodeJob<T>& job) {
   require_format(side.data[0] == grid.rank, "spline: rank does not match dims");
   const unsigned levels = rules::level_count(grid.rank);
   require_format(side.data[1] == levels, "spline: level count does not match the rank");
-  job.radius = load_le<uint32_t>(side.data + 2);
-  require_format(job.radius >= 1 && job.radius <= rules::max_radius(job.code_bytes), "spline: radius out of range");
+  job.codes.radius = load_le<uint32_t>(side.data + 2);
+  require_format(job.codes.radius >= 1 && job.codes.radius <= rules::max_radius(job.codes.code_bytes),
+                 "spline: radius out of range");
   const rules::SideLayout layout = rules::side_layout(grid.rank, width, grid.tile_count);
   require_format(side.size >= layout.indices_at, "spline: side stream too short");
   for (unsigned k = 0; k < levels; ++k) {
@@ -95,59 +105,84 @@ Side parse_side(ByteSpan side, DecodeJob<T>& job) {
   return parsed;
 }
 
-// Code 0 exactly at anchors and outliers (an outlier at an anchor is
-// malformed), every other code below 2R, every outlier consumed.
-template <typename T>
-void check_codes(const DecodeJob<T>& job, const Side& side) {
-  const rules::Grid& grid = job.grid;
-  const uint32_t limit = 2 * job.radius;
-  size_t next = 0;
-  size_t next_index = side.outliers > 0 ? side.index(0) : grid.elements;
-  size_t g = 0;
-  for (size_t z = 0; z < grid.n[0]; ++z)
-    for (size_t y = 0; y < grid.n[1]; ++y) {
-      const bool anchor_row = z % grid.tile == 0 && y % grid.tile == 0;
-      for (size_t x = 0; x < grid.n[2]; ++x, ++g) {
-        const uint32_t code = job.code_at(g);
-        const bool listed = g == next_index;
-        if (listed) {
-          ++next;
-          next_index = next < side.outliers ? side.index(next) : grid.elements;
-        }
-        if (anchor_row && x % grid.tile == 0) {
-          require_format(!listed, "spline: outlier at an anchor");
-          require_format(code == 0, "spline: nonzero code at an anchor");
-        } else if (listed) {
-          require_format(code == 0, "spline: nonzero code at an outlier");
-        } else {
-          require_format(code != 0 && code < limit, "spline: code 0 or out of range at a predicted point");
-        }
-      }
-    }
-}
+// What a tile's checks found (step 3): how many listed outliers it matched,
+// and whether its codes were valid (its anchor's 0, every code it read
+// below 2R, the code-0 points it owns but its anchor exactly the listed
+// outliers in their rows).
+struct TileCheck {
+  size_t matched = 0;
+  bool valid = true;
+};
 
+// Rows of a tile's region (z, y): at most 17 x 17 (3-D); 65 x 1 in 2-D, 1 in 1-D.
+constexpr size_t kMaxRegionRows = 17 * 17;
+
+// Decodes one tile: `buffer` and `codes` have its buffer_size slots.
 template <typename T>
-void decode_tile(const DecodeJob<T>& job, size_t tile_index, T* buffer) {
+TileCheck decode_tile(const DecodeJob<T>& job, const Side& side, size_t tile_index, T* buffer, uint16_t* codes) {
   const rules::Grid& grid = job.grid;
   const TileFrame frame(grid, tile_index);
-  detail::for_each_corner(grid, frame, [&](size_t slot, size_t z, size_t y, size_t x) {
-    buffer[slot] = rules::prediction_value(job.out_at(detail::global_index(grid, frame, z, y, x)));
-  });
-  const int32_t radius = static_cast<int32_t>(job.radius);
+  const size_t rows = detail::owned_extent(grid, frame, 0), columns = detail::owned_extent(grid, frame, 1);
+  const size_t width = detail::owned_extent(grid, frame, 2);
+  // The codes of every point the tile computes, checked below 2R (a code
+  // the tile does not own is its owner's to check, but any code of a valid
+  // stream is below 2R); at code 0 (anchors and outliers) the scattered
+  // exact value, as predictions read it, and in an owned row the code-0
+  // points but the anchor matched with the listed outliers of that row.
+  bool has_zero[kMaxRegionRows];
+  TileCheck check;
+  const uint32_t limit = 2 * job.codes.radius;
+  for (size_t z = 0; z < frame.extent[0]; ++z)
+    for (size_t y = 0; y < frame.extent[1]; ++y) {
+      const size_t slot = frame.slot(z, y, 0);
+      const detail::CodeRowStats stats = detail::read_code_row(grid, job.codes, frame.origin[0] + z,
+                                                               frame.origin[1] + y, frame.origin[2], frame.extent[2],
+                                                               codes + slot);
+      check.valid &= stats.largest < limit;
+      has_zero[z * frame.extent[1] + y] = stats.zeros != 0;
+      if (stats.zeros == 0) continue;
+      const size_t base = rules::global_index(grid, frame, z, y, 0);
+      for (size_t x = 0; x < frame.extent[2]; ++x)
+        if (codes[slot + x] == 0) buffer[slot + x] = rules::prediction_value(job.out_at(base + x));
+      if (z >= rows || y >= columns) continue;
+      const size_t first = side.first_at_or_after(base);
+      size_t k = first;
+      for (size_t x = z == 0 && y == 0 ? 1 : 0; x < width; ++x)  // (0, 0, 0) is the tile's anchor
+        if (codes[slot + x] == 0) {
+          check.valid &= k < side.outliers && side.index(k) == base + x;
+          ++k;
+        }
+      check.valid &= k >= side.outliers || side.index(k) >= base + width;  // no listed outlier left in the row
+      check.matched += k - first;
+    }
+  check.valid &= codes[0] == 0;  // the anchor at local (0, 0, 0)
+  if (!check.valid) return check;
+  const int32_t radius = static_cast<int32_t>(job.codes.radius);
   for (unsigned level = rules::level_count(grid.rank); level-- > 0;) {
     const T step = job.steps[level];
-    detail::run_level(grid, frame, buffer, size_t{1} << level, job.flags[level],
-                      [&](T* at, T p, size_t z, size_t y, size_t x) {
-                        const size_t g = detail::global_index(grid, frame, z, y, x);
-                        const uint32_t code = job.code_at(g);
-                        if (code == 0) {
-                          *at = rules::prediction_value(job.out_at(g));
-                          return;
-                        }
-                        *at = rules::reconstruct(p, static_cast<int32_t>(code) - radius, step);
-                        if (detail::owns(grid, z, y, x)) store_le<T>(job.out + g * sizeof(T), *at);
-                      });
+    detail::run_level(
+        grid, frame, level, job.flags[level],
+        [&](const auto& row) {
+          for (size_t k = 0; k < row.count; ++k) {
+            const int32_t code = codes[row.slot(k)];
+            if (code != 0) buffer[row.slot(k)] = rules::reconstruct(row.predict(buffer, k), code - radius, step);
+          }
+        },
+        [] {});
   }
+  // The owned points with a nonzero code; a row without code 0 in one copy.
+  for (size_t z = 0; z < rows; ++z)
+    for (size_t y = 0; y < columns; ++y) {
+      const size_t slot = frame.slot(z, y, 0);
+      uint8_t* at = job.out + rules::global_index(grid, frame, z, y, 0) * sizeof(T);
+      if (!has_zero[z * frame.extent[1] + y]) {
+        std::memcpy(at, buffer + slot, width * sizeof(T));  // little-endian hosts only (common/bytes.hpp)
+        continue;
+      }
+      for (size_t x = 0; x < width; ++x)
+        if (codes[slot + x] != 0) store_le<T>(at + x * sizeof(T), buffer[slot + x]);
+    }
+  return check;
 }
 
 template <typename T>
@@ -155,15 +190,15 @@ void decode_typed(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const rul
                   const CodeFormat& format, Bytes& out, const Executor& exec) {
   DecodeJob<T> job;
   job.grid = grid;
-  job.code_bytes = format.code_bytes;
+  job.codes.groups = rules::code_groups(grid);
+  job.codes.code_bytes = format.code_bytes;
+  job.codes.is_signed = format.code_form == CodeForm::kSigned;
   const Side parsed = parse_side(side, job);
-  const rules::CodeGroups groups = rules::code_groups(grid);
-  for (unsigned g = 0; g < kCodeGroups; ++g)
-    require_format(codes[g].size == groups.size[g] * format.code_bytes, "spline: a code stream's size does not match dims");
-  Bytes element_codes(grid.elements * format.code_bytes);
-  detail::ungroup_codes(grid, codes, format, job.radius, element_codes.data(), exec);
-  job.codes = element_codes.data();
-  check_codes(job, parsed);
+  for (unsigned g = 0; g < kCodeGroups; ++g) {
+    require_format(codes[g].size == job.codes.groups.size[g] * format.code_bytes,
+                   "spline: a code stream's size does not match dims");
+    job.codes.at[g] = codes[g].data;
+  }
   const size_t width = sizeof(T);
   out.assign(grid.elements * width, 0);
   job.out = out.data();
@@ -176,12 +211,22 @@ void decode_typed(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const rul
       }
   for (size_t k = 0; k < parsed.outliers; ++k)
     std::memcpy(job.out + parsed.index(k) * width, parsed.values + k * width, width);
+  std::vector<TileCheck> checks(grid.tile_count);
+  const size_t buffer_size = rules::tile_buffer_size(grid.rank);
   exec.parallel_for(grid.tile_count, [&](size_t tile_index) {
     FloatStateGuard guard;
     thread_local std::vector<T> buffer;
-    buffer.resize(TileFrame(grid, tile_index).buffer_size);
-    decode_tile(job, tile_index, buffer.data());
+    thread_local std::vector<uint16_t> tile_codes;
+    buffer.resize(buffer_size);
+    tile_codes.resize(buffer_size);
+    checks[tile_index] = decode_tile(job, parsed, tile_index, buffer.data(), tile_codes.data());
   });
+  size_t matched = 0;
+  for (const TileCheck& check : checks) {
+    require_format(check.valid, "spline: a code out of range, or code 0 not exactly at the anchors and outliers");
+    matched += check.matched;
+  }
+  require_format(matched == parsed.outliers, "spline: a listed outlier at a point of nonzero code");
 }
 
 }  // namespace

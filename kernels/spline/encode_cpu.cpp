@@ -2,18 +2,21 @@
 //
 // 1. The per-level flags: all 0 (kOff) or tuned on a sample of tiles
 //    (tune_cpu.cpp).
-// 2. Every tile, in parallel, in a private working buffer: anchors, then the
-//    levels coarsest to finest; each point is predicted from the buffer,
-//    quantized with the strict check, and its code written if the tile owns
-//    it (outliers get code 0). Tiles write disjoint codes, so the bytes do not
-//    depend on the thread count.
-// 3. One pass in element order gathers the outliers (code 0, not an anchor)
-//    with their exact bits, so the list is in index order without a sort.
-// 4. The codes, in element order until here, go to their three group
-//    streams (groups_cpu.hpp).
+// 2. Every tile, in parallel, in a private working buffer: its points, then
+//    the levels coarsest to finest; each point is predicted from the buffer,
+//    quantized with the strict check (in batches, quantize_cpu.hpp), and its
+//    code kept beside the buffer. Then the codes of the points it owns go
+//    straight to their places in the three group streams (groups_cpu.hpp),
+//    and its outliers (code 0 at an owned point but its anchor) to the
+//    tile's list, in element order. Tiles write disjoint codes, so the bytes
+//    do not depend on the thread count.
+// 3. The side stream, its outliers the tiles' lists merged into element
+//    order (each list is in order; the merge walks the chunk's rows).
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "common/cpu_features.hpp"
 #include "common/error.hpp"
 #include "common/float_state.hpp"
 #include "spline/encode_cpu.hpp"
@@ -24,35 +27,75 @@
 
 namespace fz::spline {
 namespace detail {
+namespace {
 
+// Encodes one tile: `buffer` and `codes` have its buffer_size slots; the
+// indices of its owned outliers are appended to `outliers`.
 template <typename T>
-void encode_tile(const EncodeJob<T>& job, size_t tile_index, T* buffer) {
+void encode_tile(const EncodeJob<T>& job, const GroupStreams<uint8_t>& streams, size_t tile_index, T* buffer,
+                 uint16_t* codes, std::vector<size_t>& outliers) {
   const rules::Grid& grid = job.grid;
   const TileFrame frame(grid, tile_index);
-  load_anchors(job, frame, buffer);
-  uint8_t* codes = job.codes;
-  const unsigned code_bytes = job.code_bytes;
+  load_region(job, frame, buffer);
+  for_each_corner(grid, frame, [&](size_t slot, size_t, size_t, size_t) { codes[slot] = 0; });
+  PointBatch<T> batch;
   for (unsigned level = grid_levels(grid); level-- > 0;) {
-    const LevelQuantizer<T>& lq = job.quantizers[level];
-    run_level(grid, frame, buffer, size_t{1} << level, job.flags[level],
-              [&](T* at, T p, size_t z, size_t y, size_t x) {
-                const size_t g = global_index(grid, frame, z, y, x);
-                int32_t q;
-                const uint32_t code = rules::quantize(job.input_at(g), p, lq, *at, q);
-                if (!owns(grid, z, y, x)) return;
-                if (code_bytes == 1) codes[g] = static_cast<uint8_t>(code);
-                else store_le<uint16_t>(codes + 2 * g, static_cast<uint16_t>(code));
-              });
+    const LevelQuantizer<T> lq = job.quantizers[level];
+    run_level_batched(grid, frame, buffer, buffer, level, job.flags[level], batch, [&](PointBatch<T>& b) {
+      quantize_batch(b.x, b.prediction, b.size, lq, job.avx2, b.value, b.code);
+      for (size_t k = 0; k < b.size; ++k) {
+        buffer[b.slot[k]] = b.value[k];
+        codes[b.slot[k]] = static_cast<uint16_t>(b.code[k]);
+      }
+    });
+  }
+  const size_t rows = owned_extent(grid, frame, 0), columns = owned_extent(grid, frame, 1);
+  const size_t width = owned_extent(grid, frame, 2);
+  for (size_t z = 0; z < rows; ++z)
+    for (size_t y = 0; y < columns; ++y) {
+      const uint16_t* row = codes + frame.slot(z, y, 0);
+      const size_t zeros =
+          write_code_row(grid, streams, frame.origin[0] + z, frame.origin[1] + y, frame.origin[2], width, row);
+      const bool anchor_row = z == 0 && y == 0;  // its (0, 0, 0) is the tile's anchor, code 0
+      if (zeros == (anchor_row ? 1 : 0)) continue;
+      const size_t base = rules::global_index(grid, frame, z, y, 0);
+      for (size_t x = anchor_row ? 1 : 0; x < width; ++x)
+        if (row[x] == 0) outliers.push_back(base + x);
+    }
+}
+
+// Calls emit(index) for the tiles' outliers in element order (each tile's
+// list is in element order): row by row of the chunk, the tiles that row
+// crosses in x order. The lists of a slab of tiles are freed once merged.
+template <typename Emit>
+void merge_outliers(const rules::Grid& grid, std::vector<std::vector<size_t>>& lists, Emit&& emit) {
+  std::vector<size_t> next(lists.size(), 0);
+  const size_t slab_tiles = grid.tiles[1] * grid.tiles[2];
+  for (size_t tz = 0; tz < grid.tiles[0]; ++tz) {
+    const size_t slab_begin = tz * slab_tiles, slab_end = slab_begin + slab_tiles;
+    size_t in_slab = 0;
+    for (size_t t = slab_begin; t < slab_end; ++t) in_slab += lists[t].size();
+    if (in_slab == 0) continue;
+    for (size_t z = tz * grid.tile; z < grid.n[0] && z < (tz + 1) * grid.tile; ++z)
+      for (size_t y = 0; y < grid.n[1]; ++y) {
+        const size_t row = z * grid.n[1] + y;
+        const size_t first_tile = (tz * grid.tiles[1] + y / grid.tile) * grid.tiles[2];
+        for (size_t t = first_tile; t < first_tile + grid.tiles[2]; ++t) {
+          const std::vector<size_t>& list = lists[t];
+          while (next[t] < list.size() && list[next[t]] / grid.n[2] == row) emit(list[next[t]++]);
+        }
+      }
+    for (size_t t = slab_begin; t < slab_end; ++t) std::vector<size_t>().swap(lists[t]);
   }
 }
 
-namespace {
-
 // Appends the side stream (spline.hpp): header, level flags and steps,
-// anchors in anchor-grid C order, then the outliers in index order.
+// anchors in anchor-grid C order, then the outliers in index order (from
+// the tiles' lists, which it frees).
 template <typename T>
-void write_side(const EncodeJob<T>& job, const uint8_t* input, Bytes& side) {
+void write_side(const EncodeJob<T>& job, std::vector<std::vector<size_t>>& tile_outliers, Bytes& side) {
   const rules::Grid& grid = job.grid;
+  const uint8_t* input = job.input;
   const size_t width = sizeof(T);
   side.clear();
   side.push_back(static_cast<uint8_t>(grid.rank));
@@ -69,24 +112,21 @@ void write_side(const EncodeJob<T>& job, const uint8_t* input, Bytes& side) {
         const size_t g = (z * grid.n[1] + y) * grid.n[2] + x;
         side.insert(side.end(), input + g * width, input + (g + 1) * width);
       }
-  // Outliers: code 0 at a point that is not an anchor.
-  std::vector<size_t> outliers;
-  size_t g = 0;
-  for (size_t z = 0; z < grid.n[0]; ++z)
-    for (size_t y = 0; y < grid.n[1]; ++y) {
-      const bool anchor_row = z % grid.tile == 0 && y % grid.tile == 0;
-      for (size_t x = 0; x < grid.n[2]; ++x, ++g) {
-        const bool zero = job.code_bytes == 1 ? job.codes[g] == 0 : load_le<uint16_t>(job.codes + 2 * g) == 0;
-        if (zero && !(anchor_row && x % grid.tile == 0)) outliers.push_back(g);
-      }
-    }
-  append_le<uint64_t>(side, outliers.size());
+  size_t outliers = 0;
+  for (const std::vector<size_t>& list : tile_outliers) outliers += list.size();
+  append_le<uint64_t>(side, outliers);
   const size_t index_width = rules::index_width_of(grid.elements);
-  for (size_t index : outliers) {
-    if (index_width == 4) append_le<uint32_t>(side, static_cast<uint32_t>(index));
-    else append_le<uint64_t>(side, index);
-  }
-  for (size_t index : outliers) side.insert(side.end(), input + index * width, input + (index + 1) * width);
+  const size_t indices_at = side.size();
+  side.resize(indices_at + outliers * (index_width + width));
+  uint8_t* index_at = side.data() + indices_at;
+  uint8_t* value_at = index_at + outliers * index_width;
+  merge_outliers(grid, tile_outliers, [&](size_t index) {
+    if (index_width == 4) store_le<uint32_t>(index_at, static_cast<uint32_t>(index));
+    else store_le<uint64_t>(index_at, index);
+    index_at += index_width;
+    std::memcpy(value_at, input + index * width, width);
+    value_at += width;
+  });
 }
 
 template <typename T>
@@ -96,30 +136,35 @@ void encode_typed(ByteSpan in, const rules::Grid& grid, const Config& config, do
   job.grid = grid;
   job.input = in.data;
   job.radius = config.radius;
-  job.code_bytes = config.code_bytes;
+  job.avx2 = cpu_has_avx2();
   const unsigned levels = grid_levels(grid);
   T steps[rules::kMaxLevels];
   rules::level_steps<T>(eb, config.alpha, config.beta, levels, steps);
   for (unsigned l = 0; l < levels; ++l) job.quantizers[l] = rules::make_level_quantizer<T>(steps[l], config.radius, eb);
-  Bytes element_codes(grid.elements * config.code_bytes, 0);
-  job.codes = element_codes.data();
   if (config.tuning == Tuning::kRatioFirst && grid.tile_count > 0) tune_ratio_first(job, exec);
+  GroupStreams<uint8_t> streams;
+  streams.groups = rules::code_groups(grid);
+  streams.code_bytes = config.code_bytes;
+  streams.is_signed = config.code_form == CodeForm::kSigned;
+  streams.radius = config.radius;
+  for (unsigned g = 0; g < kCodeGroups; ++g) {
+    out.codes[g].resize(streams.groups.size[g] * config.code_bytes);
+    streams.at[g] = out.codes[g].data();
+  }
+  std::vector<std::vector<size_t>> tile_outliers(grid.tile_count);
+  const size_t buffer_size = rules::tile_buffer_size(grid.rank);
   exec.parallel_for(grid.tile_count, [&](size_t tile_index) {
     FloatStateGuard guard;
     thread_local std::vector<T> buffer;
-    buffer.resize(TileFrame(grid, tile_index).buffer_size);
-    encode_tile(job, tile_index, buffer.data());
+    thread_local std::vector<uint16_t> codes;
+    buffer.resize(buffer_size);
+    codes.resize(buffer_size);
+    encode_tile(job, streams, tile_index, buffer.data(), codes.data(), tile_outliers[tile_index]);
   });
-  write_side(job, in.data, out.side);
-  group_codes(grid, job.codes, CodeFormat{config.width, config.code_bytes, config.code_form}, config.radius, out.codes,
-              exec);
+  write_side(job, tile_outliers, out.side);
 }
 
 }  // namespace
-
-template void encode_tile<float>(const EncodeJob<float>&, size_t, float*);
-template void encode_tile<double>(const EncodeJob<double>&, size_t, double*);
-
 }  // namespace detail
 
 void encode(ByteSpan in, const std::vector<size_t>& dims, const Config& config, double eb, Streams& out,

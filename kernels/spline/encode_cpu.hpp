@@ -1,13 +1,16 @@
 // What the CPU spline encoder (encode_cpu.cpp) and its tuner (tune_cpu.cpp)
-// share: the job (input, grid, per-level flags and quantizers, code output)
-// and the start of every tile, its anchors.
+// share: the job (input, grid, per-level flags and quantizers), the start of
+// every tile, its points loaded into the working buffer, and the level walk
+// with its points quantized in batches.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "common/bytes.hpp"
 #include "common/executor.hpp"
+#include "spline/quantize_cpu.hpp"
 #include "spline/spline_rules.hpp"
 #include "spline/tile_cpu.hpp"
 
@@ -22,26 +25,72 @@ struct EncodeJob {
   rules::Grid grid;
   const uint8_t* input = nullptr;
   uint32_t radius = 0;
-  unsigned code_bytes = 2;
   uint8_t flags[rules::kMaxLevels] = {};              // by level l (0 finest)
   LevelQuantizer<T> quantizers[rules::kMaxLevels] = {};  // by level l
-  uint8_t* codes = nullptr;
-
-  T input_at(size_t g) const { return load_le<T>(input + g * sizeof(T)); }
+  bool avx2 = false;  // cpu_has_avx2() on the calling thread (quantize_batch)
 };
 
-// Puts the tile's anchors into its working buffer: the exact values, 0 for
-// those that are not finite (what predictions read, spline.hpp).
+// Puts the tile's points inside the chunk into its working buffer: the
+// corners (anchors) as predictions read them (the exact values, 0 where not
+// finite), every other point as its input value, which the level walk reads
+// as the point's x before it sets the slot to what predictions read (a
+// point is computed once, and nothing reads it before).
 template <typename T>
-void load_anchors(const EncodeJob<T>& job, const TileFrame& frame, T* buffer) {
-  for_each_corner(job.grid, frame, [&](size_t slot, size_t z, size_t y, size_t x) {
-    buffer[slot] = rules::prediction_value(job.input_at(global_index(job.grid, frame, z, y, x)));
+void load_region(const EncodeJob<T>& job, const TileFrame& f, T* buffer) {
+  const rules::Grid& grid = job.grid;
+  for (size_t z = 0; z < f.extent[0]; ++z)
+    for (size_t y = 0; y < f.extent[1]; ++y)
+      std::memcpy(buffer + f.slot(z, y, 0), job.input + rules::global_index(grid, f, z, y, 0) * sizeof(T),
+                  f.extent[2] * sizeof(T));  // little-endian hosts only (common/bytes.hpp)
+  for_each_corner(grid, f, [&](size_t slot, size_t, size_t, size_t) {
+    buffer[slot] = rules::prediction_value(buffer[slot]);
   });
 }
 
-// Encodes one tile (codes of the points it owns) in `buffer` (its buffer_size values).
+// Points of a level collected for quantize_batch: their slots, predictions
+// and x, then quantize_batch's values and codes.
 template <typename T>
-void encode_tile(const EncodeJob<T>& job, size_t tile_index, T* buffer);
+struct PointBatch {
+  static constexpr size_t kCapacity = 2 * kMaxRowPoints;  // a row always fits
+  size_t size = 0;
+  uint32_t slot[kCapacity];
+  T prediction[kCapacity];
+  T x[kCapacity];
+  T value[kCapacity];
+  uint32_t code[kCapacity];
+};
+
+// run_level with the points quantized in batches: each point's slot,
+// prediction and x (source[slot]: the encoder's own buffer, or the tuner's
+// copy of the input) go to the batch, row by row; flush(batch) runs when a
+// row would not fit and at the end of each pass, and must set buffer[slot]
+// for each of the batch's points. The points of a pass never read each
+// other (tile_cpu.hpp), so their slots may wait for the flush.
+template <typename T, typename Flush>
+void run_level_batched(const rules::Grid& grid, const TileFrame& f, const T* source, T* buffer, unsigned level,
+                       uint8_t flags, PointBatch<T>& batch, Flush&& flush) {
+  auto flush_batch = [&] {
+    if (batch.size != 0) flush(batch);
+    batch.size = 0;
+  };
+  batch.size = 0;
+  run_level(
+      grid, f, level, flags,
+      [&](const auto& row) {
+        if (batch.size + row.count > PointBatch<T>::kCapacity) flush_batch();
+        uint32_t* slots = batch.slot + batch.size;
+        T* predictions = batch.prediction + batch.size;
+        T* xs = batch.x + batch.size;
+        for (size_t k = 0; k < row.count; ++k) {
+          const size_t slot = row.slot(k);
+          slots[k] = static_cast<uint32_t>(slot);
+          predictions[k] = row.predict(buffer, k);
+          xs[k] = source[slot];
+        }
+        batch.size += row.count;
+      },
+      flush_batch);
+}
 
 // Sets job.flags by Tuning::kRatioFirst (tune_cpu.cpp); job.grid has tiles.
 template <typename T>

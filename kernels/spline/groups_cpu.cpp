@@ -4,62 +4,118 @@
 namespace fz::spline::detail {
 namespace {
 
-// Calls visit(element index, group, offset in the group) for every element,
-// rows in parallel (each row's places come from the closed forms alone).
-template <typename Visit>
-void for_each_place(const rules::Grid& grid, const Executor& exec, Visit visit) {
-  const rules::CodeGroups groups = rules::code_groups(grid);
-  const size_t rows = grid.elements == 0 ? 0 : grid.n[0] * grid.n[1];
-  const size_t width = grid.n[2];
-  constexpr size_t kRowsPerTask = 64;
-  exec.parallel_for((rows + kRowsPerTask - 1) / kRowsPerTask, [&](size_t task) {
-    const size_t end = task * kRowsPerTask + kRowsPerTask < rows ? task * kRowsPerTask + kRowsPerTask : rows;
-    for (size_t row = task * kRowsPerTask; row < end; ++row) {
-      const rules::CodeRow r = rules::code_row(grid, groups, row / grid.n[1], row % grid.n[1]);
-      for (size_t x = 0; x < width; ++x) {
-        size_t offset;
-        const unsigned g = rules::code_place(r, x, offset);
-        visit(row * width + x, g, offset);
-      }
+// Calls lane(group, offset, first, step) for each group the row segment
+// (z, y, x0 .. x0 + count - 1) has codes in: its codes are the segment's
+// points first, first + step, ... (below count), consecutive in the group
+// from `offset` on (a group holds a row's codes in x order).
+template <typename Lane>
+void for_each_lane(const rules::Grid& grid, const rules::CodeGroups& groups, size_t z, size_t y, size_t x0,
+                   size_t count, Lane&& lane) {
+  const rules::CodeRow r = rules::code_row(grid, groups, z, y);
+  // Class 0 rows: every x in group 0. Class 2: even x in group 1, odd x in
+  // group 0. Class 4: x = 0 mod 4 in group 2, x = 2 mod 4 in group 1, odd x
+  // in group 0.
+  const size_t period = r.row_class == 0 ? 1 : r.row_class == 2 ? 2 : 4;
+  bool odd_done = false;
+  for (size_t first = 0; first < period && first < count; ++first) {
+    const size_t x = x0 + first;
+    size_t step = period;
+    if (period == 4 && x % 2 != 0) {
+      if (odd_done) continue;
+      odd_done = true;
+      step = 2;
     }
+    size_t offset;
+    const unsigned g = rules::code_place(r, x, offset);
+    lane(g, offset, first, step);
+  }
+}
+
+template <unsigned kCodeBytes>
+uint32_t load_code(const uint8_t* at) {
+  return kCodeBytes == 1 ? *at : load_le<uint16_t>(at);
+}
+
+template <unsigned kCodeBytes>
+void store_code(uint8_t* at, uint32_t stored) {
+  if (kCodeBytes == 1) *at = static_cast<uint8_t>(stored);
+  else store_le<uint16_t>(at, static_cast<uint16_t>(stored));
+}
+
+// One lane: codes[first], codes[first + kStep], ... (below count) to the
+// consecutive stored codes from `at`; returns how many are 0. The step is a
+// constant so that the loops vectorise (class 0 rows are one lane of step 1).
+template <unsigned kCodeBytes, bool kSigned, size_t kStep>
+size_t write_lane(uint8_t* at, const uint16_t* codes, size_t first, size_t count, uint32_t radius) {
+  unsigned zeros = 0;
+  for (size_t i = first, j = 0; i < count; i += kStep, ++j) {
+    zeros += codes[i] == 0;
+    store_code<kCodeBytes>(at + j * kCodeBytes, rules::stored_code(codes[i], radius, kSigned, kCodeBytes));
+  }
+  return zeros;
+}
+
+// The inverse: the stored codes from `at` to codes[first], codes[first +
+// kStep], ...; adds to `stats`.
+template <unsigned kCodeBytes, bool kSigned, size_t kStep>
+void read_lane(const uint8_t* at, uint16_t* codes, size_t first, size_t count, uint32_t radius, CodeRowStats& stats) {
+  unsigned zeros = 0;
+  uint16_t largest = 0;
+  for (size_t i = first, j = 0; i < count; i += kStep, ++j) {
+    const auto code = static_cast<uint16_t>(
+        rules::code_of_stored(load_code<kCodeBytes>(at + j * kCodeBytes), radius, kSigned, kCodeBytes));
+    codes[i] = code;
+    zeros += code == 0;
+    largest = code > largest ? code : largest;
+  }
+  stats.zeros += zeros;
+  stats.largest = largest > stats.largest ? largest : stats.largest;
+}
+
+template <unsigned kCodeBytes, bool kSigned>
+size_t write_row(const rules::Grid& grid, const GroupStreams<uint8_t>& s, size_t z, size_t y, size_t x0,
+                 size_t count, const uint16_t* codes) {
+  size_t zeros = 0;
+  for_each_lane(grid, s.groups, z, y, x0, count, [&](unsigned g, size_t offset, size_t first, size_t step) {
+    uint8_t* at = s.at[g] + offset * kCodeBytes;
+    if (step == 1) zeros += write_lane<kCodeBytes, kSigned, 1>(at, codes, first, count, s.radius);
+    else if (step == 2) zeros += write_lane<kCodeBytes, kSigned, 2>(at, codes, first, count, s.radius);
+    else zeros += write_lane<kCodeBytes, kSigned, 4>(at, codes, first, count, s.radius);
   });
+  return zeros;
 }
 
-uint32_t load_code(const uint8_t* at, unsigned code_bytes) {
-  return code_bytes == 1 ? *at : load_le<uint16_t>(at);
-}
-
-void store_code(uint8_t* at, unsigned code_bytes, uint32_t code) {
-  if (code_bytes == 1) *at = static_cast<uint8_t>(code);
-  else store_le<uint16_t>(at, static_cast<uint16_t>(code));
+template <unsigned kCodeBytes, bool kSigned>
+CodeRowStats read_row(const rules::Grid& grid, const GroupStreams<const uint8_t>& s, size_t z, size_t y, size_t x0,
+                      size_t count, uint16_t* codes) {
+  CodeRowStats stats;
+  for_each_lane(grid, s.groups, z, y, x0, count, [&](unsigned g, size_t offset, size_t first, size_t step) {
+    const uint8_t* at = s.at[g] + offset * kCodeBytes;
+    if (step == 1) read_lane<kCodeBytes, kSigned, 1>(at, codes, first, count, s.radius, stats);
+    else if (step == 2) read_lane<kCodeBytes, kSigned, 2>(at, codes, first, count, s.radius, stats);
+    else read_lane<kCodeBytes, kSigned, 4>(at, codes, first, count, s.radius, stats);
+  });
+  return stats;
 }
 
 }  // namespace
 
-void group_codes(const rules::Grid& grid, const uint8_t* codes, const CodeFormat& format, uint32_t radius,
-                 Bytes (&groups)[kCodeGroups], const Executor& exec) {
-  const rules::CodeGroups sizes = rules::code_groups(grid);
-  const unsigned cb = format.code_bytes;
-  const bool is_signed = format.code_form == CodeForm::kSigned;
-  uint8_t* out[kCodeGroups];
-  for (unsigned g = 0; g < kCodeGroups; ++g) {
-    groups[g].resize(sizes.size[g] * cb);
-    out[g] = groups[g].data();
-  }
-  for_each_place(grid, exec, [&](size_t element, unsigned g, size_t offset) {
-    const uint32_t code = load_code(codes + element * cb, cb);
-    store_code(out[g] + offset * cb, cb, rules::stored_code(code, radius, is_signed, cb));
-  });
+size_t write_code_row(const rules::Grid& grid, const GroupStreams<uint8_t>& streams, size_t z, size_t y, size_t x0,
+                      size_t count, const uint16_t* codes) {
+  if (streams.code_bytes == 1)
+    return streams.is_signed ? write_row<1, true>(grid, streams, z, y, x0, count, codes)
+                             : write_row<1, false>(grid, streams, z, y, x0, count, codes);
+  return streams.is_signed ? write_row<2, true>(grid, streams, z, y, x0, count, codes)
+                           : write_row<2, false>(grid, streams, z, y, x0, count, codes);
 }
 
-void ungroup_codes(const rules::Grid& grid, const ByteSpan (&groups)[kCodeGroups], const CodeFormat& format,
-                   uint32_t radius, uint8_t* codes, const Executor& exec) {
-  const unsigned cb = format.code_bytes;
-  const bool is_signed = format.code_form == CodeForm::kSigned;
-  for_each_place(grid, exec, [&](size_t element, unsigned g, size_t offset) {
-    const uint32_t stored = load_code(groups[g].data + offset * cb, cb);
-    store_code(codes + element * cb, cb, rules::code_of_stored(stored, radius, is_signed, cb));
-  });
+CodeRowStats read_code_row(const rules::Grid& grid, const GroupStreams<const uint8_t>& streams, size_t z, size_t y,
+                           size_t x0, size_t count, uint16_t* codes) {
+  if (streams.code_bytes == 1)
+    return streams.is_signed ? read_row<1, true>(grid, streams, z, y, x0, count, codes)
+                             : read_row<1, false>(grid, streams, z, y, x0, count, codes);
+  return streams.is_signed ? read_row<2, true>(grid, streams, z, y, x0, count, codes)
+                           : read_row<2, false>(grid, streams, z, y, x0, count, codes);
 }
 
 }  // namespace fz::spline::detail

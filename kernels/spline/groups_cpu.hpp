@@ -1,25 +1,43 @@
-// The code groups on the CPU (spline.hpp, spline_rules.hpp): the encoder and
-// decoder work on codes in element order; these move them to and from the
-// three group streams, in the config's code form, row by row in parallel.
+// The code groups on the CPU (spline.hpp, spline_rules.hpp): the tiles write
+// each code straight to its place in its group stream and read it from
+// there, row by row, with the closed forms the GPU uses too (code_row and
+// code_place from the global coordinates), so no pass over element-order
+// codes is needed.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "common/bytes.hpp"
-#include "common/executor.hpp"
 #include "spline/spline.hpp"
 #include "spline/spline_rules.hpp"
 
 namespace fz::spline::detail {
 
-// element-order codes (N * code_bytes bytes) -> groups[g] (sized here).
-void group_codes(const rules::Grid& grid, const uint8_t* codes, const CodeFormat& format, uint32_t radius,
-                 Bytes (&groups)[kCodeGroups], const Executor& exec);
+// The three group streams and how their codes are stored.
+template <typename Byte>
+struct GroupStreams {
+  Byte* at[kCodeGroups] = {};
+  rules::CodeGroups groups;
+  unsigned code_bytes = 2;
+  bool is_signed = false;
+  uint32_t radius = 0;
+};
 
-// groups (sizes already checked against code_groups) -> element-order codes
-// (N * code_bytes bytes), back in the offset form.
-void ungroup_codes(const rules::Grid& grid, const ByteSpan (&groups)[kCodeGroups], const CodeFormat& format,
-                   uint32_t radius, uint8_t* codes, const Executor& exec);
+// codes[0 .. count) (offset form) -> their places in the streams: the
+// points (z, y, x0 .. x0 + count - 1) of the chunk. Returns how many of the
+// codes are 0.
+size_t write_code_row(const rules::Grid& grid, const GroupStreams<uint8_t>& streams, size_t z, size_t y, size_t x0,
+                      size_t count, const uint16_t* codes);
+
+// What read_code_row saw: how many codes were 0, and the largest.
+struct CodeRowStats {
+  size_t zeros = 0;
+  uint32_t largest = 0;
+};
+
+// The inverse: the codes of those points, back in the offset form.
+CodeRowStats read_code_row(const rules::Grid& grid, const GroupStreams<const uint8_t>& streams, size_t z, size_t y,
+                           size_t x0, size_t count, uint16_t* codes);
 
 }  // namespace fz::spline::detail

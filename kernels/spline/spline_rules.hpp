@@ -350,37 +350,78 @@ FZ_HOST_DEVICE inline T prediction_value(T x) {
   return is_finite(x) ? x : T(0);
 }
 
-// The 1-D prediction of the point `at` (a slot of a tile's working buffer)
-// along the pass axis, whose neighbours lie `stride` slots apart (u points):
-// local index i (an odd multiple of u), tile size B, global index g of extent
-// n. Exactly spline.hpp's table, in T, left to right, one rounding per
-// operation (no contraction: -ffp-contract=off, -fmad=false). Reads only the
-// neighbours that exist.
+// The 1-D prediction along the pass axis (spline.hpp's table) in two steps:
+// which neighbours the point has, its stencil (a function of its index
+// alone, so a CPU pass classifies each index once and runs the points of a
+// stencil in a loop without branches), then the stencil's formula.
+enum Stencil : unsigned {
+  kStencilB = 0,         // no c (then no d either): b
+  kStencilBC = 1,        // linear, or cubic with neither a nor d: (b + c) / 2
+  kStencilNotAKnot = 2,  // not-a-knot cubic, a and d: (-3a + 23b + 23c - 3d) / 40
+  kStencilNatural = 3,   // natural cubic, a and d: (-a + 9b + 9c - d) / 16
+  kStencilABC = 4,       // cubic, a, no d: (-a + 6b + 3c) / 8
+  kStencilBCD = 5,       // cubic, d, no a: (3b + 6c - d) / 8
+};
+
+// The stencil at local index i (an odd multiple of u), tile size B, global
+// index g of extent n.
+FZ_HOST_DEVICE inline Stencil stencil_of(size_t i, size_t u, size_t tile, size_t g, size_t n, unsigned interpolation) {
+  if (!(g + u < n)) return kStencilB;
+  if (interpolation == kLinear) return kStencilBC;
+  const bool has_a = i >= 3 * u;
+  const bool has_d = i + 3 * u <= tile && g + 3 * u < n;
+  if (has_a && has_d) return interpolation == kNaturalCubic ? kStencilNatural : kStencilNotAKnot;
+  if (has_a) return kStencilABC;
+  if (has_d) return kStencilBCD;
+  return kStencilBC;
+}
+
+// Stencil S's prediction of the point `at` (a slot of a tile's working
+// buffer), whose neighbours along the pass axis lie `stride` slots apart (u
+// points). In T, left to right, one rounding per operation (no contraction:
+// -ffp-contract=off, -fmad=false). Reads only the neighbours S has.
+template <unsigned S, typename T>
+FZ_HOST_DEVICE inline T predict_stencil(const T* at, ptrdiff_t stride) {
+  const T b = at[-stride];
+  if constexpr (S == kStencilB) {
+    return b;
+  } else {
+    const T c = at[stride];
+    if constexpr (S == kStencilBC) {
+      return (b + c) / T(2);
+    } else if constexpr (S == kStencilNotAKnot) {
+      const T a = at[-3 * stride];
+      const T d = at[3 * stride];
+      return (T(-3) * a + T(23) * b + T(23) * c - T(3) * d) / T(40);
+    } else if constexpr (S == kStencilNatural) {
+      const T a = at[-3 * stride];
+      const T d = at[3 * stride];
+      return (-a + T(9) * b + T(9) * c - d) / T(16);
+    } else if constexpr (S == kStencilABC) {
+      const T a = at[-3 * stride];
+      return (-a + T(6) * b + T(3) * c) / T(8);
+    } else {
+      static_assert(S == kStencilBCD, "unknown stencil");
+      const T d = at[3 * stride];
+      return (T(3) * b + T(6) * c - d) / T(8);
+    }
+  }
+}
+
+// The 1-D prediction of the point `at` along the pass axis, its neighbours
+// `stride` slots apart: local index i, tile size B, global index g of extent
+// n (stencil_of, then predict_stencil).
 template <typename T>
 FZ_HOST_DEVICE inline T predict_along(const T* at, ptrdiff_t stride, size_t i, size_t u, size_t tile, size_t g,
                                       size_t n, unsigned interpolation) {
-  const T b = at[-stride];
-  if (!(g + u < n)) return b;  // no c (then no d either)
-  const T c = at[stride];
-  if (interpolation == kLinear) return (b + c) / T(2);
-  const bool natural = interpolation == kNaturalCubic;
-  const bool has_a = i >= 3 * u;
-  const bool has_d = i + 3 * u <= tile && g + 3 * u < n;
-  if (has_a && has_d) {
-    const T a = at[-3 * stride];
-    const T d = at[3 * stride];
-    if (natural) return (-a + T(9) * b + T(9) * c - d) / T(16);
-    return (T(-3) * a + T(23) * b + T(23) * c - T(3) * d) / T(40);
+  switch (stencil_of(i, u, tile, g, n, interpolation)) {
+    case kStencilB: return predict_stencil<kStencilB>(at, stride);
+    case kStencilBC: return predict_stencil<kStencilBC>(at, stride);
+    case kStencilNotAKnot: return predict_stencil<kStencilNotAKnot>(at, stride);
+    case kStencilNatural: return predict_stencil<kStencilNatural>(at, stride);
+    case kStencilABC: return predict_stencil<kStencilABC>(at, stride);
+    default: return predict_stencil<kStencilBCD>(at, stride);
   }
-  if (has_a) {
-    const T a = at[-3 * stride];
-    return (-a + T(6) * b + T(3) * c) / T(8);
-  }
-  if (has_d) {
-    const T d = at[3 * stride];
-    return (T(3) * b + T(6) * c - d) / T(8);
-  }
-  return (b + c) / T(2);
 }
 
 // x' of code q: fl_T(p + fl_T(q * step)) (q converts to T exactly: |q| < 2^15).

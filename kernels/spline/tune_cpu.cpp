@@ -7,7 +7,13 @@
 // tile computes at that level (its halo included), an outlier counting as
 // the radius. Integer sums, so the choice does not depend on the thread
 // count; ties go to the lowest flag value.
-#include <algorithm>
+//
+// Each sample tile keeps its working buffer (the coarser levels' values)
+// and its input values beside it. A level runs once per flag choice on the
+// same buffer: a run writes only the level's points, each before anything
+// reads it (tile_cpu.hpp), so no restore is needed between the runs, and the
+// buffer ends with the last choice's values; only when another choice wins
+// does the level run once more with it, for the finer levels.
 #include <cstdint>
 #include <vector>
 
@@ -25,15 +31,22 @@ std::vector<size_t> sample_tiles(size_t tile_count) {
   return tiles;
 }
 
-// Runs one level of a tile; returns the sum of |q| (outliers count as radius).
+// Runs one level of a tile on `buffer`, each point's x from `input` (the
+// same slots); returns the sum of |q| (outliers count as radius).
 template <typename T>
-uint64_t level_cost(const EncodeJob<T>& job, const TileFrame& frame, T* buffer, unsigned level, uint8_t flags) {
-  const LevelQuantizer<T>& lq = job.quantizers[level];
+uint64_t level_cost(const EncodeJob<T>& job, const TileFrame& frame, const T* input, T* buffer, unsigned level,
+                    uint8_t flags) {
+  const LevelQuantizer<T> lq = job.quantizers[level];
+  const uint32_t radius = job.radius;
   uint64_t cost = 0;
-  run_level(job.grid, frame, buffer, size_t{1} << level, flags, [&](T* at, T p, size_t z, size_t y, size_t x) {
-    int32_t q;
-    const uint32_t code = rules::quantize(job.input_at(global_index(job.grid, frame, z, y, x)), p, lq, *at, q);
-    cost += code == 0 ? job.radius : static_cast<uint32_t>(q < 0 ? -q : q);
+  PointBatch<T> batch;
+  run_level_batched(job.grid, frame, input, buffer, level, flags, batch, [&](PointBatch<T>& b) {
+    quantize_batch(b.x, b.prediction, b.size, lq, job.avx2, b.value, b.code);
+    for (size_t k = 0; k < b.size; ++k) {
+      buffer[b.slot[k]] = b.value[k];
+      const uint32_t code = b.code[k];
+      cost += code == 0 ? radius : code < radius ? radius - code : code - radius;
+    }
   });
   return cost;
 }
@@ -43,24 +56,24 @@ uint64_t level_cost(const EncodeJob<T>& job, const TileFrame& frame, T* buffer, 
 template <typename T>
 void tune_ratio_first(EncodeJob<T>& job, const Executor& exec) {
   const std::vector<size_t> tiles = sample_tiles(job.grid.tile_count);
-  const size_t buffer_size = TileFrame(job.grid, 0).buffer_size;
-  // Each sample tile's working buffer after the levels chosen so far.
-  std::vector<T> states(tiles.size() * buffer_size);
+  const size_t buffer_size = rules::tile_buffer_size(job.grid.rank);
+  // Per sample tile: its working buffer, then its input values.
+  std::vector<T> states(tiles.size() * 2 * buffer_size);
+  auto buffer_of = [&](size_t s) { return states.data() + s * 2 * buffer_size; };
   exec.parallel_for(tiles.size(), [&](size_t s) {
-    FloatStateGuard guard;
-    load_anchors(job, TileFrame(job.grid, tiles[s]), states.data() + s * buffer_size);
+    const TileFrame frame(job.grid, tiles[s]);
+    load_region(job, frame, buffer_of(s));
+    load_region(job, frame, buffer_of(s) + buffer_size);
   });
+  constexpr uint8_t kLastChoice = kFlagChoices - 1;
   std::vector<uint64_t> costs(tiles.size() * kFlagChoices);
   for (unsigned level = grid_levels(job.grid); level-- > 0;) {
     exec.parallel_for(tiles.size(), [&](size_t s) {
       FloatStateGuard guard;
       const TileFrame frame(job.grid, tiles[s]);
-      const T* state = states.data() + s * buffer_size;
-      std::vector<T> trial(buffer_size);
-      for (unsigned flags = 0; flags < kFlagChoices; ++flags) {
-        std::copy(state, state + buffer_size, trial.begin());
-        costs[s * kFlagChoices + flags] = level_cost(job, frame, trial.data(), level, static_cast<uint8_t>(flags));
-      }
+      for (uint8_t flags = 0; flags <= kLastChoice; ++flags)
+        costs[s * kFlagChoices + flags] =
+            level_cost(job, frame, buffer_of(s) + buffer_size, buffer_of(s), level, flags);
     });
     uint64_t best_cost = UINT64_MAX;
     for (unsigned flags = 0; flags < kFlagChoices; ++flags) {
@@ -71,10 +84,11 @@ void tune_ratio_first(EncodeJob<T>& job, const Executor& exec) {
         job.flags[level] = static_cast<uint8_t>(flags);
       }
     }
-    if (level == 0) break;  // no finer level to prepare for
+    if (level == 0 || job.flags[level] == kLastChoice) continue;  // no finer level, or the buffers hold the choice
     exec.parallel_for(tiles.size(), [&](size_t s) {
       FloatStateGuard guard;
-      level_cost(job, TileFrame(job.grid, tiles[s]), states.data() + s * buffer_size, level, job.flags[level]);
+      level_cost(job, TileFrame(job.grid, tiles[s]), buffer_of(s) + buffer_size, buffer_of(s), level,
+                 job.flags[level]);
     });
   }
 }
