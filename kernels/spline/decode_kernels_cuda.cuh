@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(kTileThreads, kDecodeBlocks<T>)
       }
     }
   });
-  const uint32_t warp_zeros = __reduce_add_sync(0xFFFFFFFFu, zeros);
+  const uint32_t warp_zeros = warp_sum(zeros);
   if ((threadIdx.x & 31u) == 0 && warp_zeros != 0) atomicAdd(zero_codes, static_cast<unsigned long long>(warp_zeros));
   if (bad) atomicOr(status, bad);
   __syncthreads();  // the rows' places are read: the corners may overwrite them

@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kTileThreads, kTuneBlocks<T>)
       const uint32_t code = quantize(input[slot], p, lq, buffer[slot], q);
       cost += code == 0 ? outlier_cost : static_cast<uint32_t>(q < 0 ? -q : q);
     });
-    const uint32_t warp_cost = __reduce_add_sync(0xFFFFFFFFu, cost);
+    const uint32_t warp_cost = warp_sum(cost);
     if ((threadIdx.x & 31u) == 0 && warp_cost != 0) atomicAdd(&block_cost[choice], static_cast<unsigned long long>(warp_cost));
   }
   __syncthreads();

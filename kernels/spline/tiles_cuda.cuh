@@ -29,6 +29,18 @@ constexpr unsigned kTileThreads = 256;
 // wait at barriers, so other blocks fill the gaps. As many as shared memory
 // holds: float32 tiles six (encode, decode), five with the tuner's two
 // buffers; float64 four and two.
+// The sum of v over the warp's 32 lanes (all active): one instruction on
+// sm_80 and later, a butterfly of shuffles on older GPUs (the build's
+// architecture list reaches sm_75).
+__device__ __forceinline__ uint32_t warp_sum(uint32_t v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_add_sync(0xFFFFFFFFu, v);
+#else
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, offset);
+  return v;
+#endif
+}
+
 template <typename T>
 constexpr unsigned kTileBlocks = sizeof(T) == 4 ? 6 : 4;
 template <typename T>
