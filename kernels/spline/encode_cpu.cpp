@@ -31,18 +31,21 @@ namespace {
 
 // Encodes one tile: `buffer` and `codes` have its buffer_size slots; the
 // indices of its owned outliers are appended to `outliers`.
+// `fills` has buffer_size slots too when the job has a fill mask.
 template <typename T>
 void encode_tile(const EncodeJob<T>& job, const GroupStreams<uint8_t>& streams, size_t tile_index, T* buffer,
-                 uint16_t* codes, std::vector<size_t>& outliers) {
+                 uint16_t* codes, uint8_t* fills, std::vector<size_t>& outliers) {
   const rules::Grid& grid = job.grid;
   const TileFrame frame(grid, tile_index);
   load_region(job, frame, buffer);
+  if (job.fill_mask == nullptr) fills = nullptr;
+  else load_fills(job, frame, fills);
   for_each_corner(grid, frame, [&](size_t slot, size_t, size_t, size_t) { codes[slot] = 0; });
   PointBatch<T> batch;
   for (unsigned level = grid_levels(grid); level-- > 0;) {
     const LevelQuantizer<T> lq = job.quantizers[level];
     run_level_batched(grid, frame, buffer, buffer, level, job.flags[level], batch, [&](PointBatch<T>& b) {
-      quantize_batch(b.x, b.prediction, b.size, lq, job.avx2, b.value, b.code);
+      quantize_points(b, lq, job.avx2, fills);
       for (size_t k = 0; k < b.size; ++k) {
         buffer[b.slot[k]] = b.value[k];
         codes[b.slot[k]] = static_cast<uint16_t>(b.code[k]);
@@ -130,11 +133,12 @@ void write_side(const EncodeJob<T>& job, std::vector<std::vector<size_t>>& tile_
 }
 
 template <typename T>
-void encode_typed(ByteSpan in, const rules::Grid& grid, const Config& config, double eb, Streams& out,
-                  const Executor& exec) {
+void encode_typed(ByteSpan in, ByteSpan fill_mask, const rules::Grid& grid, const Config& config, double eb,
+                  Streams& out, const Executor& exec) {
   EncodeJob<T> job;
   job.grid = grid;
   job.input = in.data;
+  job.fill_mask = fill_mask.size != 0 ? fill_mask.data : nullptr;
   job.radius = config.radius;
   job.avx2 = cpu_has_avx2();
   const unsigned levels = grid_levels(grid);
@@ -157,9 +161,11 @@ void encode_typed(ByteSpan in, const rules::Grid& grid, const Config& config, do
     FloatStateGuard guard;
     thread_local std::vector<T> buffer;
     thread_local std::vector<uint16_t> codes;
+    thread_local std::vector<uint8_t> fills;
     buffer.resize(buffer_size);
     codes.resize(buffer_size);
-    encode_tile(job, streams, tile_index, buffer.data(), codes.data(), tile_outliers[tile_index]);
+    if (job.fill_mask != nullptr) fills.resize(buffer_size);
+    encode_tile(job, streams, tile_index, buffer.data(), codes.data(), fills.data(), tile_outliers[tile_index]);
   });
   write_side(job, tile_outliers, out.side);
 }
@@ -167,15 +173,17 @@ void encode_typed(ByteSpan in, const rules::Grid& grid, const Config& config, do
 }  // namespace
 }  // namespace detail
 
-void encode(ByteSpan in, const std::vector<size_t>& dims, const Config& config, double eb, Streams& out,
-            const Executor& exec) {
+void encode(ByteSpan in, ByteSpan fill_mask, const std::vector<size_t>& dims, const Config& config, double eb,
+            Streams& out, const Executor& exec) {
   if (const char* problem = rules::config_problem(config)) throw UsageError(problem);
   if (!(eb > 0) || !std::isfinite(eb)) throw UsageError("spline: the bound must be > 0 and finite");
   rules::Grid grid;
   if (rules::grid_of(dims, grid) != rules::GridCheck::kOk) throw UsageError("spline: dims must have 1 to 3 extents");
   if (in.size != grid.elements * config.width) throw UsageError("spline: input size does not match dims");
-  if (config.width == 4) detail::encode_typed<float>(in, grid, config, eb, out, exec);
-  else detail::encode_typed<double>(in, grid, config, eb, out, exec);
+  if (fill_mask.size != 0 && fill_mask.size != (grid.elements + 7) / 8)
+    throw UsageError("spline: the fill mask must have one bit per element");
+  if (config.width == 4) detail::encode_typed<float>(in, fill_mask, grid, config, eb, out, exec);
+  else detail::encode_typed<double>(in, fill_mask, grid, config, eb, out, exec);
 }
 
 }  // namespace fz::spline

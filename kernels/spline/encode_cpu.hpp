@@ -24,6 +24,7 @@ template <typename T>
 struct EncodeJob {
   rules::Grid grid;
   const uint8_t* input = nullptr;
+  const uint8_t* fill_mask = nullptr;  // or nullptr (spline.hpp, fill elements)
   uint32_t radius = 0;
   uint8_t flags[rules::kMaxLevels] = {};              // by level l (0 finest)
   LevelQuantizer<T> quantizers[rules::kMaxLevels] = {};  // by level l
@@ -47,6 +48,20 @@ void load_region(const EncodeJob<T>& job, const TileFrame& f, T* buffer) {
   });
 }
 
+// The tile's fill elements (job.fill_mask): fills[slot] = 1 for every point
+// of the tile inside the chunk that is a fill element, else 0. Anchors
+// included: no level visits them.
+template <typename T>
+void load_fills(const EncodeJob<T>& job, const TileFrame& f, uint8_t* fills) {
+  const rules::Grid& grid = job.grid;
+  for (size_t z = 0; z < f.extent[0]; ++z)
+    for (size_t y = 0; y < f.extent[1]; ++y) {
+      const size_t base = rules::global_index(grid, f, z, y, 0);
+      uint8_t* row = fills + f.slot(z, y, 0);
+      for (size_t x = 0; x < f.extent[2]; ++x) row[x] = rules::is_fill(job.fill_mask, base + x) ? 1 : 0;
+    }
+}
+
 // Points of a level collected for quantize_batch: their slots, predictions
 // and x, then quantize_batch's values and codes.
 template <typename T>
@@ -59,6 +74,19 @@ struct PointBatch {
   T value[kCapacity];
   uint32_t code[kCapacity];
 };
+
+// quantize_batch over a batch, then rules::code_fill for its fill elements
+// (fills: load_fills' bytes of the tile; nullptr without a mask).
+template <typename T>
+void quantize_points(PointBatch<T>& b, const LevelQuantizer<T>& lq, bool avx2, const uint8_t* fills) {
+  quantize_batch(b.x, b.prediction, b.size, lq, avx2, b.value, b.code);
+  if (fills == nullptr) return;
+  for (size_t k = 0; k < b.size; ++k)
+    if (fills[b.slot[k]] != 0) {
+      int32_t q;
+      rules::code_fill(b.prediction[k], lq, b.value[k], b.code[k], q);
+    }
+}
 
 // run_level with the points quantized in batches: each point's slot,
 // prediction and x (source[slot]: the encoder's own buffer, or the tuner's

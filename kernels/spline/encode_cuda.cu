@@ -8,7 +8,8 @@
 //      sample tiles (every flag choice in one block), then choose_flags
 //      (tune_cpu.cpp's rule); with Tuning::kOff the flags stay 0;
 //   3. encode_tiles, one block per tile: the codes straight into their group
-//      streams, the outliers into the bitmap;
+//      streams (fill elements, when a fill mask is given, coded q = 0), the
+//      outliers into the bitmap;
 //   4. count_outliers, an exclusive scan of the span counts, write_outliers;
 //   5. write_header (K and the side stream's size), write_anchors.
 // Nothing synchronises: the engine captures this in a CUDA graph.
@@ -83,13 +84,14 @@ cudaError_t scan_spans(const EncodeLayout& l, size_t spans, cudaStream_t stream)
 }
 
 template <typename T>
-cudaError_t encode_typed(const uint8_t* in, const Grid& grid, const Config& config, double eb,
-                         const CodeStreams& code_streams, uint8_t* side, uint64_t* side_size, void* scratch,
-                         cudaStream_t stream) {
+cudaError_t encode_typed(const uint8_t* in, const uint8_t* fill_mask, const Grid& grid, const Config& config,
+                         double eb, const CodeStreams& code_streams, uint8_t* side, uint64_t* side_size,
+                         void* scratch, cudaStream_t stream) {
   const unsigned levels = level_count(grid.rank);
   EncodeParams<T> job;
   job.grid = grid;
   job.input = in;
+  job.fill_mask = fill_mask;
   job.radius = config.radius;
   job.code_bytes = config.code_bytes;
   T steps[kMaxLevels];
@@ -167,15 +169,16 @@ std::array<size_t, kCodeGroups> code_group_bytes(const std::vector<size_t>& dims
   return bytes;
 }
 
-cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double eb,
-                   const CodeStreams& codes, uint8_t* side, uint64_t* side_size, void* scratch,
-                   cudaStream_t stream) {
+cudaError_t encode(const uint8_t* in, const uint8_t* fill_mask, const std::vector<size_t>& dims,
+                   const Config& config, double eb, const CodeStreams& codes, uint8_t* side, uint64_t* side_size,
+                   void* scratch, cudaStream_t stream) {
   if (config_problem(config) != nullptr) return cudaErrorInvalidValue;
   if (!(eb > 0) || !std::isfinite(eb)) return cudaErrorInvalidValue;
   Grid grid;
   if (!device_grid_of(dims, grid)) return cudaErrorInvalidValue;
-  return config.width == 4 ? encode_typed<float>(in, grid, config, eb, codes, side, side_size, scratch, stream)
-                           : encode_typed<double>(in, grid, config, eb, codes, side, side_size, scratch, stream);
+  return config.width == 4
+             ? encode_typed<float>(in, fill_mask, grid, config, eb, codes, side, side_size, scratch, stream)
+             : encode_typed<double>(in, fill_mask, grid, config, eb, codes, side, side_size, scratch, stream);
 }
 
 }  // namespace fz::spline::cuda

@@ -47,10 +47,24 @@ template <typename T>
 struct EncodeParams {
   Grid grid;
   const uint8_t* input;
+  const uint8_t* fill_mask;  // or nullptr (spline.hpp, fill elements)
   uint32_t radius;
   unsigned code_bytes;
   LevelQuantizer<T> quantizers[kMaxLevels];
 };
+
+// rules::quantize, then rules::code_fill when the point is a fill element
+// (read from the chunk's mask: one byte load per point, only for chunks
+// with a fill mask).
+template <typename T>
+__device__ __forceinline__ uint32_t quantize_point(const EncodeParams<T>& job, const TileFrame& f, T x, T p,
+                                                   const LevelQuantizer<T>& lq, T& value, int32_t& q, unsigned z,
+                                                   unsigned y, unsigned w) {
+  uint32_t code = quantize(x, p, lq, value, q);
+  if (job.fill_mask != nullptr && is_fill(job.fill_mask, global_index(job.grid, f, z, y, w)))
+    code_fill(p, lq, value, code, q);
+  return code;
+}
 
 // Dynamic shared memory of the kernels: the working buffer, and
 //   tune_level:   a second buffer with the tile's input values;
@@ -80,9 +94,9 @@ __global__ void __launch_bounds__(kTileThreads, kTuneBlocks<T>)
   __syncthreads();
   for (unsigned l = level_count(grid.rank) - 1; l > level; --l) {
     const LevelQuantizer<T>& lq = job.quantizers[l];
-    walk_level(t, buffer, l, flags[l], [&](unsigned slot, T p, unsigned, unsigned, unsigned) {
+    walk_level(t, buffer, l, flags[l], [&](unsigned slot, T p, unsigned z, unsigned y, unsigned x) {
       int32_t q;
-      quantize(input[slot], p, lq, buffer[slot], q);
+      quantize_point(job, f, input[slot], p, lq, buffer[slot], q, z, y, x);
     });
   }
   const LevelQuantizer<T>& lq = job.quantizers[level];
@@ -90,9 +104,10 @@ __global__ void __launch_bounds__(kTileThreads, kTuneBlocks<T>)
 #pragma unroll 1
   for (unsigned choice = 0; choice < kFlagChoices; ++choice) {
     uint32_t cost = 0;  // at most 17 points a thread a pass-set, each below 2^15: no overflow, per warp either
-    walk_level(t, buffer, level, static_cast<uint8_t>(choice), [&](unsigned slot, T p, unsigned, unsigned, unsigned) {
+    walk_level(t, buffer, level, static_cast<uint8_t>(choice), [&](unsigned slot, T p, unsigned z, unsigned y,
+                                                                     unsigned x) {
       int32_t q;
-      const uint32_t code = quantize(input[slot], p, lq, buffer[slot], q);
+      const uint32_t code = quantize_point(job, f, input[slot], p, lq, buffer[slot], q, z, y, x);
       cost += code == 0 ? outlier_cost : static_cast<uint32_t>(q < 0 ? -q : q);
     });
     const uint32_t warp_cost = warp_sum(cost);
@@ -140,7 +155,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileBlocks<T>)
     const LevelQuantizer<T>& lq = job.quantizers[level];
     walk_level(t, buffer, level, flags[level], [&](unsigned slot, T p, unsigned z, unsigned y, unsigned x) {
       int32_t q;
-      const uint32_t code = quantize(buffer[slot], p, lq, buffer[slot], q);
+      const uint32_t code = quantize_point(job, f, buffer[slot], p, lq, buffer[slot], q, z, y, x);
       if (z < B && y < B && x < B) {
         codes[(z * B + y) * B + x] = static_cast<uint16_t>(code);
         if (code == 0) {

@@ -1,8 +1,7 @@
-// SPLINE: the G-Interp predictor of cuSZ-Hi (stage type 13, work in progress:
-// no preset uses it yet; CPU and CUDA write the same bytes), float32 /
-// float64, 1-D/2-D/3-D, in independent tiles, with the bound strictly
-// checked inside the level loop. docs/FORMAT.md (stage type 13) holds this
-// text too.
+// SPLINE: the G-Interp predictor of cuSZ-Hi (stage type 13, presets 5 and 6;
+// CPU and CUDA write the same bytes), float32 / float64, 1-D/2-D/3-D, in
+// independent tiles, with the bound strictly checked inside the level loop.
+// docs/FORMAT.md (stage type 13) holds this text too.
 //
 // Tiles. The chunk (dims slowest first, extents n_k, N = product) is cut into
 // tiles of B points per axis: B = 16 for 3 axes, 64 for 2, 256 for 1. A tile
@@ -49,6 +48,16 @@
 // accepted: code 0, the element is an outlier stored exactly, and its exact
 // value is what later predictions read (0 if it is not finite).
 //
+// Fill elements (encoder only, optional): given a fill mask (the FILLMASK
+// stage's mask stream: bit i % 8 of byte i / 8 set iff element i is the
+// chunk's fill value), a fill element that is not an anchor is coded
+// q = 0 whatever its value, so x' = fl_T(p + fl_T(0 * step)), its
+// prediction; only when that x' is not finite is it quantized as above.
+// The decoder is told nothing and computes the same x' (the fill mask stage
+// puts the fill value back after it). Land and missing data then cost one
+// frequent code each, and the values of their points continue the field
+// smoothly for their neighbours' predictions.
+//
 // Streams:
 //   codes0, codes1, codes2: the codes in three groups by the level of their
 //          point (spline_rules.hpp, code_groups): group 2 = the points whose
@@ -84,7 +93,7 @@ enum class Tuning : uint8_t {
   kOff = 0,         // every level: flags 0 (axes slowest first, not-a-knot cubic)
   // Per level, coarsest first, with the coarser levels' choices applied: the
   // flags (0..5) with the smallest integer sum of |q| (an outlier counting as
-  // the radius) over every point that the sample tiles compute at that level,
+  // the radius, a fill element coded q = 0 as 0) over every point that the sample tiles compute at that level,
   // halo included; ties to the lowest flags. Sample: S = ceil(tiles / 16)
   // tiles, tile (j * 2654435761) mod tiles for j < S (tiles in C order).
   kRatioFirst = 1,
@@ -122,11 +131,16 @@ struct CodeFormat {
 };
 
 // dims: 1 to 3 extents, slowest first. eb: the user's absolute bound, > 0 and
-// finite; every element that is not an outlier satisfies |x - x'| <= eb
-// exactly. Throws UsageError on bad arguments (in.size != N * width, a config
-// out of range).
-void encode(ByteSpan in, const std::vector<size_t>& dims, const Config& config, double eb, Streams& out,
-            const Executor& exec = serial_executor());
+// finite; every element that is not an outlier or a fill element satisfies
+// |x - x'| <= eb exactly. fill_mask: empty, or ceil(N / 8) bytes (above).
+// Throws UsageError on bad arguments (in.size != N * width, a fill mask of
+// another size, a config out of range).
+void encode(ByteSpan in, ByteSpan fill_mask, const std::vector<size_t>& dims, const Config& config, double eb,
+            Streams& out, const Executor& exec = serial_executor());
+inline void encode(ByteSpan in, const std::vector<size_t>& dims, const Config& config, double eb, Streams& out,
+                   const Executor& exec = serial_executor()) {
+  encode(in, ByteSpan{}, dims, config, eb, out, exec);
+}
 
 // Throws FormatError on malformed or hostile streams (never reads out of
 // bounds, allocates at most about the output), UsageError on bad dims or a

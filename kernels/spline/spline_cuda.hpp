@@ -9,6 +9,7 @@
 // matching *_scratch_bytes function gives.
 //
 // Encode: `in` holds N elements of config.width bytes (N = product of dims);
+// `fill_mask` is nullptr or ceil(N / 8) bytes of fill mask (spline.hpp);
 // codes.at[g] receives code group g (code_group_bytes(dims, code_bytes)[g]
 // bytes); `side` holds
 // max_side_bytes(dims, width) bytes and receives the side stream, whose
@@ -71,8 +72,14 @@ struct ConstCodeStreams {
 
 size_t encode_scratch_bytes(const std::vector<size_t>& dims, const Config& config);
 // eb: as spline::encode (> 0, finite).
-cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double eb,
-                   const CodeStreams& codes, uint8_t* side, uint64_t* side_size, void* scratch, cudaStream_t stream);
+cudaError_t encode(const uint8_t* in, const uint8_t* fill_mask, const std::vector<size_t>& dims,
+                   const Config& config, double eb, const CodeStreams& codes, uint8_t* side, uint64_t* side_size,
+                   void* scratch, cudaStream_t stream);
+inline cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double eb,
+                          const CodeStreams& codes, uint8_t* side, uint64_t* side_size, void* scratch,
+                          cudaStream_t stream) {
+  return encode(in, nullptr, dims, config, eb, codes, side, side_size, scratch, stream);
+}
 
 size_t decode_scratch_bytes(const std::vector<size_t>& dims, const CodeFormat& format);
 cudaError_t decode(const ConstCodeStreams& codes, const std::array<size_t, kCodeGroups>& code_sizes,

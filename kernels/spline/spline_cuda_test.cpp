@@ -62,10 +62,12 @@ std::string describe(const Dims& dims, const spline::Config& c, double eb) {
 }
 
 // The GPU encoder's streams; guard bytes after every output must survive.
-spline::Streams gpu_encode(const Bytes& in, const Dims& dims, const spline::Config& config, double eb) {
+spline::Streams gpu_encode(const Bytes& in, const Dims& dims, const spline::Config& config, double eb,
+                           const Bytes& fill_mask = {}) {
   spline::Streams streams;
   const auto group_bytes = spline::cuda::code_group_bytes(dims, config.code_bytes);
   const DeviceBuffer d_in = testing::to_device(in);
+  const DeviceBuffer d_fill = testing::to_device(fill_mask);
   const DeviceBuffer codes0(group_bytes[0] + kGuardBytes), codes1(group_bytes[1] + kGuardBytes),
       codes2(group_bytes[2] + kGuardBytes);
   const DeviceBuffer* codes[spline::kCodeGroups] = {&codes0, &codes1, &codes2};
@@ -75,8 +77,8 @@ spline::Streams gpu_encode(const Bytes& in, const Dims& dims, const spline::Conf
   const DeviceBuffer scratch(spline::cuda::encode_scratch_bytes(dims, config));
   EXPECT_TRUE(d_in.ok() && codes0.ok() && codes1.ok() && codes2.ok() && side.ok() && side_size.ok() && scratch.ok());
   const spline::cuda::CodeStreams code_streams = {{codes0.data(), codes1.data(), codes2.data()}};
-  EXPECT_EQ(spline::cuda::encode(d_in.data(), dims, config, eb, code_streams, side.data(), side_size.as<uint64_t>(),
-                                 scratch.data(), nullptr),
+  EXPECT_EQ(spline::cuda::encode(d_in.data(), fill_mask.empty() ? nullptr : d_fill.data(), dims, config, eb,
+                                 code_streams, side.data(), side_size.as<uint64_t>(), scratch.data(), nullptr),
             cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const uint64_t size = side_size.read<uint64_t>();
@@ -141,17 +143,18 @@ std::optional<Bytes> cpu_decode(const spline::Streams& streams, const Dims& dims
 // GPU encode == CPU encode (every code group and the side stream; the code
 // groups of the sizes the slow way gives), and the GPU decode of the CPU's
 // streams == the CPU's decode.
-void check_case(const Bytes& in, const Dims& dims, const spline::Config& config, double eb) {
-  SCOPED_TRACE(describe(dims, config, eb));
+void check_case(const Bytes& in, const Dims& dims, const spline::Config& config, double eb,
+                const Bytes& fill_mask = {}) {
+  SCOPED_TRACE(describe(dims, config, eb) + (fill_mask.empty() ? "" : ", fill mask"));
   spline::Streams cpu;
-  spline::encode(in, dims, config, eb, cpu, cpu_threads());
+  spline::encode(in, fill_mask, dims, config, eb, cpu, cpu_threads());
   const CodePlaces places = code_places(dims);
   const auto group_bytes = spline::cuda::code_group_bytes(dims, config.code_bytes);
   for (unsigned k = 0; k < spline::kCodeGroups; ++k) {
     EXPECT_EQ(group_bytes[k], places.size[k] * config.code_bytes) << "code group " << k;
     EXPECT_EQ(cpu.codes[k].size(), group_bytes[k]) << "code group " << k;
   }
-  const spline::Streams gpu = gpu_encode(in, dims, config, eb);
+  const spline::Streams gpu = gpu_encode(in, dims, config, eb, fill_mask);
   for (unsigned k = 0; k < spline::kCodeGroups; ++k) EXPECT_TRUE(gpu.codes[k] == cpu.codes[k]) << "code group " << k << " differs";
   EXPECT_TRUE(gpu.side == cpu.side) << "side streams differ: " << gpu.side.size() << " vs " << cpu.side.size()
                                     << " bytes";
@@ -201,6 +204,42 @@ TEST(SplineCuda, RealFloat32FieldsAsFloat64MatchTheCpu) {
   FZ_SKIP_WITHOUT_CUDA();
   for (const auto& field : testing::real_fields())
     if (!field.f64) check_real_field<double>(field);
+}
+
+// Fill masks (spline.hpp): land where a smooth function of the element
+// index is high, and every 7th element besides, its values left at -1e10:
+// the GPU codes the fill elements as the CPU does, tuning included.
+template <typename T>
+void check_fill_masks(const testing::RealField& field) {
+  std::vector<T> values = testing::field_values<T>(field);
+  const double range = value_range(values);
+  Bytes mask((values.size() + 7) / 8, 0);
+  for (size_t g = 0; g < values.size(); ++g)
+    if (std::sin(double(g % 997) / 50.0) > 0.4 || g % 7 == 3) {
+      mask[g / 8] = static_cast<uint8_t>(mask[g / 8] | (1u << (g % 8)));
+      values[g] = T(-1e10);
+    }
+  const Bytes in = to_bytes(values);
+  for (double relative : {1e-2, 1e-4})
+    for (spline::Tuning tuning : kTunings) {
+      SCOPED_TRACE(field.name);
+      check_case(in, field.dims, config_for(sizeof(T), tuning, 2, 4096), relative * range, mask);
+      check_case(in, field.dims, config_for(sizeof(T), tuning, 2, 32768, spline::CodeForm::kSigned),
+                 relative * range, mask);
+    }
+}
+
+TEST(SplineCuda, FillMasksMatchTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  for (const auto& field : testing::real_fields()) {
+    if (field.f64) check_fill_masks<double>(field);
+    else check_fill_masks<float>(field);
+  }
+  const Dims ragged = {3, 37, 70};
+  const std::vector<float> smooth = smooth_field<float>(element_count(ragged), 3);
+  Bytes mask((smooth.size() + 7) / 8, 0x5A);
+  mask.back() &= static_cast<uint8_t>((1u << (smooth.size() % 8 == 0 ? 8 : smooth.size() % 8)) - 1);
+  check_case(to_bytes(smooth), ragged, config_for(4, spline::Tuning::kRatioFirst, 2, 512), 1e-3, mask);
 }
 
 template <typename T>

@@ -470,4 +470,25 @@ FZ_HOST_DEVICE inline uint32_t quantize(T x, T p, const LevelQuantizer<T>& lq, T
   return static_cast<uint32_t>(candidate + static_cast<int32_t>(lq.radius));
 }
 
+// A fill element (spline.hpp, the fill mask): code q = 0, so that x' is
+// the prediction itself, fl_T(p + 0 * step), whatever x (the fill mask stage
+// puts the fill value back after decoding, and the decoder, told nothing,
+// computes the same x'). Land and missing data then cost one frequent code
+// each and continue the field smoothly for the predictions of their
+// neighbours, where a replaced value (the fill mask stage's carry-forward)
+// would put a step at every coast. Only when x' is not finite (an
+// overflowing prediction) is the element quantized as any other: the code
+// and value quantize set are left alone. Sets q to 0 when it codes.
+template <typename T>
+FZ_HOST_DEVICE inline void code_fill(T p, const LevelQuantizer<T>& lq, T& value, uint32_t& code, int32_t& q) {
+  const T r = reconstruct(p, 0, lq.step);
+  if (!is_finite(r)) return;
+  value = r;
+  code = lq.radius;
+  q = 0;
+}
+
+// Bit i % 8 of byte i / 8 of a fill mask (fillmask.hpp's mask stream).
+FZ_HOST_DEVICE inline bool is_fill(const uint8_t* mask, size_t i) { return ((mask[i >> 3] >> (i & 7)) & 1u) != 0; }
+
 }  // namespace fz::spline::rules

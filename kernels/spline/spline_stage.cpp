@@ -10,8 +10,9 @@
 
 namespace fz::engine {
 
-SplineStage::SplineStage(const spline::Config& config, double enforced_bound, std::vector<size_t> dims)
-    : config_(config), enforced_bound_(enforced_bound), dims_(std::move(dims)) {
+SplineStage::SplineStage(const spline::Config& config, double enforced_bound, std::vector<size_t> dims,
+                         bool fill_input)
+    : config_(config), enforced_bound_(enforced_bound), dims_(std::move(dims)), fill_input_(fill_input) {
   if (dims_.empty() || dims_.size() > 3) throw UsageError("spline: 1 to 3 axes");
   if (config_.width != 4 && config_.width != 8) throw UsageError("spline: width must be 4 or 8");
   if (const char* problem = spline::rules::config_problem(config_)) throw UsageError(problem);
@@ -30,7 +31,14 @@ Bytes SplineStage::config() const {
   c.push_back(static_cast<uint8_t>(config_.code_form));
   c.push_back(static_cast<uint8_t>(dims_.size()));
   for (size_t d : dims_) append_le<uint64_t>(c, d);
+  if (fill_input_) c.push_back(1);  // absent otherwise: configs without a fill input keep their bytes
   return c;
+}
+
+size_t SplineStage::fill_mask_bytes() const {
+  uint64_t elements = 1;
+  for (size_t d : dims_) require_format(!__builtin_mul_overflow(elements, d, &elements), "spline dims overflow");
+  return static_cast<size_t>(elements / 8 + (elements % 8 != 0 ? 1 : 0));
 }
 
 void SplineStage::forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const {
@@ -38,16 +46,22 @@ void SplineStage::forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& o
   spline::Streams streams;
   for (unsigned g = 0; g < spline::kCodeGroups; ++g) streams.codes[g] = std::move(out[g]);
   streams.side = std::move(out[kSidePort]);
-  spline::encode(in.at(0), dims_, config_, enforced_bound_, streams, ctx.exec);
+  const ByteSpan fill = fill_input_ ? in.at(kFillInput) : ByteSpan{};
+  if (fill_input_ && fill.size != fill_mask_bytes()) throw UsageError("spline: the fill mask must have one bit per element");
+  spline::encode(in.at(0), fill, dims_, config_, enforced_bound_, streams, ctx.exec);
   for (unsigned g = 0; g < spline::kCodeGroups; ++g) out[g] = std::move(streams.codes[g]);
   out[kSidePort] = std::move(streams.side);
+  if (fill_input_) {
+    out.resize(kFillPort + 1);
+    out[kFillPort].assign(fill.data, fill.data + fill.size);
+  }
 }
 
 void SplineStage::inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const {
   uint64_t elements = 1;
   for (size_t d : dims_) require_format(!__builtin_mul_overflow(elements, d, &elements), "spline dims overflow");
   require_format(elements <= ctx.max_stream_bytes / config_.width, "spline chunk larger than the frame allows");
-  require_format(out.size() == kSidePort + 1, "spline: wrong number of streams");
+  require_format(out.size() == kSidePort + 1 + (fill_input_ ? 1 : 0), "spline: wrong number of streams");
   ByteSpan codes[spline::kCodeGroups];
   uint64_t code_bytes = 0;
   for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
@@ -55,12 +69,16 @@ void SplineStage::inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& 
     code_bytes += out[g].size;
   }
   require_format(code_bytes == elements * config_.code_bytes, "spline codes do not match the chunk size");
-  in.resize(1);
+  if (fill_input_)  // the fill mask stage that reads it checks it too; a mask of another size is no mask of this chunk
+    require_format(out[kFillPort].size == fill_mask_bytes(), "spline: the fill mask does not match the chunk size");
+  in.resize(fill_input_ ? 2 : 1);
   spline::decode(codes, out[kSidePort], dims_, code_format(), in[0], ctx.exec);
+  if (fill_input_) in[kFillInput].assign(out[kFillPort].data, out[kFillPort].data + out[kFillPort].size);
 }
 
-std::unique_ptr<Stage> make_spline(const spline::Config& config, double enforced_bound, std::vector<size_t> dims) {
-  return std::make_unique<SplineStage>(config, enforced_bound, std::move(dims));
+std::unique_ptr<Stage> make_spline(const spline::Config& config, double enforced_bound, std::vector<size_t> dims,
+                                   bool fill_input) {
+  return std::make_unique<SplineStage>(config, enforced_bound, std::move(dims), fill_input);
 }
 
 std::unique_ptr<Stage> parse_spline(ByteSpan c) {
@@ -77,10 +95,15 @@ std::unique_ptr<Stage> parse_spline(ByteSpan c) {
   require_format(c.data[31] <= 1, "spline stage: unknown code form");
   config.code_form = static_cast<spline::CodeForm>(c.data[31]);
   const unsigned rank = c.data[32];
-  require_format(rank >= 1 && rank <= 3 && c.size == 33 + 8 * size_t(rank), "spline stage: bad rank or config size");
+  const size_t dims_end = 33 + 8 * size_t(rank);
+  require_format(rank >= 1 && rank <= 3 && (c.size == dims_end || c.size == dims_end + 1),
+                 "spline stage: bad rank or config size");
+  const bool fill_input = c.size == dims_end + 1;
+  require_format(!fill_input || c.data[dims_end] == 1, "spline stage: unknown input flag");
   std::vector<size_t> dims;
   for (unsigned i = 0; i < rank; ++i) dims.push_back(static_cast<size_t>(load_le<uint64_t>(c.data + 33 + 8 * i)));
-  return config_error_as_format_error("spline", [&] { return make_spline(config, enforced, std::move(dims)); });
+  return config_error_as_format_error(
+      "spline", [&] { return make_spline(config, enforced, std::move(dims), fill_input); });
 }
 
 namespace {
@@ -91,9 +114,14 @@ namespace {
 // level's step 1) every element comes back exactly: the ramp's with q = 0,
 // and the spikes, and their neighbours, whose predictions they move by at
 // least 1000/16, as outliers when the radius is 1.
+// `flat`: every coefficient but the constant 0, so that a fill element's x'
+// (its prediction, spline.hpp) is its value at the borders too.
 template <typename T>
-Bytes ramp(ByteSpan raw, const std::vector<size_t>& dims, bool spikes) {
-  auto coefficient = [&](size_t k) { return raw.size > k ? static_cast<int>(raw.data[k] % 7) - 3 : 1; };
+Bytes ramp(ByteSpan raw, const std::vector<size_t>& dims, bool spikes, bool flat) {
+  auto coefficient = [&](size_t k) {
+    if (flat && k > 0) return 0;
+    return raw.size > k ? static_cast<int>(raw.data[k] % 7) - 3 : 1;
+  };
   size_t n = 1;
   for (size_t d : dims) n *= d;
   Bytes out(n * sizeof(T));
@@ -115,8 +143,8 @@ Bytes ramp(ByteSpan raw, const std::vector<size_t>& dims, bool spikes) {
 }  // namespace
 
 // Ramps in 1, 2 and 3 axes (the slowest extent follows the input's length),
-// both widths, 1- and 2-byte codes, both code forms, both tunings, and
-// spikes as outliers.
+// both widths, 1- and 2-byte codes, both code forms, both tunings, spikes
+// as outliers, and a fill mask.
 std::vector<StageSample> spline_stage_samples() {
   struct Shape {
     const char* label;
@@ -127,6 +155,7 @@ std::vector<StageSample> spline_stage_samples() {
     spline::CodeForm form;
     bool spikes;
     std::vector<size_t> inner;
+    bool fill = false;  // every 5th element and every element after a raw byte's multiple of 7 a fill element
   };
   using spline::CodeForm;
   using spline::Tuning;
@@ -134,7 +163,9 @@ std::vector<StageSample> spline_stage_samples() {
       {"spline1d-f32-c1-signed", 4, 1, 128, Tuning::kOff, CodeForm::kSigned, false, {}},
       {"spline2d-f32", 4, 2, 512, Tuning::kRatioFirst, CodeForm::kOffset, false, {97}},
       {"spline3d-f32-spikes", 4, 2, 1, Tuning::kRatioFirst, CodeForm::kOffset, true, {13, 17}},
-      {"spline3d-f64-signed", 8, 2, 32768, Tuning::kOff, CodeForm::kSigned, false, {7, 11}}};
+      {"spline3d-f64-signed", 8, 2, 32768, Tuning::kOff, CodeForm::kSigned, false, {7, 11}},
+      // Fill elements are coded q = 0 with x' = their prediction, exact on a flat ramp: the inverse gives the input.
+      {"spline2d-f32-fill", 4, 2, 512, Tuning::kRatioFirst, CodeForm::kOffset, false, {67}, true}};
   std::vector<StageSample> samples;
   for (const Shape& shape : shapes)
     samples.push_back({shape.label, [shape](ByteSpan raw) {
@@ -151,9 +182,18 @@ std::vector<StageSample> spline_stage_samples() {
                          config.code_form = shape.form;
                          config.alpha = 1;
                          config.beta = 1;
-                         StageCase c{make_spline(config, 0.5, dims), {}};
-                         c.inputs.push_back(shape.width == 4 ? ramp<float>(raw, dims, shape.spikes)
-                                                             : ramp<double>(raw, dims, shape.spikes));
+                         StageCase c{make_spline(config, 0.5, dims, shape.fill), {}};
+                         c.inputs.push_back(shape.width == 4 ? ramp<float>(raw, dims, shape.spikes, shape.fill)
+                                                             : ramp<double>(raw, dims, shape.spikes, shape.fill));
+                         if (shape.fill) {
+                           size_t n = 1;
+                           for (size_t d : dims) n *= d;
+                           Bytes mask((n + 7) / 8, 0);
+                           for (size_t i = 0; i < n; ++i)
+                             if (i % 5 == 0 || (i < raw.size && raw.data[i] % 7 == 0))
+                               mask[i / 8] = static_cast<uint8_t>(mask[i / 8] | (1u << (i % 8)));
+                           c.inputs.push_back(std::move(mask));
+                         }
                          return c;
                        }});
   return samples;

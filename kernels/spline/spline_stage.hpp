@@ -1,10 +1,14 @@
 // SPLINE: the G-Interp spline predictor over a 1-3 axis chunk (stage type 13).
-// Inputs: in (float32/float64 elements). Outputs: codes0, codes1, codes2
-// (the codes by level group, code_bytes each), side (anchors, per-level
-// flags and steps, outliers).
+// Inputs: in (float32/float64 elements) and, with a fill input, fill (a
+// FILLMASK stage's mask stream: fill elements are coded q = 0, spline.hpp).
+// Outputs: codes0, codes1, codes2 (the codes by level group, code_bytes
+// each), side (anchors, per-level flags and steps, outliers) and, with a
+// fill input, fill again, unchanged (a buffer is consumed once: the mask
+// goes on to its own coder, and the inverse hands it back).
 // Config (little-endian): u8 width | u8 code_bytes | u32 radius | f64 eb (the
 // absolute bound enforced per element) | f64 alpha | f64 beta | u8 tuning |
-// u8 code form | u8 rank | rank x u64 dims (docs/FORMAT.md, stage type 13).
+// u8 code form | u8 rank | rank x u64 dims, then u8 1 only with a fill
+// input (docs/FORMAT.md, stage type 13).
 // The engine stage over spline.hpp; the decoder needs only width,
 // code_bytes, the code form and dims (the side stream says the rest).
 #pragma once
@@ -20,10 +24,17 @@ namespace fz::engine {
 
 class SplineStage final : public Stage {
  public:
-  SplineStage(const spline::Config& config, double enforced_bound, std::vector<size_t> dims);
+  SplineStage(const spline::Config& config, double enforced_bound, std::vector<size_t> dims, bool fill_input = false);
   StageType type() const override { return StageType::Spline; }
   std::string name() const override { return "spline" + std::to_string(dims_.size()) + "d"; }
-  std::vector<std::string> output_ports() const override { return {"codes0", "codes1", "codes2", "side"}; }
+  std::vector<std::string> input_ports() const override {
+    if (fill_input_) return {"in", "fill"};
+    return {"in"};
+  }
+  std::vector<std::string> output_ports() const override {
+    if (fill_input_) return {"codes0", "codes1", "codes2", "side", "fill"};
+    return {"codes0", "codes1", "codes2", "side"};
+  }
   Bytes config() const override;
   void forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const override;
   void inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const override;
@@ -32,15 +43,23 @@ class SplineStage final : public Stage {
   double enforced_bound() const { return enforced_bound_; }
   const std::vector<size_t>& dims() const { return dims_; }
   spline::CodeFormat code_format() const { return {config_.width, config_.code_bytes, config_.code_form}; }
-  // The side stream's output port (after the code groups).
+  bool has_fill_input() const { return fill_input_; }
+  // The fill mask's bytes for dims: one bit per element.
+  size_t fill_mask_bytes() const;
+  // The side stream's output port (after the code groups), then the fill
+  // mask's (input and output), with a fill input.
   static constexpr size_t kSidePort = spline::kCodeGroups;
+  static constexpr size_t kFillPort = kSidePort + 1;
+  static constexpr size_t kFillInput = 1;
 
  private:
   spline::Config config_;
   double enforced_bound_;
   std::vector<size_t> dims_;
+  bool fill_input_;
 };
 
-std::unique_ptr<Stage> make_spline(const spline::Config& config, double enforced_bound, std::vector<size_t> dims);
+std::unique_ptr<Stage> make_spline(const spline::Config& config, double enforced_bound, std::vector<size_t> dims,
+                                   bool fill_input = false);
 
 }  // namespace fz::engine

@@ -26,7 +26,21 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
     const std::vector<size_t>& dims = stage.dims();
     const spline::Config& config = stage.predictor_config();
     auto* side_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
-    out.resize(SplineStage::kSidePort + 1);
+    out.resize(SplineStage::kSidePort + 1 + (stage.has_fill_input() ? 1 : 0));
+    const uint8_t* fill_mask = nullptr;
+    if (stage.has_fill_input()) {  // passed on unchanged, in memory of its own (each buffer has one consumer)
+      const DeviceBuffer& fill = in.at(SplineStage::kFillInput);
+      const size_t mask_bytes = stage.fill_mask_bytes();
+      if (fill.device_size != nullptr || fill.size != mask_bytes)
+        throw UsageError("spline (GPU): the fill mask must have one bit per element, its size known on the host");
+      fill_mask = static_cast<const uint8_t*>(fill.data);
+      uint8_t* copy = work.allocate(mask_bytes);
+      if (mask_bytes != 0)
+        work.check(cudaMemcpyAsync(copy, fill_mask, mask_bytes, cudaMemcpyDeviceToDevice,
+                                   static_cast<cudaStream_t>(work.stream())),
+                   "spline fill mask (GPU)");
+      out[SplineStage::kFillPort] = {copy, mask_bytes, nullptr, nullptr};
+    }
     const auto group_bytes = spline::cuda::code_group_bytes(dims, config.code_bytes);
     spline::cuda::CodeStreams codes;
     for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
@@ -36,7 +50,7 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
     const size_t side_capacity = spline::cuda::max_side_bytes(dims, config.width);
     out[SplineStage::kSidePort] = {work.allocate(side_capacity), 0, side_size, nullptr, side_capacity};
     void* scratch = work.allocate(spline::cuda::encode_scratch_bytes(dims, config));
-    work.check(spline::cuda::encode(in.at(0).data, dims, config, stage.enforced_bound(), codes,
+    work.check(spline::cuda::encode(in.at(0).data, fill_mask, dims, config, stage.enforced_bound(), codes,
                                     static_cast<uint8_t*>(out[SplineStage::kSidePort].data), side_size, scratch,
                                     static_cast<cudaStream_t>(work.stream())),
                "spline (GPU)");
@@ -52,7 +66,8 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
     uint64_t elements = 1;
     for (size_t d : dims) require_format(!__builtin_mul_overflow(elements, d, &elements), "spline dims overflow");
     require_format(elements <= max_stream_bytes / config.width, "spline chunk larger than the frame allows");
-    require_format(out.size() == SplineStage::kSidePort + 1, "spline: wrong number of streams");
+    require_format(out.size() == SplineStage::kSidePort + 1 + (stage.has_fill_input() ? 1 : 0),
+                   "spline: wrong number of streams");
     // spline::decode refuses these (UsageError) and the kernels would too
     // (cudaErrorInvalidValue): a frame's dims are data, so the CPU names them.
     spline::rules::Grid grid;
@@ -67,8 +82,20 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
       require_format(sizes[g] == group_bytes[g], "spline: a code stream's size does not match dims");
     }
     const size_t bytes = static_cast<size_t>(elements) * config.width;
-    in.resize(1);
+    in.resize(stage.has_fill_input() ? 2 : 1);
     in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
+    if (stage.has_fill_input()) {  // handed back as it came (the fill mask stage checks it)
+      const DeviceBuffer& fill = out[SplineStage::kFillPort];
+      const size_t mask_bytes = stage.fill_mask_bytes();
+      require_format(fill.device_size == nullptr && fill.size == mask_bytes,
+                     "spline: the fill mask does not match the chunk size");
+      uint8_t* copy = work.allocate(mask_bytes);
+      if (mask_bytes != 0)
+        work.check(cudaMemcpyAsync(copy, fill.data, mask_bytes, cudaMemcpyDeviceToDevice,
+                                   static_cast<cudaStream_t>(work.stream())),
+                   "spline fill mask inverse (GPU)");
+      in[SplineStage::kFillInput] = {copy, mask_bytes, nullptr, fill.host};
+    }
     const DeviceBuffer& side = out[SplineStage::kSidePort];
     void* scratch = work.allocate(spline::cuda::decode_scratch_bytes(dims, stage.code_format()));
     work.check(spline::cuda::decode(codes, sizes, static_cast<const uint8_t*>(side.data), side.size, dims,

@@ -5,8 +5,9 @@
 // Cost of a flag pair at a level: over the sample tiles, with the coarser
 // levels' chosen flags already applied, the sum of |q| over every point the
 // tile computes at that level (its halo included), an outlier counting as
-// the radius. Integer sums, so the choice does not depend on the thread
-// count; ties go to the lowest flag value.
+// the radius and a fill element (spline.hpp) as 0. Integer sums, so the
+// choice does not depend on the thread count; ties go to the lowest flag
+// value.
 //
 // Each sample tile keeps its working buffer (the coarser levels' values)
 // and its input values beside it. A level runs once per flag choice on the
@@ -34,14 +35,14 @@ std::vector<size_t> sample_tiles(size_t tile_count) {
 // Runs one level of a tile on `buffer`, each point's x from `input` (the
 // same slots); returns the sum of |q| (outliers count as radius).
 template <typename T>
-uint64_t level_cost(const EncodeJob<T>& job, const TileFrame& frame, const T* input, T* buffer, unsigned level,
-                    uint8_t flags) {
+uint64_t level_cost(const EncodeJob<T>& job, const TileFrame& frame, const T* input, T* buffer, const uint8_t* fills,
+                    unsigned level, uint8_t flags) {
   const LevelQuantizer<T> lq = job.quantizers[level];
   const uint32_t radius = job.radius;
   uint64_t cost = 0;
   PointBatch<T> batch;
   run_level_batched(job.grid, frame, input, buffer, level, flags, batch, [&](PointBatch<T>& b) {
-    quantize_batch(b.x, b.prediction, b.size, lq, job.avx2, b.value, b.code);
+    quantize_points(b, lq, job.avx2, fills);
     for (size_t k = 0; k < b.size; ++k) {
       buffer[b.slot[k]] = b.value[k];
       const uint32_t code = b.code[k];
@@ -60,10 +61,14 @@ void tune_ratio_first(EncodeJob<T>& job, const Executor& exec) {
   // Per sample tile: its working buffer, then its input values.
   std::vector<T> states(tiles.size() * 2 * buffer_size);
   auto buffer_of = [&](size_t s) { return states.data() + s * 2 * buffer_size; };
+  // And its fill elements, when the job has a fill mask (they cost 0).
+  std::vector<uint8_t> tile_fills(job.fill_mask != nullptr ? tiles.size() * buffer_size : 0);
+  auto fills_of = [&](size_t s) { return job.fill_mask != nullptr ? tile_fills.data() + s * buffer_size : nullptr; };
   exec.parallel_for(tiles.size(), [&](size_t s) {
     const TileFrame frame(job.grid, tiles[s]);
     load_region(job, frame, buffer_of(s));
     load_region(job, frame, buffer_of(s) + buffer_size);
+    if (job.fill_mask != nullptr) load_fills(job, frame, fills_of(s));
   });
   constexpr uint8_t kLastChoice = kFlagChoices - 1;
   std::vector<uint64_t> costs(tiles.size() * kFlagChoices);
@@ -73,7 +78,7 @@ void tune_ratio_first(EncodeJob<T>& job, const Executor& exec) {
       const TileFrame frame(job.grid, tiles[s]);
       for (uint8_t flags = 0; flags <= kLastChoice; ++flags)
         costs[s * kFlagChoices + flags] =
-            level_cost(job, frame, buffer_of(s) + buffer_size, buffer_of(s), level, flags);
+            level_cost(job, frame, buffer_of(s) + buffer_size, buffer_of(s), fills_of(s), level, flags);
     });
     uint64_t best_cost = UINT64_MAX;
     for (unsigned flags = 0; flags < kFlagChoices; ++flags) {
@@ -87,7 +92,7 @@ void tune_ratio_first(EncodeJob<T>& job, const Executor& exec) {
     if (level == 0 || job.flags[level] == kLastChoice) continue;  // no finer level, or the buffers hold the choice
     exec.parallel_for(tiles.size(), [&](size_t s) {
       FloatStateGuard guard;
-      level_cost(job, TileFrame(job.grid, tiles[s]), buffer_of(s) + buffer_size, buffer_of(s), level,
+      level_cost(job, TileFrame(job.grid, tiles[s]), buffer_of(s) + buffer_size, buffer_of(s), fills_of(s), level,
                  job.flags[level]);
     });
   }

@@ -4,6 +4,7 @@
 //   fz_make_golden <out_dir> <data_dir>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
@@ -134,5 +135,20 @@ int main(int argc, char** argv) {
   add("cuszhi_tp_abs_quality_f64_64x64", p64, fz::DataType::of<double>(), {64, 64}, quality);
   add("cuszhi_cr_noa_f32_1000", fz::Bytes(wmag.begin(), wmag.begin() + 4 * 1000), fz::DataType::of<float>(),
       {1000}, lossy(fz::Preset::CuszHiCr, fz::ErrorMode::Noa, 1e-2));
+  // A land mask (fill value -1e10 over a corner "continent"): the spline
+  // reads the fill mask (its config's trailing byte 1) and codes land q = 0.
+  fz::Bytes land = wmag24;
+  const float land_value = -1e10f;
+  for (size_t z = 0; z < 24; ++z)
+    for (size_t y = 0; y < 24; ++y)
+      for (size_t x = 0; x < 24; ++x)
+        if (x + y + z / 2 < 20) std::memcpy(land.data() + 4 * ((z * 24 + y) * 24 + x), &land_value, 4);
+  for (fz::Preset preset : {fz::Preset::CuszHiTp, fz::Preset::CuszHiCr}) {
+    fz::Options o = lossy(preset, fz::ErrorMode::Noa, 1e-3);
+    o.fill_value.resize(4);
+    std::memcpy(o.fill_value.data(), &land_value, 4);
+    add(preset == fz::Preset::CuszHiTp ? "cuszhi_tp_fill_f32_24x24x24" : "cuszhi_cr_fill_f32_24x24x24", land,
+        fz::DataType::of<float>(), {24, 24, 24}, o);
+  }
   return 0;
 }

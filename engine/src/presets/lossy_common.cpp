@@ -36,13 +36,21 @@ uint8_t native_order(Pipeline& p, const DataType& dtype, unsigned width) {
 // without the size RRE leaves on the device). A chunk without fill elements skips the mask: it
 // would cost a pass each way for nothing (HDF5's default fill value 0.0 rarely
 // occurs inside data; decoding a float64 field took 30% longer with the mask).
-uint8_t lossy_source(Pipeline& p, const DataType& dtype, const Options& options, const ChunkFacts& facts) {
+LossySource lossy_source_and_mask(Pipeline& p, const DataType& dtype, const Options& options,
+                                  const ChunkFacts& facts) {
   const uint8_t native = native_order(p, dtype, dtype.size);
   const auto fill = fill_bits(dtype, options);
-  if (!fill || !facts.has_fill) return native;
+  if (!fill || !facts.has_fill) return {native, std::nullopt};
   const auto streams = p.add(make_fillmask(dtype.size, *fill), {native});
-  p.add(make_rre(1), {streams[1]});
-  return streams[0];
+  return {streams[0], streams[1]};
+}
+
+void store_fill_mask(Pipeline& p, uint8_t mask) { p.add(make_rre(1), {mask}); }
+
+uint8_t lossy_source(Pipeline& p, const DataType& dtype, const Options& options, const ChunkFacts& facts) {
+  const LossySource source = lossy_source_and_mask(p, dtype, options, facts);
+  if (source.fill_mask) store_fill_mask(p, *source.fill_mask);
+  return source.values;
 }
 
 // The absolute bound a lossy preset enforces for this chunk, from what is

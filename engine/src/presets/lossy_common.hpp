@@ -31,6 +31,19 @@ uint8_t native_order(Pipeline& p, const DataType& dtype, unsigned width);
 // value's elements taken out by a fill mask when the chunk holds any.
 uint8_t lossy_source(Pipeline& p, const DataType& dtype, const Options& options, const ChunkFacts& facts);
 
+// The same with the fill mask left to the caller, for a stage that reads it
+// (the spline codes fill elements cheaply when it knows them): values, and
+// the mask's buffer when the chunk has fill elements, which the caller must
+// consume and finally pass to store_fill_mask.
+struct LossySource {
+  uint8_t values;
+  std::optional<uint8_t> fill_mask;
+};
+LossySource lossy_source_and_mask(Pipeline& p, const DataType& dtype, const Options& options,
+                                  const ChunkFacts& facts);
+// Stores a fill mask buffer in the frame, coded as lossy_source codes it.
+void store_fill_mask(Pipeline& p, uint8_t mask);
+
 // A predictor's bounds: the absolute bound it enforces and its working bound
 // (a value of the element type, rounded toward zero). Empty when the chunk
 // cannot be quantized usefully (see facts_from_range; also a working bound below
