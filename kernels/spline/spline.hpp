@@ -94,8 +94,9 @@ enum class Tuning : uint8_t {
   // Per level, coarsest first, with the coarser levels' choices applied: the
   // flags (0..5) with the smallest integer sum of |q| (an outlier counting as
   // the radius, a fill element coded q = 0 as 0) over every point that the sample tiles compute at that level,
-  // halo included; ties to the lowest flags. Sample: S = ceil(tiles / 16)
-  // tiles, tile (j * 2654435761) mod tiles for j < S (tiles in C order).
+  // halo included; ties to the lowest flags. Sample: S = min(ceil(tiles /
+  // 16), 512) tiles, tile (j * 2654435761) mod tiles for j < S (tiles in C
+  // order).
   kRatioFirst = 1,
 };
 

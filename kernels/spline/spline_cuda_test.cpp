@@ -242,6 +242,17 @@ TEST(SplineCuda, FillMasksMatchTheCpu) {
   check_case(to_bytes(smooth), ragged, config_for(4, spline::Tuning::kRatioFirst, 2, 512), 1e-3, mask);
 }
 
+// More than 8192 tiles: the tuning's sample is capped at 512 tiles
+// (spline_rules.hpp, sample_count) on both sides.
+TEST(SplineCuda, CappedTuningSampleMatchesTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  const Dims dims = {3000000};
+  ASSERT_EQ(spline::rules::sample_count(dims[0] / 256 + 1), spline::rules::kMaxSampleTiles);
+  const Bytes in = to_bytes(smooth_field<float>(dims[0], 1));
+  check_case(in, dims, config_for(4, spline::Tuning::kRatioFirst, 2, 4096), 1e-3);
+  check_case(in, dims, config_for(4, spline::Tuning::kRatioFirst, 2, 32768, spline::CodeForm::kSigned), 1e-5);
+}
+
 template <typename T>
 void check_shapes() {
   const std::vector<Dims> shapes = ragged_shapes();
