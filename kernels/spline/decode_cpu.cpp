@@ -192,7 +192,7 @@ void decode_typed(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const rul
   job.grid = grid;
   job.codes.groups = rules::code_groups(grid);
   job.codes.code_bytes = format.code_bytes;
-  job.codes.is_signed = format.code_form == CodeForm::kSigned;
+  job.codes.form = static_cast<unsigned>(format.code_form);
   const Side parsed = parse_side(side, job);
   for (unsigned g = 0; g < kCodeGroups; ++g) {
     require_format(codes[g].size == job.codes.groups.size[g] * format.code_bytes,
@@ -235,7 +235,8 @@ void decode(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const std::vect
             const CodeFormat& format, Bytes& out, const Executor& exec) {
   if (format.width != 4 && format.width != 8) throw UsageError("spline: width must be 4 or 8");
   if (format.code_bytes != 1 && format.code_bytes != 2) throw UsageError("spline: code_bytes must be 1 or 2");
-  if (format.code_form != CodeForm::kOffset && format.code_form != CodeForm::kSigned)
+  if (format.code_form != CodeForm::kOffset && format.code_form != CodeForm::kSigned &&
+      format.code_form != CodeForm::kZigzag)
     throw UsageError("spline: unknown code form");
   rules::Grid grid;
   if (rules::grid_of(dims, grid) != rules::GridCheck::kOk) throw UsageError("spline: dims must have 1 to 3 extents");

@@ -40,7 +40,7 @@ cudaError_t decode_typed(const ConstCodeStreams& code_streams, const uint8_t* si
                          const Grid& grid, const CodeFormat& format, uint8_t* out, uint32_t* status, void* scratch,
                          cudaStream_t stream) {
   const unsigned code_bytes = format.code_bytes;
-  const bool is_signed = format.code_form == CodeForm::kSigned;
+  const unsigned form = static_cast<unsigned>(format.code_form);
   const DecodeLayout l = decode_layout(scratch);
   auto* header = static_cast<DecodeHeader<T>*>(l.header);
   const SideLayout layout = side_layout(grid.rank, sizeof(T), grid.tile_count);
@@ -60,7 +60,7 @@ cudaError_t decode_typed(const ConstCodeStreams& code_streams, const uint8_t* si
   read_header<T><<<1, 1, 0, stream>>>(side, side_size, grid, code_bytes, layout, header, status);
   if (capacity > 0)
     check_outliers<T><<<static_cast<unsigned>((capacity + kCheckThreads - 1) / kCheckThreads), kCheckThreads, 0,
-                        stream>>>(side, layout.indices_at, grid, groups, codes, code_bytes, is_signed, capacity,
+                        stream>>>(side, layout.indices_at, grid, groups, codes, code_bytes, form, capacity,
                                   header, status);
   const size_t scattered = grid.tile_count > capacity ? grid.tile_count : capacity;
   if (scattered > 0)
@@ -71,7 +71,7 @@ cudaError_t decode_typed(const ConstCodeStreams& code_streams, const uint8_t* si
     err = allow_shared(decode_tiles<T>, shared);
     if (err != cudaSuccess) return err;
     decode_tiles<T><<<static_cast<unsigned>(grid.tile_count), kTileThreads, shared, stream>>>(
-        grid, groups, codes, code_bytes, is_signed, header, out, l.zero_codes, status);
+        grid, groups, codes, code_bytes, form, header, out, l.zero_codes, status);
   }
   check_zero_count<T><<<1, 1, 0, stream>>>(header, l.zero_codes, status);
   return cudaGetLastError();
@@ -90,7 +90,9 @@ cudaError_t decode(const ConstCodeStreams& codes, const std::array<size_t, kCode
                    uint8_t* out, uint32_t* status, void* scratch, cudaStream_t stream) {
   if (format.width != 4 && format.width != 8) return cudaErrorInvalidValue;
   if (format.code_bytes != 1 && format.code_bytes != 2) return cudaErrorInvalidValue;
-  if (format.code_form != CodeForm::kOffset && format.code_form != CodeForm::kSigned) return cudaErrorInvalidValue;
+  if (format.code_form != CodeForm::kOffset && format.code_form != CodeForm::kSigned &&
+      format.code_form != CodeForm::kZigzag)
+    return cudaErrorInvalidValue;
   Grid grid;
   if (!device_grid_of(dims, grid)) return cudaErrorInvalidValue;
   if (code_sizes != code_group_bytes(dims, format.code_bytes)) return cudaErrorInvalidValue;

@@ -108,19 +108,19 @@ __device__ __forceinline__ uint64_t outlier_index(const uint8_t* indices, size_t
 template <typename T>
 __device__ __forceinline__ uint32_t code_of_element(const Grid& grid, const CodeGroups& groups,
                                                     const ConstGroupStreams& codes, unsigned code_bytes,
-                                                    bool is_signed, const DecodeHeader<T>* header, size_t index) {
+                                                    unsigned form, const DecodeHeader<T>* header, size_t index) {
   const size_t x = index % grid.n[2];
   const size_t rest = index / grid.n[2];
   const uint8_t* at = code_address(grid, groups, codes, code_bytes, rest / grid.n[1], rest % grid.n[1], x);
   const uint32_t stored = code_bytes == 1 ? *at : load_word<uint16_t>(at);
-  return code_of_stored(stored, header->radius, is_signed, code_bytes);
+  return code_of_stored(stored, header->radius, form, code_bytes);
 }
 
 // Threads over [0, capacity) (capacity >= K whenever the header is good).
 template <typename T>
 __global__ void __launch_bounds__(kCheckThreads)
     check_outliers(const uint8_t* side, size_t indices_at, Grid grid, CodeGroups groups, ConstGroupStreams codes,
-                   unsigned code_bytes, bool is_signed, size_t capacity, const DecodeHeader<T>* header,
+                   unsigned code_bytes, unsigned form, size_t capacity, const DecodeHeader<T>* header,
                    uint32_t* status) {
   const size_t k = static_cast<size_t>(blockIdx.x) * kCheckThreads + threadIdx.x;
   if (k >= capacity || !header->ok || k >= header->outliers) return;
@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kCheckThreads)
   if (index >= grid.elements) {
     bad |= kOutlierIndexOutOfRange;
   } else {
-    if (code_of_element(grid, groups, codes, code_bytes, is_signed, header, index) != 0) bad |= kNonzeroCodeAtOutlier;
+    if (code_of_element(grid, groups, codes, code_bytes, form, header, index) != 0) bad |= kNonzeroCodeAtOutlier;
     if (is_anchor_index(grid, index)) bad |= kOutlierAtAnchor;
   }
   if (k > 0 && !(index > outlier_index(side + indices_at, index_width, k - 1))) bad |= kIndicesNotIncreasing;
@@ -168,7 +168,7 @@ inline size_t decode_shared_bytes(unsigned rank) {
 
 template <typename T>
 __global__ void __launch_bounds__(kTileThreads, kDecodeBlocks<T>)
-    decode_tiles(Grid grid, CodeGroups groups, const __grid_constant__ ConstGroupStreams streams, unsigned code_bytes, bool is_signed,
+    decode_tiles(Grid grid, CodeGroups groups, const __grid_constant__ ConstGroupStreams streams, unsigned code_bytes, unsigned form,
                  const DecodeHeader<T>* header, uint8_t* out, unsigned long long* zero_codes, uint32_t* status) {
   if (!header->ok) return;  // uniform over the grid
   T* buffer = tile_buffer<T>();
@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(kTileThreads, kDecodeBlocks<T>)
   __syncthreads();
   for_each_region_point(t, [&](unsigned slot, unsigned z, unsigned y, unsigned x) {
     const uint8_t* at = row_code_address(t, rows, streams, code_bytes, z, y, x);
-    const uint32_t code = code_of_stored(code_bytes == 1 ? *at : load_word<uint16_t>(at), radius, is_signed, code_bytes);
+    const uint32_t code = code_of_stored(code_bytes == 1 ? *at : load_word<uint16_t>(at), radius, form, code_bytes);
     codes[slot] = static_cast<uint16_t>(code);
     if (z < B && y < B && x < B) {
       if ((z | y | x) == 0) {  // the tile's anchor

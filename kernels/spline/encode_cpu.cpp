@@ -149,7 +149,7 @@ void encode_typed(ByteSpan in, ByteSpan fill_mask, const rules::Grid& grid, cons
   GroupStreams<uint8_t> streams;
   streams.groups = rules::code_groups(grid);
   streams.code_bytes = config.code_bytes;
-  streams.is_signed = config.code_form == CodeForm::kSigned;
+  streams.form = static_cast<unsigned>(config.code_form);
   streams.radius = config.radius;
   for (unsigned g = 0; g < kCodeGroups; ++g) {
     out.codes[g].resize(streams.groups.size[g] * config.code_bytes);

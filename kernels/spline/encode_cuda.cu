@@ -125,7 +125,7 @@ cudaError_t encode_typed(const uint8_t* in, const uint8_t* fill_mask, const Grid
     CodeOut out;
     for (unsigned g = 0; g < kCodeGroups; ++g) out.streams.at[g] = code_streams.at[g];
     out.groups = code_groups(grid);
-    out.is_signed = config.code_form == CodeForm::kSigned;
+    out.form = static_cast<unsigned>(config.code_form);
     out.outliers = l.outliers;
     encode_tiles<T><<<tiles, kTileThreads, shared, stream>>>(job, l.flags, out);
   }

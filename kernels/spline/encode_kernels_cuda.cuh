@@ -133,7 +133,7 @@ __global__ void choose_flags(unsigned level, const unsigned long long* totals, u
 struct CodeOut {
   GroupStreams streams;
   CodeGroups groups;
-  bool is_signed;
+  unsigned form;  // a CodeForm's value
   uint32_t* outliers;  // bitmap, element order, cleared by the caller
 };
 
@@ -174,7 +174,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileBlocks<T>)
   const uint32_t radius = job.radius;
   for_each_owned_point(t, [&](unsigned z, unsigned y, unsigned x, unsigned i) {
     uint8_t* at = row_code_address(t, rows, out.streams, code_bytes, z, y, x);
-    store_code_word(at, code_bytes, stored_code(codes[i], radius, out.is_signed, code_bytes));
+    store_code_word(at, code_bytes, stored_code(codes[i], radius, out.form, code_bytes));
   });
 }
 

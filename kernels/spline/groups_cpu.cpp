@@ -45,25 +45,25 @@ void store_code(uint8_t* at, uint32_t stored) {
 // One lane: codes[first], codes[first + kStep], ... (below count) to the
 // consecutive stored codes from `at`; returns how many are 0. The step is a
 // constant so that the loops vectorise (class 0 rows are one lane of step 1).
-template <unsigned kCodeBytes, bool kSigned, size_t kStep>
+template <unsigned kCodeBytes, unsigned kForm, size_t kStep>
 size_t write_lane(uint8_t* at, const uint16_t* codes, size_t first, size_t count, uint32_t radius) {
   unsigned zeros = 0;
   for (size_t i = first, j = 0; i < count; i += kStep, ++j) {
     zeros += codes[i] == 0;
-    store_code<kCodeBytes>(at + j * kCodeBytes, rules::stored_code(codes[i], radius, kSigned, kCodeBytes));
+    store_code<kCodeBytes>(at + j * kCodeBytes, rules::stored_code(codes[i], radius, kForm, kCodeBytes));
   }
   return zeros;
 }
 
 // The inverse: the stored codes from `at` to codes[first], codes[first +
 // kStep], ...; adds to `stats`.
-template <unsigned kCodeBytes, bool kSigned, size_t kStep>
+template <unsigned kCodeBytes, unsigned kForm, size_t kStep>
 void read_lane(const uint8_t* at, uint16_t* codes, size_t first, size_t count, uint32_t radius, CodeRowStats& stats) {
   unsigned zeros = 0;
   uint16_t largest = 0;
   for (size_t i = first, j = 0; i < count; i += kStep, ++j) {
     const auto code = static_cast<uint16_t>(
-        rules::code_of_stored(load_code<kCodeBytes>(at + j * kCodeBytes), radius, kSigned, kCodeBytes));
+        rules::code_of_stored(load_code<kCodeBytes>(at + j * kCodeBytes), radius, kForm, kCodeBytes));
     codes[i] = code;
     zeros += code == 0;
     largest = code > largest ? code : largest;
@@ -72,28 +72,28 @@ void read_lane(const uint8_t* at, uint16_t* codes, size_t first, size_t count, u
   stats.largest = largest > stats.largest ? largest : stats.largest;
 }
 
-template <unsigned kCodeBytes, bool kSigned>
+template <unsigned kCodeBytes, unsigned kForm>
 size_t write_row(const rules::Grid& grid, const GroupStreams<uint8_t>& s, size_t z, size_t y, size_t x0,
                  size_t count, const uint16_t* codes) {
   size_t zeros = 0;
   for_each_lane(grid, s.groups, z, y, x0, count, [&](unsigned g, size_t offset, size_t first, size_t step) {
     uint8_t* at = s.at[g] + offset * kCodeBytes;
-    if (step == 1) zeros += write_lane<kCodeBytes, kSigned, 1>(at, codes, first, count, s.radius);
-    else if (step == 2) zeros += write_lane<kCodeBytes, kSigned, 2>(at, codes, first, count, s.radius);
-    else zeros += write_lane<kCodeBytes, kSigned, 4>(at, codes, first, count, s.radius);
+    if (step == 1) zeros += write_lane<kCodeBytes, kForm, 1>(at, codes, first, count, s.radius);
+    else if (step == 2) zeros += write_lane<kCodeBytes, kForm, 2>(at, codes, first, count, s.radius);
+    else zeros += write_lane<kCodeBytes, kForm, 4>(at, codes, first, count, s.radius);
   });
   return zeros;
 }
 
-template <unsigned kCodeBytes, bool kSigned>
+template <unsigned kCodeBytes, unsigned kForm>
 CodeRowStats read_row(const rules::Grid& grid, const GroupStreams<const uint8_t>& s, size_t z, size_t y, size_t x0,
                       size_t count, uint16_t* codes) {
   CodeRowStats stats;
   for_each_lane(grid, s.groups, z, y, x0, count, [&](unsigned g, size_t offset, size_t first, size_t step) {
     const uint8_t* at = s.at[g] + offset * kCodeBytes;
-    if (step == 1) read_lane<kCodeBytes, kSigned, 1>(at, codes, first, count, s.radius, stats);
-    else if (step == 2) read_lane<kCodeBytes, kSigned, 2>(at, codes, first, count, s.radius, stats);
-    else read_lane<kCodeBytes, kSigned, 4>(at, codes, first, count, s.radius, stats);
+    if (step == 1) read_lane<kCodeBytes, kForm, 1>(at, codes, first, count, s.radius, stats);
+    else if (step == 2) read_lane<kCodeBytes, kForm, 2>(at, codes, first, count, s.radius, stats);
+    else read_lane<kCodeBytes, kForm, 4>(at, codes, first, count, s.radius, stats);
   });
   return stats;
 }
@@ -102,20 +102,26 @@ CodeRowStats read_row(const rules::Grid& grid, const GroupStreams<const uint8_t>
 
 size_t write_code_row(const rules::Grid& grid, const GroupStreams<uint8_t>& streams, size_t z, size_t y, size_t x0,
                       size_t count, const uint16_t* codes) {
-  if (streams.code_bytes == 1)
-    return streams.is_signed ? write_row<1, true>(grid, streams, z, y, x0, count, codes)
-                             : write_row<1, false>(grid, streams, z, y, x0, count, codes);
-  return streams.is_signed ? write_row<2, true>(grid, streams, z, y, x0, count, codes)
-                           : write_row<2, false>(grid, streams, z, y, x0, count, codes);
+  switch (streams.code_bytes * 4 + streams.form) {
+    case 4 + rules::kOffsetForm: return write_row<1, rules::kOffsetForm>(grid, streams, z, y, x0, count, codes);
+    case 4 + rules::kSignedForm: return write_row<1, rules::kSignedForm>(grid, streams, z, y, x0, count, codes);
+    case 4 + rules::kZigzagForm: return write_row<1, rules::kZigzagForm>(grid, streams, z, y, x0, count, codes);
+    case 8 + rules::kOffsetForm: return write_row<2, rules::kOffsetForm>(grid, streams, z, y, x0, count, codes);
+    case 8 + rules::kSignedForm: return write_row<2, rules::kSignedForm>(grid, streams, z, y, x0, count, codes);
+    default: return write_row<2, rules::kZigzagForm>(grid, streams, z, y, x0, count, codes);
+  }
 }
 
 CodeRowStats read_code_row(const rules::Grid& grid, const GroupStreams<const uint8_t>& streams, size_t z, size_t y,
                            size_t x0, size_t count, uint16_t* codes) {
-  if (streams.code_bytes == 1)
-    return streams.is_signed ? read_row<1, true>(grid, streams, z, y, x0, count, codes)
-                             : read_row<1, false>(grid, streams, z, y, x0, count, codes);
-  return streams.is_signed ? read_row<2, true>(grid, streams, z, y, x0, count, codes)
-                           : read_row<2, false>(grid, streams, z, y, x0, count, codes);
+  switch (streams.code_bytes * 4 + streams.form) {
+    case 4 + rules::kOffsetForm: return read_row<1, rules::kOffsetForm>(grid, streams, z, y, x0, count, codes);
+    case 4 + rules::kSignedForm: return read_row<1, rules::kSignedForm>(grid, streams, z, y, x0, count, codes);
+    case 4 + rules::kZigzagForm: return read_row<1, rules::kZigzagForm>(grid, streams, z, y, x0, count, codes);
+    case 8 + rules::kOffsetForm: return read_row<2, rules::kOffsetForm>(grid, streams, z, y, x0, count, codes);
+    case 8 + rules::kSignedForm: return read_row<2, rules::kSignedForm>(grid, streams, z, y, x0, count, codes);
+    default: return read_row<2, rules::kZigzagForm>(grid, streams, z, y, x0, count, codes);
+  }
 }
 
 }  // namespace fz::spline::detail

@@ -20,7 +20,7 @@ struct GroupStreams {
   Byte* at[kCodeGroups] = {};
   rules::CodeGroups groups;
   unsigned code_bytes = 2;
-  bool is_signed = false;
+  unsigned form = 0;  // a CodeForm's value (spline_rules.hpp, stored_code)
   uint32_t radius = 0;
 };
 

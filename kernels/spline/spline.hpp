@@ -65,10 +65,12 @@
 //          included), group 1 = every coordinate even but not group 2
 //          (level 1), group 0 = the rest (level 0). Each group in C order,
 //          `code_bytes` (1 or 2) little-endian bytes per code, in the
-//          config's code form: offset = the code itself; signed = code - R
-//          modulo 2^(8 code_bytes) (q in two's complement, -R at anchors and
-//          outliers). Anchors and outliers have code 0; any other code 0 is
-//          malformed, and so is any code >= 2R.
+//          config's code form: offset = the code itself; signed = v = code
+//          - R modulo 2^(8 code_bytes) (q in two's complement, -R at anchors
+//          and outliers); zigzag = that v, read as a signed word of b = 8
+//          code_bytes bits, as 2v (v >= 0) or -2v - 1 (v < 0), i.e. (v << 1)
+//          XOR (v >>arithmetic (b - 1)) modulo 2^b. Anchors and outliers have
+//          code 0; any other code 0 is malformed, and so is any code >= 2R.
 //   side:  u8 rank | u8 levels L | u32 radius | per level l = L-1 .. 0: u8 flags (bit 0
 //          reverse; bits 1-2 the interpolation, 0..2; other bits 0) and
 //          step_l (W bytes, T) |
@@ -104,6 +106,7 @@ enum class Tuning : uint8_t {
 enum class CodeForm : uint8_t {
   kOffset = 0,  // q + R: a compact alphabet, for Huffman
   kSigned = 1,  // q in two's complement: q = 0 is a zero word, for bit planes
+  kZigzag = 2,  // q zigzagged (TCMS's map): small |q| small words, for bit planes without a TCMS pass
 };
 
 // What the encoder is told; the decoder reads the rest from the side stream.

@@ -189,6 +189,7 @@ void check_real_field(const testing::RealField& field) {
       check_case(in, field.dims, config_for(sizeof(T), tuning, 2, 512), relative * range);
       check_case(in, field.dims, config_for(sizeof(T), tuning, 1, 128), relative * range);
       check_case(in, field.dims, config_for(sizeof(T), tuning, 2, 32768, spline::CodeForm::kSigned), relative * range);
+      check_case(in, field.dims, config_for(sizeof(T), tuning, 2, 32768, spline::CodeForm::kZigzag), relative * range);
     }
 }
 
@@ -265,6 +266,7 @@ void check_shapes() {
         check_case(in, dims, config_for(sizeof(T), tuning, 1, 1), eb);
         check_case(in, dims, config_for(sizeof(T), tuning, 1, 128, spline::CodeForm::kSigned), eb);
         check_case(in, dims, config_for(sizeof(T), tuning, 2, 32768, spline::CodeForm::kSigned), eb);
+        check_case(in, dims, config_for(sizeof(T), tuning, 1, 100, spline::CodeForm::kZigzag), eb);
       }
   }
 }
@@ -323,7 +325,7 @@ TEST(SplineCuda, AlphaBetaAndMisalignedBuffers) {
   const std::vector<float> values = smooth_field<float>(element_count(dims), 5);
   Bytes shifted(1 + values.size() * 4);
   std::memcpy(shifted.data() + 1, values.data(), values.size() * 4);
-  for (spline::CodeForm form : {spline::CodeForm::kOffset, spline::CodeForm::kSigned}) {
+  for (spline::CodeForm form : {spline::CodeForm::kOffset, spline::CodeForm::kSigned, spline::CodeForm::kZigzag}) {
     SCOPED_TRACE("code form " + std::to_string(static_cast<int>(form)));
     spline::Config config = config_for(4, spline::Tuning::kRatioFirst, 2, 300, form);
     config.alpha = 1.75;
@@ -427,7 +429,7 @@ TEST(SplineCuda, HostileStreamsSetTheStatusWhereTheCpuThrows) {
   std::mt19937_64 rng(7);
   for (const Dims& dims : std::vector<Dims>{{20, 19, 33}, {70, 65}, {1000}}) {
     for (unsigned width : {4u, 8u})
-      for (spline::CodeForm form : {spline::CodeForm::kOffset, spline::CodeForm::kSigned}) {
+      for (spline::CodeForm form : {spline::CodeForm::kOffset, spline::CodeForm::kSigned, spline::CodeForm::kZigzag}) {
         SCOPED_TRACE("width " + std::to_string(width) + ", code form " + std::to_string(static_cast<int>(form)));
         const HostileSample s = hostile_sample(dims, width, width == 4 ? 2 : 1, form);
         const spline::Streams& streams = s.streams;

@@ -114,9 +114,11 @@ void expect_format_error(const Sample& s, const std::string& what) {
 }
 
 const std::vector<Dims> kShapes = {{20, 19, 33}, {70, 65}, {1000}};
-const spline::CodeForm kForms[] = {spline::CodeForm::kOffset, spline::CodeForm::kSigned};
+const spline::CodeForm kForms[] = {spline::CodeForm::kOffset, spline::CodeForm::kSigned, spline::CodeForm::kZigzag};
 
-std::string form_name(spline::CodeForm form) { return form == spline::CodeForm::kSigned ? "signed" : "offset"; }
+std::string form_name(spline::CodeForm form) {
+  return form == spline::CodeForm::kSigned ? "signed" : form == spline::CodeForm::kZigzag ? "zigzag" : "offset";
+}
 
 TEST(SplineHostile, SamplesDecodeAndHaveOutliers) {
   for (const Dims& dims : kShapes) {
@@ -157,7 +159,7 @@ TEST(SplineHostile, TruncatedOrExtendedStreams) {
         for (size_t extra : {size_t{1}, size_t{2}}) {
           spline::Streams t = s.streams;
           for (size_t b = 0; b < extra; ++b)
-            t.codes[k].push_back(form == spline::CodeForm::kSigned ? 0 : b == 0 ? uint8_t(s.radius) : uint8_t(s.radius >> 8));
+            t.codes[k].push_back(form != spline::CodeForm::kOffset ? 0 : b == 0 ? uint8_t(s.radius) : uint8_t(s.radius >> 8));
           EXPECT_FALSE(decodes(s, t)) << "extra " << extra;
         }
       }
@@ -258,7 +260,7 @@ TEST(SplineHostile, HeaderFields) {
   EXPECT_THROW(spline::decode(st, {20, 19, 33}, {8, 2, spline::CodeForm::kOffset}, out), FormatError);
   EXPECT_THROW(spline::decode(st, {20, 19, 33}, {3, 2, spline::CodeForm::kOffset}, out), UsageError);
   EXPECT_THROW(spline::decode(st, {20, 19, 33}, {4, 3, spline::CodeForm::kOffset}, out), UsageError);
-  EXPECT_THROW(spline::decode(st, {20, 19, 33}, {4, 2, static_cast<spline::CodeForm>(2)}, out), UsageError);
+  EXPECT_THROW(spline::decode(st, {20, 19, 33}, {4, 2, static_cast<spline::CodeForm>(3)}, out), UsageError);
   EXPECT_THROW(spline::decode(st, {}, f4, out), UsageError);
   EXPECT_THROW(spline::decode(st, {1, 2, 3, 4}, f4, out), UsageError);
   // Huge dims against a small stream: refused before any allocation.

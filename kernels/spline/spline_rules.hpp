@@ -229,19 +229,28 @@ FZ_HOST_DEVICE inline unsigned code_place(const CodeRow& r, size_t x, size_t& of
   return 1;
 }
 
-// Code forms (spline.hpp): kOffset stores the code itself (q + R, 0 for an
-// outlier), what a Huffman coder wants (a compact alphabet); kSigned stores
-// code - R modulo 2^(8 code_bytes), i.e. q in two's complement (and -R for an
-// outlier), so that q = 0 is the zero word bit-plane coders want.
-FZ_HOST_DEVICE inline uint32_t stored_code(uint32_t code, uint32_t radius, bool is_signed, unsigned code_bytes) {
-  if (!is_signed) return code;
+// Code forms (spline.hpp), `form` a CodeForm's value: kOffset stores the
+// code itself (q + R, 0 for an outlier), what a Huffman coder wants (a
+// compact alphabet); kSigned stores v = code - R modulo 2^(8 code_bytes),
+// i.e. q in two's complement (and -R for an outlier), so that q = 0 is the
+// zero word bit-plane coders want; kZigzag stores v zigzagged, (v << 1) XOR
+// (v >> (bits - 1)) with v a signed word of 8 code_bytes bits (TCMS's map,
+// stage type 4), so that small |q| are small words, whose high bit planes
+// are zero, without a TCMS pass after the stage.
+constexpr unsigned kOffsetForm = 0, kSignedForm = 1, kZigzagForm = 2;
+FZ_HOST_DEVICE inline uint32_t stored_code(uint32_t code, uint32_t radius, unsigned form, unsigned code_bytes) {
+  if (form == kOffsetForm) return code;
   const uint32_t mask = code_bytes == 1 ? 0xFFu : 0xFFFFu;
-  return (code - radius) & mask;
+  const uint32_t v = (code - radius) & mask;
+  if (form == kSignedForm) return v;
+  const uint32_t sign = (v >> (8 * code_bytes - 1)) != 0 ? mask : 0u;
+  return ((v << 1) ^ sign) & mask;
 }
-FZ_HOST_DEVICE inline uint32_t code_of_stored(uint32_t stored, uint32_t radius, bool is_signed, unsigned code_bytes) {
-  if (!is_signed) return stored;
+FZ_HOST_DEVICE inline uint32_t code_of_stored(uint32_t stored, uint32_t radius, unsigned form, unsigned code_bytes) {
+  if (form == kOffsetForm) return stored;
   const uint32_t mask = code_bytes == 1 ? 0xFFu : 0xFFFFu;
-  return (stored + radius) & mask;
+  const uint32_t v = form == kSignedForm ? stored : ((stored >> 1) ^ (0u - (stored & 1u))) & mask;
+  return (v + radius) & mask;
 }
 
 // Tuning::kRatioFirst's sample (spline.hpp): S = min(ceil(tiles / 16), 512)
@@ -294,7 +303,8 @@ inline const char* config_problem(const Config& c) {
   if (!(c.alpha >= 1) || !std::isfinite(c.alpha)) return "spline: alpha must be >= 1 and finite";
   if (!(c.beta >= 1) || !std::isfinite(c.beta)) return "spline: beta must be >= 1 and finite";
   if (c.tuning != Tuning::kOff && c.tuning != Tuning::kRatioFirst) return "spline: unknown tuning";
-  if (c.code_form != CodeForm::kOffset && c.code_form != CodeForm::kSigned) return "spline: unknown code form";
+  if (c.code_form != CodeForm::kOffset && c.code_form != CodeForm::kSigned && c.code_form != CodeForm::kZigzag)
+    return "spline: unknown code form";
   return nullptr;
 }
 

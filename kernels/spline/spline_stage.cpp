@@ -92,7 +92,7 @@ std::unique_ptr<Stage> parse_spline(ByteSpan c) {
   config.beta = load_le<double>(c.data + 22);
   require_format(c.data[30] <= 1, "spline stage: unknown tuning");
   config.tuning = static_cast<spline::Tuning>(c.data[30]);
-  require_format(c.data[31] <= 1, "spline stage: unknown code form");
+  require_format(c.data[31] <= 2, "spline stage: unknown code form");
   config.code_form = static_cast<spline::CodeForm>(c.data[31]);
   const unsigned rank = c.data[32];
   const size_t dims_end = 33 + 8 * size_t(rank);
@@ -143,7 +143,7 @@ Bytes ramp(ByteSpan raw, const std::vector<size_t>& dims, bool spikes, bool flat
 }  // namespace
 
 // Ramps in 1, 2 and 3 axes (the slowest extent follows the input's length),
-// both widths, 1- and 2-byte codes, both code forms, both tunings, spikes
+// both widths, 1- and 2-byte codes, every code form, both tunings, spikes
 // as outliers, and a fill mask.
 std::vector<StageSample> spline_stage_samples() {
   struct Shape {
@@ -164,6 +164,8 @@ std::vector<StageSample> spline_stage_samples() {
       {"spline2d-f32", 4, 2, 512, Tuning::kRatioFirst, CodeForm::kOffset, false, {97}},
       {"spline3d-f32-spikes", 4, 2, 1, Tuning::kRatioFirst, CodeForm::kOffset, true, {13, 17}},
       {"spline3d-f64-signed", 8, 2, 32768, Tuning::kOff, CodeForm::kSigned, false, {7, 11}},
+      {"spline3d-f32-zigzag", 4, 2, 32768, Tuning::kRatioFirst, CodeForm::kZigzag, false, {9, 10}},
+      {"spline1d-f64-c1-zigzag", 8, 1, 100, Tuning::kOff, CodeForm::kZigzag, false, {}},
       // Fill elements are coded q = 0 with x' = their prediction, exact on a flat ramp: the inverse gives the input.
       {"spline2d-f32-fill", 4, 2, 512, Tuning::kRatioFirst, CodeForm::kOffset, false, {67}, true}};
   std::vector<StageSample> samples;

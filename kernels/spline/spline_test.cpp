@@ -273,7 +273,7 @@ TEST(Spline, SameBytesForAnyThreadCountAndRun) {
   const std::vector<float> values = testing::field_values<float>(field);
   const Bytes in = to_bytes(values);
   for (spline::Tuning tuning : {spline::Tuning::kOff, spline::Tuning::kRatioFirst})
-  for (spline::CodeForm form : {spline::CodeForm::kOffset, spline::CodeForm::kSigned}) {
+  for (spline::CodeForm form : {spline::CodeForm::kOffset, spline::CodeForm::kSigned, spline::CodeForm::kZigzag}) {
     const auto config = config_for(4, tuning, 2, 512, form);
     spline::Streams one, four, again;
     spline::encode(in, field.dims, config, 1e-3, one, serial_executor());
@@ -404,7 +404,7 @@ TEST(Spline, CodeGroupClosedFormsMatchTheSlowWay) {
 // ones): the same side stream, and every stored word of the signed form is
 // the offset form's code - R modulo 2^(8 code_bytes), so that q = 0 is the
 // zero word; both decode within the bound (round_trip).
-TEST(Spline, BothCodeFormsRoundTrip) {
+TEST(Spline, EveryCodeFormRoundTrips) {
   struct Case {
     unsigned code_bytes;
     uint32_t radius;
@@ -424,19 +424,29 @@ TEST(Spline, BothCodeFormsRoundTrip) {
         const auto offset_config = config_for(4, spline::Tuning::kRatioFirst, c.code_bytes, c.radius);
         const auto signed_config =
             config_for(4, spline::Tuning::kRatioFirst, c.code_bytes, c.radius, spline::CodeForm::kSigned);
+        const auto zigzag_config =
+            config_for(4, spline::Tuning::kRatioFirst, c.code_bytes, c.radius, spline::CodeForm::kZigzag);
         const spline::Streams offset = round_trip(values, dims, offset_config, eb);
         const spline::Streams signed_streams = round_trip(values, dims, signed_config, eb);
+        const spline::Streams zigzag = round_trip(values, dims, zigzag_config, eb);
         EXPECT_EQ(offset.side, signed_streams.side);
+        EXPECT_EQ(offset.side, zigzag.side);
         const uint32_t modulus = c.code_bytes == 1 ? 0x100 : 0x10000;
-        size_t zero_q = 0, zero_words = 0;
+        size_t zero_q = 0, zero_words = 0, zero_zigzag = 0;
         for (size_t g = 0; g < values.size(); ++g) {
           const uint32_t code = stored_at(offset.codes, places, c.code_bytes, g);
           const uint32_t word = stored_at(signed_streams.codes, places, c.code_bytes, g);
+          const uint32_t zig = stored_at(zigzag.codes, places, c.code_bytes, g);
           ASSERT_EQ(word, (code + modulus - c.radius) % modulus) << "element " << g << ", code " << code;
+          // TCMS's map of the signed word (tcms.hpp): (w << 1) XOR (w >>arithmetic (bits - 1)).
+          const uint32_t sign = word >= modulus / 2 ? modulus - 1 : 0;
+          ASSERT_EQ(zig, ((word << 1) ^ sign) % modulus) << "element " << g << ", code " << code;
           zero_q += code == c.radius;
           zero_words += word == 0;
+          zero_zigzag += zig == 0;
         }
         EXPECT_EQ(zero_q, zero_words);
+        EXPECT_EQ(zero_q, zero_zigzag);
         if (values.size() > 100 && c.radius > 1) {
           EXPECT_GT(zero_q, 0u);
         }
@@ -450,7 +460,7 @@ TEST(Spline, CodeFormAndConfigChecks) {
   const Bytes in = to_bytes(values);
   spline::Streams s;
   auto config = config_for(4, spline::Tuning::kOff);
-  config.code_form = static_cast<spline::CodeForm>(2);
+  config.code_form = static_cast<spline::CodeForm>(3);
   EXPECT_THROW(spline::encode(in, {100}, config, 1e-3, s), UsageError);
   config = config_for(4, spline::Tuning::kOff, 1, 129);
   EXPECT_THROW(spline::encode(in, {100}, config, 1e-3, s), UsageError);
@@ -465,7 +475,7 @@ TEST(Spline, CodeFormAndConfigChecks) {
   EXPECT_EQ(format.code_form, spline::CodeForm::kSigned);
   spline::decode(s, {100}, format, out);
   EXPECT_EQ(out.size(), in.size());
-  format.code_form = static_cast<spline::CodeForm>(2);
+  format.code_form = static_cast<spline::CodeForm>(3);
   EXPECT_THROW(spline::decode(s, {100}, format, out), UsageError);
 }
 

@@ -135,6 +135,9 @@ int main(int argc, char** argv) {
   add("cuszhi_tp_abs_quality_f64_64x64", p64, fz::DataType::of<double>(), {64, 64}, quality);
   add("cuszhi_cr_noa_f32_1000", fz::Bytes(wmag.begin(), wmag.begin() + 4 * 1000), fz::DataType::of<float>(),
       {1000}, lossy(fz::Preset::CuszHiCr, fz::ErrorMode::Noa, 1e-2));
+  // cuszhi-tp in the zigzag code form (no TCMS stage after the merge).
+  add("cuszhi_tp_zigzag_noa_f64_64x64", p64, fz::DataType::of<double>(), {64, 64},
+      lossy(fz::Preset::CuszHiTp, fz::ErrorMode::Noa, 1e-3));
   // A land mask (fill value -1e10 over a corner "continent"): the spline
   // reads the fill mask (its config's trailing byte 1) and codes land q = 0.
   fz::Bytes land = wmag24;

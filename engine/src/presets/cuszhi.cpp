@@ -11,7 +11,6 @@
 #include "merge/merge_stage.hpp"
 #include "rze/rze_stage.hpp"
 #include "spline/spline_stage.hpp"
-#include "tcms/tcms_stage.hpp"
 
 namespace fz::engine {
 namespace {
@@ -60,9 +59,11 @@ enum class SplineCoder { kThroughput, kRatio };
 // takes the long runs of the most frequent code's all-zero bits that a
 // Huffman coder cannot spend less than a bit on. Radius 4096 (alphabet 8192,
 // the GPU histogram's shared-memory size): as few outliers as 32768 on every
-// field down to 1e-4. Throughput: the groups merged, q in two's complement
-// (q = 0 a zero word) through zigzag, bit planes and zero elimination,
-// 2-byte codes with radius 32768 so that outliers stay rare at any bound.
+// field down to 1e-4. Throughput: the groups merged, q zigzagged by the
+// spline itself (the zigzag code form: q = 0 a zero word, small |q| small
+// words; the bytes a TCMS pass would give from the signed form, without the
+// pass), then bit planes and zero elimination, 2-byte codes with radius
+// 32768 so that outliers stay rare at any bound.
 // The side stream (per-level steps, anchors, outliers) stays raw: anchors
 // are one value in 4096 (3-D, 2-D) and outliers are rare, and no chain
 // measured made it smaller by more than its own headers.
@@ -75,7 +76,7 @@ Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dim
   s.width = dtype.size;
   s.code_bytes = 2;
   s.radius = ratio ? 4096 : 32768;
-  s.code_form = ratio ? spline::CodeForm::kOffset : spline::CodeForm::kSigned;
+  s.code_form = ratio ? spline::CodeForm::kOffset : spline::CodeForm::kZigzag;
   const LevelTuning levels = level_tuning(options);
   s.alpha = levels.alpha;
   s.beta = levels.beta;
@@ -99,8 +100,7 @@ Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dim
     }
   } else {
     const uint8_t codes = p.add(make_merge(spline::kCodeGroups), {streams[0], streams[1], streams[2]})[0];
-    const uint8_t zigzag = p.add(make_tcms(2), {codes})[0];
-    const uint8_t planes = p.add(make_bitshuffle(2), {zigzag})[0];
+    const uint8_t planes = p.add(make_bitshuffle(2), {codes})[0];
     p.add(make_rze(1), {planes});
   }
   return p;

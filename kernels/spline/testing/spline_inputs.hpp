@@ -132,16 +132,28 @@ inline CodePlaces code_places(const Dims& dims) {
 inline uint32_t code_mask(unsigned code_bytes) { return code_bytes == 1 ? 0xFFu : 0xFFFFu; }
 
 // The word stored for a code (offset form: q + R, 0 at anchors and
-// outliers) in `form`, and back: signed = code - R modulo 2^(8 code_bytes).
+// outliers) in `form`, and back: signed = code - R modulo 2^(8 code_bytes);
+// zigzag = that signed word v (as an integer in [-2^(b-1), 2^(b-1)), b = 8
+// code_bytes) as 2v for v >= 0 and -2v - 1 for v < 0. Written from the
+// definitions with wide integers, not with spline_rules.hpp's bit tricks.
 inline uint32_t stored_of_code(uint32_t code, CodeForm form, uint32_t radius, unsigned code_bytes) {
   if (form == CodeForm::kOffset) return code;
   const int64_t q = static_cast<int64_t>(code) - static_cast<int64_t>(radius);
   const int64_t modulus = int64_t{1} << (8 * code_bytes);
-  return static_cast<uint32_t>(((q % modulus) + modulus) % modulus);
+  const int64_t word = ((q % modulus) + modulus) % modulus;
+  if (form == CodeForm::kSigned) return static_cast<uint32_t>(word);
+  const int64_t v = word >= modulus / 2 ? word - modulus : word;
+  return static_cast<uint32_t>(v >= 0 ? 2 * v : -2 * v - 1);
 }
 inline uint32_t code_of_stored_word(uint32_t stored, CodeForm form, uint32_t radius, unsigned code_bytes) {
   if (form == CodeForm::kOffset) return stored;
-  return static_cast<uint32_t>((uint64_t{stored} + radius) % (uint64_t{1} << (8 * code_bytes)));
+  const int64_t modulus = int64_t{1} << (8 * code_bytes);
+  int64_t word = stored;
+  if (form == CodeForm::kZigzag) {
+    const int64_t v = stored % 2 == 0 ? int64_t{stored} / 2 : -(int64_t{stored} + 1) / 2;
+    word = (v + modulus) % modulus;
+  }
+  return static_cast<uint32_t>((word + radius) % modulus);
 }
 
 // The byte range of element g's code; throws std::out_of_range when its
