@@ -520,6 +520,206 @@ TEST(Huffman, EqualCountsAreOrderedBySymbol) {
   EXPECT_EQ(huffman::canonical_codes(lengths), (std::vector<uint32_t>{2, 3, 0}));
 }
 
+// A straightforward reference for code_lengths, written from the method in
+// huffman.hpp alone: std::sort by (count, symbol), a two-queue Huffman tree
+// with explicit nodes, and package-merge building every list in full with
+// explicit items. code_lengths must give exactly its lengths.
+std::vector<uint8_t> reference_package_merge(const std::vector<uint64_t>& w, unsigned limit) {
+  // w: the sorted leaf weights (m >= 2); returns leaf k's length.
+  const size_t m = w.size();
+  const unsigned depth = static_cast<unsigned>(std::min<size_t>(limit, m - 1));
+  struct Item {
+    uint64_t weight;
+    bool leaf;
+  };
+  std::vector<std::vector<Item>> list(depth + 1);
+  for (uint64_t x : w) list[depth].push_back({x, true});
+  for (unsigned j = depth - 1; j >= 1; --j) {
+    std::vector<uint64_t> packages;
+    packages.reserve(list[j + 1].size() / 2);
+    list[j].reserve(m + list[j + 1].size() / 2);
+    for (size_t k = 0; k + 1 < list[j + 1].size(); k += 2) packages.push_back(list[j + 1][k].weight + list[j + 1][k + 1].weight);
+    size_t a = 0, p = 0;
+    while (a < m || p < packages.size()) {
+      if (p == packages.size() || (a < m && w[a] <= packages[p])) {
+        list[j].push_back({w[a++], true});
+      } else {
+        list[j].push_back({packages[p++], false});
+      }
+    }
+  }
+  std::vector<uint8_t> length(m, 0);
+  size_t take = 2 * m - 2;
+  for (unsigned j = 1; j <= depth; ++j) {
+    EXPECT_LE(take, list[j].size());
+    size_t packages = 0;
+    for (size_t k = 0; k < take && k < list[j].size(); ++k) {
+      if (list[j][k].leaf) {
+        ++length[k - packages];
+      } else {
+        ++packages;
+      }
+    }
+    take = 2 * packages;
+  }
+  EXPECT_EQ(take, 0u);
+  return length;
+}
+
+std::vector<uint8_t> reference_code_lengths(const std::vector<uint64_t>& h, unsigned limit, bool package_merge_only = false) {
+  std::vector<uint32_t> symbols;
+  for (uint32_t s = 0; s < h.size(); ++s) {
+    if (h[s] != 0) symbols.push_back(s);
+  }
+  std::sort(symbols.begin(), symbols.end(), [&](uint32_t x, uint32_t y) { return h[x] != h[y] ? h[x] < h[y] : x < y; });
+  const size_t m = symbols.size();
+  std::vector<uint8_t> lengths(h.size(), 0);
+  if (m == 1) lengths[symbols[0]] = 1;
+  if (m < 2) return lengths;
+  std::vector<uint64_t> w(m);
+  for (size_t k = 0; k < m; ++k) w[k] = h[symbols[k]];
+  // Huffman with two queues: leaves (sorted) and internal nodes in the order
+  // made; the lighter front joins first, a leaf before an internal node of
+  // equal weight. Nodes 0..m-1 are leaves, m.. internal.
+  std::vector<uint64_t> weight(w);
+  std::vector<size_t> parent(2 * m - 1, 0);
+  size_t leaf = 0, internal = m;
+  const auto pop = [&]() {
+    if (leaf < m && (internal == weight.size() || weight[leaf] <= weight[internal])) return leaf++;
+    return internal++;
+  };
+  while (weight.size() < 2 * m - 1) {
+    const size_t x = pop();
+    const size_t y = pop();
+    parent[x] = parent[y] = weight.size();
+    weight.push_back(weight[x] + weight[y]);
+  }
+  std::vector<unsigned> node_depth(2 * m - 1, 0);
+  for (size_t n = 2 * m - 2; n-- > 0;) node_depth[n] = node_depth[parent[n]] + 1;
+  std::vector<unsigned> depths(node_depth.begin(), node_depth.begin() + static_cast<std::ptrdiff_t>(m));
+  std::sort(depths.begin(), depths.end(), std::greater<unsigned>());
+  std::vector<uint8_t> leaf_length(m);
+  if (depths[0] <= limit && !package_merge_only) {
+    for (size_t k = 0; k < m; ++k) leaf_length[k] = static_cast<uint8_t>(depths[k]);
+  } else {
+    leaf_length = reference_package_merge(w, limit);
+  }
+  for (size_t k = 0; k < m; ++k) lengths[symbols[k]] = leaf_length[k];
+  return lengths;
+}
+
+TEST(Huffman, CodeLengthsAreExactlyTheReferenceMethods) {
+  std::mt19937_64 rng(31);
+  size_t package_merges = 0;
+  const auto check = [&](const std::vector<uint64_t>& h, unsigned limit) {
+    const uint32_t alphabet = static_cast<uint32_t>(h.size());
+    const auto expected = reference_code_lengths(h, limit);
+    ASSERT_EQ(huffman::code_lengths(h.data(), alphabet, limit), expected) << "A=" << alphabet << " L=" << limit;
+    ASSERT_EQ(huffman::package_merge_lengths(h.data(), alphabet, limit), reference_code_lengths(h, limit, true))
+        << "A=" << alphabet << " L=" << limit;
+    if (*std::max_element(expected.begin(), expected.end()) == limit) ++package_merges;
+  };
+  const auto min_limit = [](uint32_t alphabet) {
+    unsigned l = 1;
+    while ((uint64_t{1} << l) < alphabet) ++l;
+    return l;
+  };
+  const auto random_limit = [&](uint32_t alphabet) {
+    const unsigned lo = min_limit(alphabet);
+    // Mostly tight limits (where package-merge runs), sometimes any valid one.
+    if (rng() % 3 == 0) return lo + static_cast<unsigned>(rng() % (huffman::kMaxLengthLimit - lo + 1));
+    return std::min<unsigned>(huffman::kMaxLengthLimit, lo + static_cast<unsigned>(rng() % 5));
+  };
+  const auto random_alphabet = [&]() {
+    switch (rng() % 4) {
+      case 0: return 2 + static_cast<uint32_t>(rng() % 30);
+      case 1: return 2 + static_cast<uint32_t>(rng() % 1000);
+      case 2: return 2 + static_cast<uint32_t>(rng() % 9000);
+      default: return uint32_t{1} << (1 + rng() % 16);  // powers of two up to 65536
+    }
+  };
+  for (int trial = 0; trial < 3000; ++trial) {
+    const uint32_t alphabet = trial < 12 ? 65536 : random_alphabet();
+    std::vector<uint64_t> h(alphabet, 0);
+    const size_t samples = size_t{1} << (4 + rng() % 15);
+    switch (trial % 7) {
+      case 0: {  // broad normals: a peaked or flat centre, tails of counts 1..3
+        const double sigma = std::ldexp(1.0, -2 + static_cast<int>(rng() % 16));
+        std::normal_distribution<double> d(alphabet / 2.0, sigma);
+        for (size_t i = 0; i < samples; ++i) {
+          const double x = std::round(d(rng));
+          h[x < 0 ? 0 : x >= alphabet ? alphabet - 1 : static_cast<uint32_t>(x)] += 1 + (i & 7);
+        }
+        break;
+      }
+      case 1: {  // Zipf-like: count proportional to rank^-s over a random permutation
+        const double s = 0.5 + (rng() % 100) / 40.0;
+        const double top = std::ldexp(1.0, 4 + static_cast<int>(rng() % 36));
+        std::vector<uint32_t> perm(alphabet);
+        for (uint32_t i = 0; i < alphabet; ++i) perm[i] = i;
+        std::shuffle(perm.begin(), perm.end(), rng);
+        const uint32_t used = 1 + static_cast<uint32_t>(rng() % alphabet);
+        for (uint32_t r = 0; r < used; ++r) h[perm[r]] = 1 + static_cast<uint64_t>(top * std::pow(r + 1.0, -s));
+        break;
+      }
+      case 2:  // many ties: counts 1..k
+        for (auto& c : h) c = rng() % 4 == 0 ? 0 : 1 + rng() % (1 + rng() % 4);
+        break;
+      case 3: {  // Cauchy: a sharp centre and long tails of 1s and 2s
+        std::cauchy_distribution<double> d(alphabet / 2.0, 0.5 + (rng() % 64) / 4.0);
+        for (size_t i = 0; i < samples; ++i) {
+          const double x = d(rng);
+          h[x < 0 || x >= alphabet ? 0 : static_cast<uint32_t>(x)]++;
+        }
+        break;
+      }
+      case 4:  // wide spread of magnitudes, huge counts
+        for (auto& c : h) c = rng() % 3 == 0 ? 0 : (rng() >> (rng() % 64)) >> (16 + rng() % 16);
+        break;
+      case 5: {  // all symbols used, nearly equal counts (all lengths near log2 A), one rare symbol
+        const uint64_t base = 1 + rng() % 1000;
+        for (auto& c : h) c = base + rng() % (1 + base / 8);
+        h[rng() % alphabet] = 1 + rng() % 3;
+        break;
+      }
+      default: {  // Fibonacci-like counts on a few symbols plus noise: deep Huffman trees
+        uint64_t a = 1, b = 1;
+        for (int k = 0; k < 80; ++k) {
+          h[rng() % alphabet] += a;
+          const uint64_t next = a + b;
+          a = b;
+          b = next;
+        }
+        break;
+      }
+    }
+    if (std::all_of(h.begin(), h.end(), [](uint64_t c) { return c == 0; })) h[rng() % alphabet] = 1;
+    check(h, random_limit(alphabet));
+    if (trial % 10 == 0) check(h, min_limit(alphabet));
+  }
+  // m = 1, 2, 3 and every limit.
+  for (int trial = 0; trial < 300; ++trial) {
+    const uint32_t alphabet = 3 + static_cast<uint32_t>(rng() % 200);
+    std::vector<uint64_t> h(alphabet, 0);
+    const int used = 1 + trial % 3;
+    for (int k = 0; k < used; ++k) h[rng() % alphabet] = 1 + (rng() % 2 ? rng() % 3 : rng() >> 20);
+    for (unsigned limit = min_limit(alphabet); limit <= huffman::kMaxLengthLimit; ++limit) check(h, limit);
+  }
+  // All symbols used, m around powers of two, the tightest limits.
+  for (uint32_t k = 1; k <= 12; ++k) {
+    for (int delta : {-1, 0, 1}) {
+      const uint32_t alphabet = static_cast<uint32_t>(static_cast<int>(uint32_t{1} << k) + delta);
+      if (alphabet < 2) continue;
+      std::vector<uint64_t> h(alphabet);
+      for (auto& c : h) c = 1 + rng() % 5;
+      for (unsigned limit = min_limit(alphabet); limit <= min_limit(alphabet) + 3; ++limit) check(h, limit);
+      h[0] = uint64_t{1} << 30;  // one heavy symbol
+      for (unsigned limit = min_limit(alphabet); limit <= min_limit(alphabet) + 3; ++limit) check(h, limit);
+    }
+  }
+  EXPECT_GT(package_merges, 1000u);  // the limit bound often
+}
+
 // ---- threads, usage errors ----
 
 TEST(Huffman, ThreadedExecutorGivesTheSameBytes) {
