@@ -263,9 +263,9 @@ TEST(HuffmanCuda, SyntheticDistributions) {
 
 TEST(HuffmanCuda, SizesAroundBlocks) {
   FZ_SKIP_WITHOUT_CUDA();
-  // 16384 (cusz), blocks of one symbol, odd sizes, and blocks too large to
-  // stage in shared memory when decoding.
-  for (uint32_t S : {16384u, 1u, 37u, 1000u, 16385u, 70000u}) {
+  // 16384 (cusz), blocks of one symbol, odd sizes, 4096 and 4097, and blocks
+  // too large to stage in shared memory when decoding.
+  for (uint32_t S : {16384u, 1u, 37u, 1000u, 4096u, 4097u, 16385u, 70000u}) {
     std::vector<size_t> sizes = {0, 1, 2, S - 1, S, size_t{S} + 1, 3 * size_t{S}, 3 * size_t{S} + 7};
     if (S == 1) sizes = {0, 1, 2, 3, 1000};
     for (size_t n : sizes) {
@@ -281,6 +281,42 @@ TEST(HuffmanCuda, AnyAlignment) {
   const Bytes in = to_bytes(geometric(50000, 0.1, 1024, 12));
   for (size_t offset : {1u, 2u, 3u, 6u}) {
     if (!check_case(in, Config{1024, 16, 1001}, "offset " + std::to_string(offset), offset)) return;
+  }
+}
+
+// Small blocks (1 to 4096 symbols), peaked and broad codes (near-uniform
+// over 8192 symbols; many codes of 11-16 bits, as the spline preset's coarse
+// levels give at tight bounds), both lookup levels and the canonical search,
+// ragged sizes, odd offsets.
+TEST(HuffmanCuda, SmallBlocksAndBroadCodes) {
+  FZ_SKIP_WITHOUT_CUDA();
+  for (uint32_t S : {1u, 7u, 64u, 1024u, 4096u}) {
+    const size_t n = std::max<size_t>(20011, 5 * size_t{S} + S / 2 + 3);  // not a multiple of S (S > 1)
+    struct Case {
+      std::string what;
+      std::vector<uint16_t> symbols;
+      uint32_t alphabet;
+    };
+    const std::vector<Case> cases = {
+        {"peaked over 1024", geometric(n, 0.3, 1024, S + 1), 1024},
+        {"peaked over 8192", geometric(n, 0.3, 8192, S + 2), 8192},
+        {"broad over 1024", uniform(n, 1024, S + 3), 1024},
+        {"near-uniform over 8192", uniform(n, 8192, S + 4), 8192},
+        {"11-16 bits over 8192", geometric(n, 0.0007, 8192, S + 5), 8192},
+        {"second level over 1024", geometric(n, 0.01, 1024, S + 6), 1024},
+        {"20000 symbols of 14-15 bits (canonical search)", wide_symbols(n, 20000), 65536},
+        {"single symbol", std::vector<uint16_t>(n, 77), 1024},
+    };
+    for (const Case& c : cases) {
+      const std::string what = c.what + ", S " + std::to_string(S) + ", n " + std::to_string(n);
+      if (!check_case(to_bytes(c.symbols), Config{c.alphabet, 16, S}, what)) return;
+    }
+    // Odd places in memory: symbols (and the stream) at odd and even offsets.
+    for (size_t offset : {1u, 2u, 6u}) {
+      const std::string what = "offset " + std::to_string(offset) + ", S " + std::to_string(S);
+      if (!check_case(to_bytes(geometric(n - 2, 0.001, 8192, S + offset)), Config{8192, 16, S}, what, offset))
+        return;
+    }
   }
 }
 
@@ -363,6 +399,16 @@ TEST(HuffmanCuda, HostileStreamsRefusedExactlyWhereTheCpuRefuses) {
       // 14-15 bits, too many for that level) the canonical search.
       {geometric(30000, 0.01, 1024, 4), Config{1024, 16, 4000}},
       {wide_symbols(30000, 20000), Config{65536, 16, 5000}},
+      // Blocks up to 4096 symbols are decoded one per thread, larger ones by
+      // rounds: both, on small streams (every bit flipped) and broad codes.
+      {geometric(300, 0.4, 16, 6), Config{16, 6, 5000}},
+      {geometric(150, 0.3, 1024, 7), Config{1024, 16, 1}},
+      {geometric(250, 0.2, 1024, 8), Config{1024, 16, 7}},
+      {uniform(9000, 8192, 9), Config{8192, 16, 1024}},
+      {uniform(9000, 8192, 10), Config{8192, 16, 8192}},
+      {geometric(20000, 0.0007, 8192, 11), Config{8192, 16, 4096}},
+      {geometric(20000, 0.0007, 8192, 12), Config{8192, 16, 4097}},
+      {wide_symbols(30000, 20000), Config{65536, 16, 1024}},
   };
   std::mt19937_64 rng(11);
   Tally tally;
@@ -426,6 +472,37 @@ TEST(HuffmanCuda, BlockWithFarTooManyWords) {
   Tally tally;
   expect_same_verdict(hostile, in.size(), "block 0 with 1000 extra words", tally);
   EXPECT_EQ(tally.by_status, 1u);
+}
+
+// One block's end moved by a word or two (its neighbour's start with it): the
+// header checks may pass, then the blocks' decode must refuse exactly where
+// the CPU does (a block running past its words, an unused word, padding).
+TEST(HuffmanCuda, BlockBoundariesMoved) {
+  FZ_SKIP_WITHOUT_CUDA();
+  Tally tally;
+  for (uint32_t S : {1u, 7u, 64u, 1024u, 4096u, 4097u, 16384u}) {
+    for (uint32_t alphabet : {1024u, 8192u}) {
+      const size_t n = 13 * size_t{S} + S / 3 + 40;  // at least 13 blocks, the last ragged
+      const Bytes in = to_bytes(alphabet == 1024 ? geometric(n, 0.2, 1024, S) : uniform(n, 8192, S));
+      const Config c{alphabet, 16, S};
+      const Bytes stream = cpu_encode(in, c);
+      const huffman::format::Layout layout =
+          huffman::format::parse(stream.data(), stream.size(), stream.size(), in.size());
+      for (uint64_t b = 0; b + 1 < layout.blocks && b < 12; ++b) {
+        for (int d : {-2, -1, 1, 2}) {
+          Bytes hostile = stream;
+          const size_t at = layout.ends_at + 4 * b;
+          store_le<uint32_t>(hostile.data() + at, load_le<uint32_t>(hostile.data() + at) + static_cast<uint32_t>(d));
+          const std::string what = "S " + std::to_string(S) + " alphabet " + std::to_string(alphabet) + ": end[" +
+                                   std::to_string(b) + "] " + (d > 0 ? "+" : "") + std::to_string(d);
+          if (!expect_same_verdict(hostile, in.size(), what, tally)) return;
+        }
+      }
+    }
+  }
+  std::printf("moved boundaries: %zu accepted, %zu refused by the header checks, %zu by the device status\n",
+              tally.accepted, tally.by_header, tally.by_status);
+  EXPECT_GT(tally.by_status, 300u);
 }
 
 // ---- throughput (printed, not asserted) -------------------------------------------

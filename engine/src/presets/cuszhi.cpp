@@ -94,14 +94,8 @@ Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dim
       p.add(make_spline(s, bound->enforced, predictor_dims(dims), source.fill_mask.has_value()), inputs);
   if (source.fill_mask) store_fill_mask(p, streams[SplineStage::kFillPort]);
   if (ratio) {
-    // Blocks of 4096 symbols for the coarse groups (a GPU thread decodes
-    // each alone: their broad codes hardly resynchronise, so the
-    // block-parallel decoder of 16384-symbol blocks ran nearly serially,
-    // 1.8 of 6 ms decoding 512 MiB at NOA 1e-4; at most 0.3% of the ratio),
-    // 16384 for the finest group (mostly q = 0, which the block-parallel
-    // decoder takes fast).
     for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
-      const uint8_t bits = p.add(make_huffman({2 * s.radius, 16, g == 0 ? 16384u : 4096u}), {streams[g]})[0];
+      const uint8_t bits = p.add(make_huffman({2 * s.radius, 16, 16384u}), {streams[g]})[0];
       p.add(make_rze(1), {bits});
     }
   } else {
