@@ -97,7 +97,7 @@ enum class Tuning : uint8_t {
   // flags (0..5) with the smallest integer sum of |q| (an outlier counting as
   // the radius, a fill element coded q = 0 as 0) over every point that the sample tiles compute at that level,
   // halo included; ties to the lowest flags. Sample: S = min(ceil(tiles /
-  // 16), 512) tiles, tile (j * 2654435761) mod tiles for j < S (tiles in C
+  // 16), 256) tiles, tile (j * 2654435761) mod tiles for j < S (tiles in C
   // order).
   kRatioFirst = 1,
 };

@@ -243,7 +243,7 @@ TEST(SplineCuda, FillMasksMatchTheCpu) {
   check_case(to_bytes(smooth), ragged, config_for(4, spline::Tuning::kRatioFirst, 2, 512), 1e-3, mask);
 }
 
-// More than 8192 tiles: the tuning's sample is capped at 512 tiles
+// More than 4096 tiles: the tuning's sample is capped at 256 tiles
 // (spline_rules.hpp, sample_count) on both sides.
 TEST(SplineCuda, CappedTuningSampleMatchesTheCpu) {
   FZ_SKIP_WITHOUT_CUDA();

@@ -253,16 +253,17 @@ FZ_HOST_DEVICE inline uint32_t code_of_stored(uint32_t stored, uint32_t radius, 
   return (v + radius) & mask;
 }
 
-// Tuning::kRatioFirst's sample (spline.hpp): S = min(ceil(tiles / 16), 512)
+// Tuning::kRatioFirst's sample (spline.hpp): S = min(ceil(tiles / 16), 256)
 // tiles, sample j being tile (j * 2654435761) mod tiles. A multiplicative
 // stride spreads the sample over the chunk whatever its shape (a plain
 // "every 16th tile" hits one column of tiles when a row holds a multiple of
-// 16 of them). The cap bounds the tuning's cost for chunks above 128 MiB
+// 16 of them). The cap bounds the tuning's cost for chunks above 64 MiB
 // (float32 in 3-D), where it took a fifth of the GPU's time (512 MiB, 2048
-// sample tiles: 0.84 of 4.35 ms) to choose a few flags that 512 tiles (2
-// million points) choose as well; smaller chunks are not affected.
+// sample tiles: 0.84 of 4.35 ms on the H100; 0.26 ms with 512) to choose a
+// few flags that 256 tiles (a million points) choose as well; smaller chunks
+// are not affected.
 constexpr unsigned kFlagChoices = 6;  // flags 0..5: both axis orders x three interpolations
-constexpr size_t kMaxSampleTiles = 512;
+constexpr size_t kMaxSampleTiles = 256;
 FZ_HOST_DEVICE inline size_t sample_count(size_t tile_count) {
   const size_t s = (tile_count + 15) / 16;
   return s < kMaxSampleTiles ? s : kMaxSampleTiles;
