@@ -182,6 +182,33 @@ void huffman_lengths_in_place(uint64_t* a, size_t m) {
   }
 }
 
+// The selection walk shared by both package-merge forms: lists 1..top-1
+// select every leaf; from list `top` down, list j selects `take` items of
+// which leaves_among(j, take) are leaves (always the first ones in (count,
+// symbol) order), and the next list 2 (take - leaves) items. Leaf k's length
+// is the number of lists selecting more than k leaves.
+template <typename LeavesAmong>
+void lengths_from_selection(size_t m, unsigned top, unsigned depth, const std::array<size_t, kMaxLengthLimit + 1>& list_size,
+                            LeavesAmong&& leaves_among, const uint32_t* leaves, std::vector<uint8_t>& lengths,
+                            Scratch& scratch) {
+  uint32_t* const ends = at_least(scratch.ends, m + 1);  // ends[c]: the lists selecting exactly the first c leaves
+  std::fill(ends, ends + m + 1, 0u);
+  ends[m] += top - 1;
+  size_t take = 2 * m - (size_t{2} << (top - 1));
+  for (unsigned j = top; j <= depth; ++j) {
+    if (take > list_size[j]) throw std::logic_error("package-merge selection overran a list");
+    const size_t leaves_here = leaves_among(j, take);
+    ++ends[leaves_here];
+    take = 2 * (take - leaves_here);
+  }
+  if (take != 0) throw std::logic_error("package-merge selection left packages in the last list");
+  uint32_t length = 0;
+  for (size_t k = m; k-- > 0;) {
+    length += ends[k + 1];
+    lengths[leaves[k]] = static_cast<uint8_t>(length);
+  }
+}
+
 // Package-merge (see huffman.hpp) on m >= 2 sorted leaves: sets each leaf's
 // length in `lengths` (all zero on entry). The selection it makes is exactly
 // the one the documented procedure makes; three things make it cheaper than
@@ -299,27 +326,14 @@ void package_merge_items(const SortedLeaves& sorted, unsigned max_length, std::v
   // Walk the selection from list `top`: in lists 1..top-1 every leaf is
   // selected; the leaves selected in a list are always the first ones in
   // (count, symbol) order.
-  uint32_t* const ends = at_least(scratch.ends, m + 1);  // ends[c]: the lists selecting exactly the first c leaves
-  std::fill(ends, ends + m + 1, 0u);
-  ends[m] += top - 1;
-  size_t take = 2 * m - (size_t{2} << (top - 1));
-  for (unsigned j = top; j <= depth; ++j) {
-    if (take > list_size[j]) throw std::logic_error("package-merge selection overran a list");
-    size_t leaves_here = take;
-    if (j < depth) {
-      const uint8_t* const order = scratch.order.data() + order_at[j];
-      leaves_here = static_cast<size_t>(std::count(order, order + take, uint8_t{1}));
-    }
-    ++ends[leaves_here];
-    take = 2 * (take - leaves_here);
-  }
-  if (take != 0) throw std::logic_error("package-merge selection left packages in the last list");
-  // Leaf k's length: the lists selecting more than k leaves.
-  uint32_t length = 0;
-  for (size_t k = m; k-- > 0;) {
-    length += ends[k + 1];
-    lengths[leaves[k]] = static_cast<uint8_t>(length);
-  }
+  lengths_from_selection(
+      m, top, depth, list_size,
+      [&](unsigned j, size_t take) {
+        if (j == depth) return take;  // the deepest list is the leaves alone
+        const uint8_t* const order = scratch.order.data() + order_at[j];
+        return static_cast<size_t>(std::count(order, order + take, uint8_t{1}));
+      },
+      leaves, lengths, scratch);
 }
 
 // The same selection with every list held as runs of equal weight and kind
@@ -415,28 +429,18 @@ void package_merge_runs(const SortedLeaves& sorted, unsigned max_length, std::ve
     top = j;
   }
 
-  uint32_t* const ends = at_least(scratch.ends, m + 1);
-  std::fill(ends, ends + m + 1, 0u);
-  ends[m] += top - 1;
-  size_t take = 2 * m - (size_t{2} << (top - 1));
-  for (unsigned j = top; j <= depth; ++j) {
-    if (take > list_size[j]) throw std::logic_error("package-merge selection overran a list");
-    size_t leaves_here = 0;
-    size_t position = 0;
-    for (size_t r = run_begin[j]; position < take; ++r) {
-      const size_t n = std::min<size_t>(store[r].count, take - position);
-      leaves_here += store[r].leaf != 0 ? n : 0;
-      position += n;
-    }
-    ++ends[leaves_here];
-    take = 2 * (take - leaves_here);
-  }
-  if (take != 0) throw std::logic_error("package-merge selection left packages in the last list");
-  uint32_t length = 0;
-  for (size_t k = m; k-- > 0;) {
-    length += ends[k + 1];
-    lengths[leaves[k]] = static_cast<uint8_t>(length);
-  }
+  lengths_from_selection(
+      m, top, depth, list_size,
+      [&](unsigned j, size_t take) {
+        size_t leaves_here = 0, position = 0;
+        for (size_t r = run_begin[j]; position < take; ++r) {
+          const size_t n = std::min<size_t>(store[r].count, take - position);
+          leaves_here += store[r].leaf != 0 ? n : 0;
+          position += n;
+        }
+        return leaves_here;
+      },
+      leaves, lengths, scratch);
 }
 
 // Package-merge by runs where the leaves have few distinct weights, else by items.
