@@ -1,6 +1,8 @@
 // The code groups on the CPU (groups_cpu.hpp).
 #include "spline/groups_cpu.hpp"
 
+#include <type_traits>
+
 namespace fz::spline::detail {
 namespace {
 
@@ -100,28 +102,41 @@ CodeRowStats read_row(const rules::Grid& grid, const GroupStreams<const uint8_t>
 
 }  // namespace
 
+namespace {
+
+// Calls run(code bytes, form) with both as compile-time constants
+// (std::integral_constant), so that each stored form gets its own loop.
+template <typename Run>
+auto with_code_layout(unsigned code_bytes, unsigned form, Run&& run) {
+  using One = std::integral_constant<unsigned, 1>;
+  using Two = std::integral_constant<unsigned, 2>;
+  using Offset = std::integral_constant<unsigned, rules::kOffsetForm>;
+  using Signed = std::integral_constant<unsigned, rules::kSignedForm>;
+  using Zigzag = std::integral_constant<unsigned, rules::kZigzagForm>;
+  switch (code_bytes * 4 + form) {
+    case 4 + rules::kOffsetForm: return run(One{}, Offset{});
+    case 4 + rules::kSignedForm: return run(One{}, Signed{});
+    case 4 + rules::kZigzagForm: return run(One{}, Zigzag{});
+    case 8 + rules::kOffsetForm: return run(Two{}, Offset{});
+    case 8 + rules::kSignedForm: return run(Two{}, Signed{});
+    default: return run(Two{}, Zigzag{});
+  }
+}
+
+}  // namespace
+
 size_t write_code_row(const rules::Grid& grid, const GroupStreams<uint8_t>& streams, size_t z, size_t y, size_t x0,
                       size_t count, const uint16_t* codes) {
-  switch (streams.code_bytes * 4 + streams.form) {
-    case 4 + rules::kOffsetForm: return write_row<1, rules::kOffsetForm>(grid, streams, z, y, x0, count, codes);
-    case 4 + rules::kSignedForm: return write_row<1, rules::kSignedForm>(grid, streams, z, y, x0, count, codes);
-    case 4 + rules::kZigzagForm: return write_row<1, rules::kZigzagForm>(grid, streams, z, y, x0, count, codes);
-    case 8 + rules::kOffsetForm: return write_row<2, rules::kOffsetForm>(grid, streams, z, y, x0, count, codes);
-    case 8 + rules::kSignedForm: return write_row<2, rules::kSignedForm>(grid, streams, z, y, x0, count, codes);
-    default: return write_row<2, rules::kZigzagForm>(grid, streams, z, y, x0, count, codes);
-  }
+  return with_code_layout(streams.code_bytes, streams.form, [&](auto bytes, auto form) {
+    return write_row<decltype(bytes)::value, decltype(form)::value>(grid, streams, z, y, x0, count, codes);
+  });
 }
 
 CodeRowStats read_code_row(const rules::Grid& grid, const GroupStreams<const uint8_t>& streams, size_t z, size_t y,
                            size_t x0, size_t count, uint16_t* codes) {
-  switch (streams.code_bytes * 4 + streams.form) {
-    case 4 + rules::kOffsetForm: return read_row<1, rules::kOffsetForm>(grid, streams, z, y, x0, count, codes);
-    case 4 + rules::kSignedForm: return read_row<1, rules::kSignedForm>(grid, streams, z, y, x0, count, codes);
-    case 4 + rules::kZigzagForm: return read_row<1, rules::kZigzagForm>(grid, streams, z, y, x0, count, codes);
-    case 8 + rules::kOffsetForm: return read_row<2, rules::kOffsetForm>(grid, streams, z, y, x0, count, codes);
-    case 8 + rules::kSignedForm: return read_row<2, rules::kSignedForm>(grid, streams, z, y, x0, count, codes);
-    default: return read_row<2, rules::kZigzagForm>(grid, streams, z, y, x0, count, codes);
-  }
+  return with_code_layout(streams.code_bytes, streams.form, [&](auto bytes, auto form) {
+    return read_row<decltype(bytes)::value, decltype(form)::value>(grid, streams, z, y, x0, count, codes);
+  });
 }
 
 }  // namespace fz::spline::detail
