@@ -178,6 +178,41 @@ __global__ void write_block_table(const uint64_t* ends, uint64_t blocks, uint8_t
   }
 }
 
+// The codes of block b (count symbols) into its words of the payload
+// (ends: the blocks' end words), for write_blocks and write_staged_blocks:
+// each thread takes a run of consecutive symbols, sums their code lengths,
+// finds its first bit by a block scan, and writes its codes (words it shares
+// with a neighbour by atomicOr onto zeroed words). entry(k): the code table
+// entry (code << 5 | length) of the block's symbol k. Ends with a barrier
+// (scan_storage, and whatever entry reads, may be reused after it).
+template <typename Entry>
+__device__ __forceinline__ void write_block_codes(const uint64_t* ends, uint8_t* payload, uint64_t b,
+                                                  uint32_t count,
+                                                  typename cub::BlockScan<uint32_t, kThreads>::TempStorage& scan_storage,
+                                                  Entry&& entry) {
+  const uint64_t first_word = b == 0 ? 0 : ends[b - 1];
+  const uint32_t words = static_cast<uint32_t>(ends[b] - first_word);
+  uint32_t* dst = reinterpret_cast<uint32_t*>(payload) + first_word;
+  const uint32_t per = (count + kThreads - 1) / kThreads;
+  const uint32_t run_first = min(threadIdx.x * per, count);
+  const uint32_t run_count = min(per, count - run_first);
+  const auto run_entry = [&](uint32_t i) { return entry(run_first + i); };
+  uint32_t bits = 0;
+  for (uint32_t i = 0; i < run_count; ++i) bits += run_entry(i) & 31u;
+  uint32_t first_bit = 0;
+  cub::BlockScan<uint32_t, kThreads>(scan_storage).ExclusiveSum(bits, first_bit);
+  for (uint32_t w = threadIdx.x; w < words; w += kThreads) dst[w] = 0;
+  __syncthreads();  // zeros before any code
+  segments::encode_run(first_bit, run_count, run_entry, [&](uint32_t w, uint32_t value, bool whole) {
+    if (whole) {
+      dst[w] = value;
+    } else if (value != 0) {
+      atomicOr(dst + w, value);
+    }
+  });
+  __syncthreads();
+}
+
 __global__ void __launch_bounds__(kThreads)
     write_blocks(const uint8_t* symbols, uint64_t n, uint32_t S, uint64_t blocks, const uint32_t* table,
                  const uint64_t* ends, uint8_t* payload) {
@@ -186,30 +221,8 @@ __global__ void __launch_bounds__(kThreads)
   for (uint64_t b = blockIdx.x; b < blocks; b += gridDim.x) {
     const uint32_t count = block_count(n, S, b);
     const uint8_t* src = symbols + 2 * b * S;
-    const uint64_t first_word = b == 0 ? 0 : ends[b - 1];
-    const uint32_t words = static_cast<uint32_t>(ends[b] - first_word);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(payload) + first_word;
-    // This thread's run of symbols, and its bits.
-    const uint32_t per = (count + kThreads - 1) / kThreads;
-    const uint32_t run_first = min(threadIdx.x * per, count);
-    const uint32_t run_count = min(per, count - run_first);
-    const uint8_t* run = src + 2 * size_t{run_first};
-    uint32_t bits = 0;
-    for (uint32_t i = 0; i < run_count; ++i) bits += __ldg(table + load_symbol(run + 2 * i)) & 31u;
-    uint32_t first_bit = 0;
-    Scan(scan_storage).ExclusiveSum(bits, first_bit);
-    for (uint32_t w = threadIdx.x; w < words; w += kThreads) dst[w] = 0;
-    __syncthreads();  // zeros before any code
-    segments::encode_run(
-        first_bit, run_count, [&](uint32_t i) { return __ldg(table + load_symbol(run + 2 * i)); },
-        [&](uint32_t w, uint32_t value, bool whole) {
-          if (whole) {
-            dst[w] = value;
-          } else if (value != 0) {
-            atomicOr(dst + w, value);
-          }
-        });
-    __syncthreads();  // scan_storage is reused
+    write_block_codes(ends, payload, b, count, scan_storage,
+                      [&](uint32_t k) { return __ldg(table + load_symbol(src + 2 * size_t{k})); });
   }
 }
 
@@ -248,27 +261,9 @@ __global__ void __launch_bounds__(kThreads)
     for (uint32_t i = 8 * vectors + threadIdx.x; i < count; i += kThreads)
       staged[staged_index(i)] = static_cast<uint16_t>(load_symbol(src + 2 * i));
     __syncthreads();
-    const uint64_t first_word = b == 0 ? 0 : ends[b - 1];
-    const uint32_t words = static_cast<uint32_t>(ends[b] - first_word);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(payload) + first_word;
-    const uint32_t per = (count + kThreads - 1) / kThreads;
-    const uint32_t run_first = min(threadIdx.x * per, count);
-    const uint32_t run_count = min(per, count - run_first);
-    const auto entry = [&](uint32_t i) { return __ldg(table + staged[staged_index(run_first + i)]); };
-    uint32_t bits = 0;
-    for (uint32_t i = 0; i < run_count; ++i) bits += entry(i) & 31u;
-    uint32_t first_bit = 0;
-    Scan(scan_storage).ExclusiveSum(bits, first_bit);
-    for (uint32_t w = threadIdx.x; w < words; w += kThreads) dst[w] = 0;
-    __syncthreads();  // zeros before any code
-    segments::encode_run(first_bit, run_count, entry, [&](uint32_t w, uint32_t value, bool whole) {
-      if (whole) {
-        dst[w] = value;
-      } else if (value != 0) {
-        atomicOr(dst + w, value);
-      }
-    });
-    __syncthreads();  // scan_storage and the staged symbols are reused
+    write_block_codes(ends, payload, b, count, scan_storage,
+                      [&](uint32_t k) { return __ldg(table + staged[staged_index(k)]); });
+    // write_block_codes' last barrier: the staged symbols are free again.
   }
 }
 
