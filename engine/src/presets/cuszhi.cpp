@@ -67,6 +67,17 @@ enum class SplineCoder { kThroughput, kRatio };
 // The side stream (per-level steps, anchors, outliers) stays raw: anchors
 // are one value in 4096 (3-D, 2-D) and outliers are rare, and no chain
 // measured made it smaller by more than its own headers.
+// Huffman block sizes per code group. The coarse groups (1, 2) take
+// 4096-symbol blocks: at tight bounds their codes are broad (11-16 bits,
+// nearly flat), which hardly resynchronise, so the GPU decoder's segments of
+// a block settle one after another; shorter blocks shorten that chain. On
+// the H100 (512 MiB, NOA 1e-4) cuszhi-cr decompression went from 87 to 103
+// GB/s and compression from 98 to 104, the same ratio to 3 digits (the
+// block table costs 4 bytes per block); 2048 and smaller lost at 1e-3 and
+// 1e-2 (docs/PERFORMANCE.md, "The spline presets, fourth step"). The finest
+// group resynchronises within a round or two and keeps 16384.
+uint32_t huffman_block_symbols(unsigned group) { return group == 0 ? 16384u : 4096u; }
+
 Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                          const ChunkFacts& facts, SplineCoder coder) {
   const auto bound = predictor_bound(dtype, facts);
@@ -95,7 +106,8 @@ Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dim
   if (source.fill_mask) store_fill_mask(p, streams[SplineStage::kFillPort]);
   if (ratio) {
     for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
-      const uint8_t bits = p.add(make_huffman({2 * s.radius, 16, 16384u}), {streams[g]})[0];
+      const uint8_t bits =
+          p.add(make_huffman({2 * s.radius, 16, huffman_block_symbols(g)}), {streams[g]})[0];
       p.add(make_rze(1), {bits});
     }
   } else {
