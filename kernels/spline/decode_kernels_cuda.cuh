@@ -202,9 +202,11 @@ __global__ void __launch_bounds__(kTileThreads, kDecodeBlocks<T>)
   if (bad) atomicOr(status, bad);
   __syncthreads();  // the rows' places are read: the corners may overwrite them
   load_corners(grid, f, out, buffer);  // ends with a barrier: the codes are staged too
+  const LevelPlans plans(t, [&](unsigned level) { return header->flags[level]; });
   for (unsigned level = level_count(grid.rank); level-- > 0;) {
     const T step = header->steps[level];
-    walk_level(t, buffer, level, header->flags[level], [&](unsigned slot, T p, unsigned z, unsigned y, unsigned x) {
+    walk_level(t, buffer, level, header->flags[level], plans,
+                       [&](unsigned slot, T p, unsigned z, unsigned y, unsigned x) {
       const uint32_t code = codes[slot];
       if (code == 0) {
         buffer[slot] = prediction_value(load_value<T>(out, global_index(grid, f, z, y, x)));

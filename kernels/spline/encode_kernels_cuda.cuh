@@ -92,20 +92,24 @@ __global__ void __launch_bounds__(kTileThreads, kTuneBlocks<T>)
   if (threadIdx.x < kFlagChoices) block_cost[threadIdx.x] = 0;
   load_region(grid, f, t, job.input, buffer, input);
   __syncthreads();
-  for (unsigned l = level_count(grid.rank) - 1; l > level; --l) {
-    const LevelQuantizer<T>& lq = job.quantizers[l];
-    walk_level(t, buffer, l, flags[l], [&](unsigned slot, T p, unsigned z, unsigned y, unsigned x) {
-      int32_t q;
-      quantize_point(job, f, input[slot], p, lq, buffer[slot], q, z, y, x);
-    });
+  {
+    const LevelPlans coarser(t, [&](unsigned l) { return l > level ? flags[l] : uint8_t{0}; });
+    for (unsigned l = level_count(grid.rank) - 1; l > level; --l) {
+      const LevelQuantizer<T>& lq = job.quantizers[l];
+      walk_level(t, buffer, l, flags[l], coarser, [&](unsigned slot, T p, unsigned z, unsigned y, unsigned x) {
+        int32_t q;
+        quantize_point(job, f, input[slot], p, lq, buffer[slot], q, z, y, x);
+      });
+    }
   }
   const LevelQuantizer<T>& lq = job.quantizers[level];
   const uint32_t outlier_cost = job.radius;
 #pragma unroll 1
   for (unsigned choice = 0; choice < kFlagChoices; ++choice) {
     uint32_t cost = 0;  // at most 17 points a thread a pass-set, each below 2^15: no overflow, per warp either
-    walk_level(t, buffer, level, static_cast<uint8_t>(choice), [&](unsigned slot, T p, unsigned z, unsigned y,
-                                                                     unsigned x) {
+    const uint8_t tried = static_cast<uint8_t>(choice);
+    const LevelPlans plans(t, [&](unsigned) { return tried; });  // only `level`'s passes are walked
+    walk_level(t, buffer, level, tried, plans, [&](unsigned slot, T p, unsigned z, unsigned y, unsigned x) {
       int32_t q;
       const uint32_t code = quantize_point(job, f, input[slot], p, lq, buffer[slot], q, z, y, x);
       cost += code == 0 ? outlier_cost : static_cast<uint32_t>(q < 0 ? -q : q);
@@ -147,13 +151,15 @@ __global__ void __launch_bounds__(kTileThreads, kTileBlocks<T>)
   auto* codes = reinterpret_cast<uint16_t*>(buffer + tile_buffer_size(grid.rank));
   const TileFrame f(grid, blockIdx.x);
   const TileGeometry t = geometry_of(grid, f);
+  const LevelPlans plans(t, [&](unsigned level) { return flags[level]; });
   load_region(grid, f, t, job.input, buffer);
   if (threadIdx.x == 0) codes[0] = 0;
   __syncthreads();
   const unsigned B = t.tile;
   for (unsigned level = level_count(grid.rank); level-- > 0;) {
     const LevelQuantizer<T>& lq = job.quantizers[level];
-    walk_level(t, buffer, level, flags[level], [&](unsigned slot, T p, unsigned z, unsigned y, unsigned x) {
+    walk_level(t, buffer, level, flags[level], plans,
+                       [&](unsigned slot, T p, unsigned z, unsigned y, unsigned x) {
       int32_t q;
       const uint32_t code = quantize_point(job, f, buffer[slot], p, lq, buffer[slot], q, z, y, x);
       if (z < B && y < B && x < B) {

@@ -383,8 +383,11 @@ enum Stencil : unsigned {
 };
 
 // The stencil at local index i (an odd multiple of u), tile size B, global
-// index g of extent n.
-FZ_HOST_DEVICE inline Stencil stencil_of(size_t i, size_t u, size_t tile, size_t g, size_t n, unsigned interpolation) {
+// index g of extent n. Index: size_t on the CPU; the GPU's walk passes tile
+// local indices in 32 bits (below 2^9, so nothing wraps), which halves the
+// instructions of these compares.
+template <typename Index>
+FZ_HOST_DEVICE inline Stencil stencil_of(Index i, Index u, Index tile, Index g, Index n, unsigned interpolation) {
   if (!(g + u < n)) return kStencilB;
   if (interpolation == kLinear) return kStencilBC;
   const bool has_a = i >= 3 * u;
@@ -399,8 +402,8 @@ FZ_HOST_DEVICE inline Stencil stencil_of(size_t i, size_t u, size_t tile, size_t
 // buffer), whose neighbours along the pass axis lie `stride` slots apart (u
 // points). In T, left to right, one rounding per operation (no contraction:
 // -ffp-contract=off, -fmad=false). Reads only the neighbours S has.
-template <unsigned S, typename T>
-FZ_HOST_DEVICE inline T predict_stencil(const T* at, ptrdiff_t stride) {
+template <unsigned S, typename T, typename Stride>
+FZ_HOST_DEVICE inline T predict_stencil(const T* at, Stride stride) {
   const T b = at[-stride];
   if constexpr (S == kStencilB) {
     return b;
@@ -431,9 +434,9 @@ FZ_HOST_DEVICE inline T predict_stencil(const T* at, ptrdiff_t stride) {
 // `stride` slots apart: local index i, tile size B, global index g of extent
 // n (stencil_of, then predict_stencil).
 template <typename T>
-FZ_HOST_DEVICE inline T predict_along(const T* at, ptrdiff_t stride, size_t i, size_t u, size_t tile, size_t g,
-                                      size_t n, unsigned interpolation) {
-  switch (stencil_of(i, u, tile, g, n, interpolation)) {
+FZ_HOST_DEVICE inline T predict_along(const T* at, int stride, unsigned i, unsigned u, unsigned tile, unsigned g,
+                                      unsigned n, unsigned interpolation) {
+  switch (stencil_of<unsigned>(i, u, tile, g, n, interpolation)) {
     case kStencilB: return predict_stencil<kStencilB>(at, stride);
     case kStencilBC: return predict_stencil<kStencilBC>(at, stride);
     case kStencilNotAKnot: return predict_stencil<kStencilNotAKnot>(at, stride);

@@ -117,9 +117,9 @@ void run_level(const rules::Grid& grid, const TileFrame& f, unsigned level, uint
     const ptrdiff_t along = static_cast<ptrdiff_t>(u * f.stride[a]);
     const size_t extent = f.extent[a];
     for (size_t first = u; first < extent;) {
-      const rules::Stencil s = rules::stencil_of(first, u, grid.tile, first, extent, interpolation);
+      const rules::Stencil s = rules::stencil_of<size_t>(first, u, grid.tile, first, extent, interpolation);
       size_t last = first + 2 * u;
-      while (last < extent && rules::stencil_of(last, u, grid.tile, last, extent, interpolation) == s) last += 2 * u;
+      while (last < extent && rules::stencil_of<size_t>(last, u, grid.tile, last, extent, interpolation) == s) last += 2 * u;
       lines[a] = walk::line_of(first, 2 * u, last, f.stride[a]);
       switch (s) {
         case rules::kStencilB: walk::sweep<rules::kStencilB>(along, lines, visit_row); break;

@@ -24,11 +24,6 @@ using fz::cuda_detail::load_word;
 using fz::cuda_detail::store_word;
 
 constexpr unsigned kTileThreads = 256;
-// Resident blocks per multiprocessor the tile kernels are built for (a
-// register cap): the passes leave most threads idle at the coarse levels and
-// wait at barriers, so other blocks fill the gaps. As many as shared memory
-// holds: float32 tiles six (encode, decode), five with the tuner's two
-// buffers; float64 four and two.
 // The sum of v over the warp's 32 lanes (all active): one instruction on
 // sm_80 and later, a butterfly of shuffles on older GPUs (the build's
 // architecture list reaches sm_75).
@@ -41,10 +36,19 @@ __device__ __forceinline__ uint32_t warp_sum(uint32_t v) {
 #endif
 }
 
+// Resident blocks per multiprocessor the tile kernels are built for (a
+// register cap): the passes leave most threads idle at the coarse levels and
+// wait at barriers, so other blocks fill the gaps. As many as shared memory
+// holds: float32 tiles eight (the encoder: 32 registers, with a spill of 8
+// bytes; at 36 registers only seven blocks resided and encode_tiles took
+// 2.05 ms instead of 1.97 on a 512 MiB chunk, H100), float64 four; the
+// decoder's own count is in decode_kernels_cuda.cuh. The tuner runs at most kMaxSampleTiles blocks, two per
+// multiprocessor of an H100, so its cap only has to let it keep its
+// registers: four (float32: 64 registers; at 48 it spilled), float64 two.
 template <typename T>
-constexpr unsigned kTileBlocks = sizeof(T) == 4 ? 6 : 4;
+constexpr unsigned kTileBlocks = sizeof(T) == 4 ? 8 : 4;
 template <typename T>
-constexpr unsigned kTuneBlocks = sizeof(T) == 4 ? 5 : 2;
+constexpr unsigned kTuneBlocks = sizeof(T) == 4 ? 4 : 2;
 constexpr size_t kAlign = 256;
 
 template <typename T>
@@ -117,6 +121,7 @@ struct TileGeometry {
   unsigned extent[3];
   unsigned stride[3];
   unsigned tile;  // B
+  unsigned rank;  // the axes 3 - rank .. 2 are the chunk's; the others have extent 1
 };
 
 __device__ __forceinline__ TileGeometry geometry_of(const Grid& grid, const TileFrame& f) {
@@ -126,6 +131,7 @@ __device__ __forceinline__ TileGeometry geometry_of(const Grid& grid, const Tile
     t.stride[k] = static_cast<unsigned>(f.stride[k]);
   }
   t.tile = static_cast<unsigned>(grid.tile);
+  t.rank = grid.rank;
   return t;
 }
 
@@ -138,46 +144,128 @@ __device__ __forceinline__ unsigned divide(unsigned p, unsigned d, unsigned magi
 // a[k] by selects (a dynamic index would put the array in local memory).
 __device__ __forceinline__ unsigned pick(const unsigned (&a)[3], int k) { return k == 0 ? a[0] : k == 1 ? a[1] : a[2]; }
 
-// The level of unit 2^level with `flags`: visit(slot, prediction, local z,
-// y, x) for every point of every pass; it must set buffer[slot] to what
-// later predictions read. A barrier ends each pass; every thread of the
-// block must call it.
+// One pass of a level: its axis and how its points are numbered. Pass j
+// (0 .. rank - 1) of a level runs along axis 3 - rank + j, or 2 - j when the
+// level's flags say reverse: the order of rules::pass_of, whose passes along
+// the axes of extent 1 are empty. The points form a count[0] x count[1] x
+// count[2] box: along the pass axis u, 3u, 5u, ..., along an axis an earlier
+// pass of the level has filled every u, along the others every 2u.
+struct PassPlan {
+  unsigned points;  // count[0] * count[1] * count[2]; 0: the tile's extent along the axis is at most u
+  unsigned count1, count2;
+  unsigned magic1, magic2;  // magic_of(count1), magic_of(count2)
+  unsigned axis;
+  unsigned shifts;  // bit k: axis k steps 2u (shift level + 1), else u
+};
+
+__device__ __forceinline__ PassPlan plan_pass(const TileGeometry& t, unsigned level, bool reverse, unsigned j) {
+  const unsigned u = 1u << level;
+  const int axis = reverse ? 2 - static_cast<int>(j) : static_cast<int>(3 - t.rank + j);
+  PassPlan plan{};
+  plan.axis = static_cast<unsigned>(axis);
+  if (pick(t.extent, axis) <= u) return plan;
+  unsigned count[3];
+#pragma unroll
+  for (int k = 0; k < 3; ++k) {
+    const bool before = reverse ? k > axis : k < axis;
+    const unsigned start = k == axis ? u : 0;
+    const bool wide = k == axis || !before;  // step 2u
+    count[k] = t.extent[k] > start ? ((t.extent[k] - 1 - start) >> (level + (wide ? 1 : 0))) + 1 : 0;
+    plan.shifts |= (wide ? 1u : 0u) << k;
+  }
+  plan.points = count[0] * count[1] * count[2];
+  plan.count1 = count[1];
+  plan.count2 = count[2];
+  plan.magic1 = magic_of(count[1]);
+  plan.magic2 = magic_of(count[2]);
+  return plan;
+}
+
+// The points of one pass: visit(slot, prediction, local z, y, x) for each
+// (it must set buffer[slot] to what later predictions read); a barrier
+// ends the pass unless it is empty (uniform over the block).
+template <typename T, typename Visit>
+__device__ __forceinline__ void walk_pass(const TileGeometry& t, T* buffer, unsigned level, unsigned interpolation,
+                                          const PassPlan& plan, Visit&& visit) {
+  if (plan.points == 0) return;
+  const unsigned u = 1u << level;
+  const int axis = static_cast<int>(plan.axis);
+  unsigned start[3], shift[3];
+#pragma unroll
+  for (int k = 0; k < 3; ++k) {
+    start[k] = k == axis ? u : 0;
+    shift[k] = level + ((plan.shifts >> k) & 1u);
+  }
+  const unsigned stride_along = u * pick(t.stride, axis);
+  const unsigned extent_along = pick(t.extent, axis);
+  for (unsigned p = threadIdx.x; p < plan.points; p += blockDim.x) {
+    const unsigned q2 = divide(p, plan.count2, plan.magic2);
+    const unsigned q1 = divide(q2, plan.count1, plan.magic1);
+    const unsigned z = start[0] + (q1 << shift[0]);
+    const unsigned y = start[1] + ((q2 - q1 * plan.count1) << shift[1]);
+    const unsigned x = start[2] + ((p - q2 * plan.count2) << shift[2]);
+    const unsigned slot = z * t.stride[0] + y * t.stride[1] + x * t.stride[2];
+    const unsigned i = axis == 0 ? z : axis == 1 ? y : x;
+    const T prediction = predict_along(buffer + slot, static_cast<int>(stride_along), i, u, t.tile, i,
+                                       extent_along, interpolation);
+    visit(slot, prediction, z, y, x);
+  }
+  __syncthreads();
+}
+
+// Every pass of every level of a tile, planned once per warp: lane
+// level * rank + j holds pass j of the level (at most 4 * 3, 6 * 2 or 8 * 1
+// lanes), and each pass is read from its lane with shuffles. Planning a pass
+// takes two integer divisions and a hundred-odd instructions, which every
+// warp of the block would otherwise repeat at each pass: a sixth of
+// encode_tiles' instructions (ncu, H100, float32 512^3). flags_of(level)
+// gives the flags each level is walked with.
+struct LevelPlans {
+  // This lane's pass, packed into four registers (every field is below
+  // 2^16, axis and shifts below 8): points | axis << 16 | shifts << 24,
+  // count1 | count2 << 16, magic1, magic2. Empty past the last pass.
+  uint32_t head = 0, counts = 0, magic1 = 0, magic2 = 0;
+
+  template <typename FlagsOf>
+  __device__ __forceinline__ LevelPlans(const TileGeometry& t, FlagsOf&& flags_of) {
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned level = lane / t.rank;
+    if (level >= level_count(t.rank)) return;
+    const PassPlan p = plan_pass(t, level, (flags_of(level) & kFlagReverse) != 0, lane - level * t.rank);
+    head = p.points | p.axis << 16 | p.shifts << 24;
+    counts = p.count1 | p.count2 << 16;
+    magic1 = p.magic1;
+    magic2 = p.magic2;
+  }
+
+  __device__ __forceinline__ PassPlan pass(unsigned level, unsigned j, unsigned rank) const {
+    const int lane = static_cast<int>(level * rank + j);
+    const uint32_t h = __shfl_sync(0xFFFFFFFFu, head, lane);
+    const uint32_t c = __shfl_sync(0xFFFFFFFFu, counts, lane);
+    PassPlan p;
+    p.points = h & 0xFFFFu;
+    p.axis = (h >> 16) & 0xFFu;
+    p.shifts = h >> 24;
+    p.count1 = c & 0xFFFFu;
+    p.count2 = c >> 16;
+    p.magic1 = __shfl_sync(0xFFFFFFFFu, magic1, lane);
+    p.magic2 = __shfl_sync(0xFFFFFFFFu, magic2, lane);
+    return p;
+  }
+};
+
+// The level of unit 2^level with `flags` (those the plans were made with):
+// visit(slot, prediction, local z, y, x) for every point of every pass; it
+// must set buffer[slot] to what later predictions read. A barrier ends each
+// pass; every thread of the block must call it, each warp whole (the
+// shuffles).
 template <typename T, typename Visit>
 __device__ __forceinline__ void walk_level(const TileGeometry& t, T* buffer, unsigned level, uint8_t flags,
-                                           Visit&& visit) {
-  const unsigned u = 1u << level;
-  const bool reverse = (flags & kFlagReverse) != 0;
+                                           const LevelPlans& plans, Visit&& visit) {
   const unsigned interpolation = interpolation_of(flags);
 #pragma unroll 1
-  for (int j = 0; j < 3; ++j) {
-    const int axis = reverse ? 2 - j : j;
-    if (pick(t.extent, axis) <= u) continue;  // uniform over the block
-    unsigned count[3], start[3], shift[3];
-#pragma unroll
-    for (int k = 0; k < 3; ++k) {
-      const bool before = reverse ? k > axis : k < axis;
-      start[k] = k == axis ? u : 0;
-      shift[k] = k == axis || !before ? level + 1 : level;  // step = 2u or u
-      count[k] = t.extent[k] > start[k] ? ((t.extent[k] - 1 - start[k]) >> shift[k]) + 1 : 0;
-    }
-    const unsigned points = count[0] * count[1] * count[2];
-    const unsigned magic2 = magic_of(count[2]), magic1 = magic_of(count[1]);
-    const unsigned stride_along = u * pick(t.stride, axis);
-    const unsigned extent_along = pick(t.extent, axis);
-    for (unsigned p = threadIdx.x; p < points; p += blockDim.x) {
-      const unsigned q2 = divide(p, count[2], magic2);
-      const unsigned q1 = divide(q2, count[1], magic1);
-      const unsigned z = start[0] + (q1 << shift[0]);
-      const unsigned y = start[1] + ((q2 - q1 * count[1]) << shift[1]);
-      const unsigned x = start[2] + ((p - q2 * count[2]) << shift[2]);
-      const unsigned slot = z * t.stride[0] + y * t.stride[1] + x * t.stride[2];
-      const unsigned i = axis == 0 ? z : axis == 1 ? y : x;
-      const T prediction = predict_along(buffer + slot, static_cast<ptrdiff_t>(stride_along), i, u, t.tile, i,
-                                         extent_along, interpolation);
-      visit(slot, prediction, z, y, x);
-    }
-    __syncthreads();
-  }
+  for (unsigned j = 0; j < t.rank; ++j)
+    walk_pass(t, buffer, level, interpolation, plans.pass(level, j, t.rank), visit);
 }
 
 // Calls visit(slot, local z, y, x) for every point of the tile inside the
@@ -223,18 +311,33 @@ __device__ __forceinline__ void for_each_owned_point(const TileGeometry& t, Visi
 // finite), every other point as its raw value, which the walk reads once as
 // the point's x before it overwrites the slot with x' (a point is computed
 // once, and no prediction reads a point before it is computed).
-template <typename T>
-__device__ __forceinline__ void load_region(const Grid& grid, const TileFrame& f, const TileGeometry& t,
-                                            const uint8_t* values, T* buffer, T* copy = nullptr) {
+template <bool kAligned, typename T>
+__device__ __forceinline__ void load_region_points(const Grid& grid, const TileFrame& f, const TileGeometry& t,
+                                                   const uint8_t* values, T* buffer, T* copy) {
   const uint8_t* base = values + global_index(grid, f, 0, 0, 0) * sizeof(T);
   const size_t plane = grid.n[1] * grid.n[2], row = grid.n[2];
   const unsigned corner_mask = t.tile - 1;
   for_each_region_point(t, [&](unsigned slot, unsigned z, unsigned y, unsigned x) {
-    T v = load_value<T>(base, z * plane + y * row + x);
+    const size_t i = z * plane + y * row + x;
+    T v;
+    if constexpr (kAligned) v = reinterpret_cast<const T*>(base)[i];
+    else v = load_value<T>(base, i);
     if (((z | y | x) & corner_mask) == 0) v = prediction_value(v);
     buffer[slot] = v;
     if (copy) copy[slot] = v;
   });
+}
+
+// load_region_points, with plain loads when the chunk is aligned to its
+// element width, as it is on every path the engine takes (the per-load
+// alignment test and byte loads cost a tenth of the encoder's loading).
+template <typename T>
+__device__ __forceinline__ void load_region(const Grid& grid, const TileFrame& f, const TileGeometry& t,
+                                            const uint8_t* values, T* buffer, T* copy = nullptr) {
+  if ((reinterpret_cast<uintptr_t>(values) & (sizeof(T) - 1)) == 0)
+    load_region_points<true>(grid, f, t, values, buffer, copy);
+  else
+    load_region_points<false>(grid, f, t, values, buffer, copy);
 }
 
 // Dynamic shared memory above the default 48 KiB needs the kernel's consent.
