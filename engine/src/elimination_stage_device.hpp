@@ -19,16 +19,22 @@ constexpr const char* what(bool inverse) {
   return inverse ? "RRE inverse (GPU)" : "RRE (GPU)";
 }
 
-// The coded length is data-dependent: it stays on the device.
+// The coded length is data-dependent: it stays on the device. The input's
+// length may be on the device too (a Huffman stream): then everything is
+// sized for its capacity and the kernels read the length there.
 template <elimination::Rule rule>
 void forward(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
-  out.capacity = elimination::cuda::max_encoded_bytes(in.size);
+  const size_t most = in.device_size ? in.capacity : in.size;
+  out.capacity = elimination::cuda::max_encoded_bytes(most);
   out.data = work.allocate(out.capacity);
   out.size = 0;
   out.device_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
-  void* scratch = work.allocate(elimination::cuda::encode_scratch_bytes(in.size));
-  work.check(elimination::cuda::encode(in.data, in.size, width, rule, out.data, out.device_size, scratch,
-                                       static_cast<cudaStream_t>(work.stream())),
+  void* scratch = work.allocate(elimination::cuda::encode_scratch_bytes(most));
+  const auto stream = static_cast<cudaStream_t>(work.stream());
+  work.check(in.device_size ? elimination::cuda::encode_device_length(in.data, in.device_size, in.capacity, width,
+                                                                      rule, out.data, out.device_size, scratch, stream)
+                            : elimination::cuda::encode(in.data, in.size, width, rule, out.data, out.device_size,
+                                                        scratch, stream),
              what<rule>(false));
 }
 

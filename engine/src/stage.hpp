@@ -169,7 +169,8 @@ class Stage {
 
   // The forward on the GPU (engine/src/cuda/, through device_forward.hpp), for stages that have
   // one in this build: it writes the same bytes as forward(). Inputs have
-  // host-known sizes. These entry points are not virtual: they hand over to
+  // host-known sizes, but for stages that take sizes on the device
+  // (device_forward_takes_device_sizes). These entry points are not virtual: they hand over to
   // the stage type's GPU part (kernels/<stage>/<stage>_stage_cuda.cpp,
   // stage_device.hpp), which only CUDA builds compile, so a stage's CPU files
   // know nothing of CUDA.
@@ -177,6 +178,10 @@ class Stage {
   // False when forward_device leaves output `port`'s size on the device only
   // (data-dependent sizes: elimination coders, outlier streams).
   bool device_output_size_on_host(size_t port) const;
+  // True when forward_device also takes inputs whose size only the device
+  // knows (DeviceBuffer::device_size, with capacity set), so that the host
+  // need not wait for the stage before (RZE and RRE after a Huffman stream).
+  bool device_forward_takes_device_sizes() const;
   void forward_device(const std::vector<DeviceBuffer>& inputs, std::vector<DeviceBuffer>& outputs,
                       DeviceWork& work) const;
 

@@ -24,6 +24,11 @@ bool Stage::device_output_size_on_host(size_t port) const {
   return !part || part->output_size_on_host(*this, port);
 }
 
+bool Stage::device_forward_takes_device_sizes() const {
+  const StageDevice* part = device_part(*this);
+  return part && part->takes_device_sizes(*this);
+}
+
 void Stage::forward_device(const std::vector<DeviceBuffer>& inputs, std::vector<DeviceBuffer>& outputs,
                            DeviceWork& work) const {
   if (!has_device_forward()) throw std::logic_error("stage " + name() + " has no GPU forward");

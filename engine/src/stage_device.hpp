@@ -23,6 +23,7 @@ class StageDevice {
   virtual bool accepts(const Stage& stage) const = 0;
   virtual bool has_forward(const Stage& stage) const = 0;
   virtual bool output_size_on_host(const Stage& stage, size_t port) const = 0;
+  virtual bool takes_device_sizes(const Stage& stage) const = 0;
   virtual void forward(const Stage& stage, const std::vector<DeviceBuffer>& inputs,
                        std::vector<DeviceBuffer>& outputs, DeviceWork& work) const = 0;
   virtual bool has_inverse(const Stage& stage) const = 0;
@@ -39,6 +40,7 @@ class StageDeviceFor : public StageDevice {
  public:
   virtual bool has_device_forward(const StageClass&) const { return true; }
   virtual bool device_output_size_on_host(const StageClass&, size_t) const { return true; }
+  virtual bool device_forward_takes_device_sizes(const StageClass&) const { return false; }
   virtual void forward_device(const StageClass& stage, const std::vector<DeviceBuffer>& inputs,
                               std::vector<DeviceBuffer>& outputs, DeviceWork& work) const = 0;
   virtual bool has_device_inverse(const StageClass&) const { return true; }
@@ -54,6 +56,7 @@ class StageDeviceFor : public StageDevice {
   bool output_size_on_host(const Stage& stage, size_t port) const final {
     return device_output_size_on_host(as(stage), port);
   }
+  bool takes_device_sizes(const Stage& stage) const final { return device_forward_takes_device_sizes(as(stage)); }
   void forward(const Stage& stage, const std::vector<DeviceBuffer>& inputs, std::vector<DeviceBuffer>& outputs,
                DeviceWork& work) const final {
     forward_device(as(stage), inputs, outputs, work);

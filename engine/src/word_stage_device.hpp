@@ -17,11 +17,14 @@ class WordStageDevice final : public StageDeviceFor<WordStage> {
   // Rebuilds `in` from `out`, no stream above max_bytes.
   using Inverse = void (*)(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work,
                            size_t max_bytes);
-  // sizes_on_host: false when the forward's output length is data-dependent.
-  WordStageDevice(Forward forward, Inverse inverse, bool sizes_on_host)
-      : forward_(forward), inverse_(inverse), sizes_on_host_(sizes_on_host) {}
+  // sizes_on_host: false when the forward's output length is data-dependent;
+  // takes_device_sizes: true when the forward also takes an input whose
+  // length is on the device (DeviceBuffer::device_size, capacity set).
+  WordStageDevice(Forward forward, Inverse inverse, bool sizes_on_host, bool takes_device_sizes = false)
+      : forward_(forward), inverse_(inverse), sizes_on_host_(sizes_on_host), takes_device_sizes_(takes_device_sizes) {}
 
   bool device_output_size_on_host(const WordStage&, size_t) const override { return sizes_on_host_; }
+  bool device_forward_takes_device_sizes(const WordStage&) const override { return takes_device_sizes_; }
   void forward_device(const WordStage& stage, const std::vector<DeviceBuffer>& in, std::vector<DeviceBuffer>& out,
                       DeviceWork& work) const override {
     out.resize(1);
@@ -43,6 +46,7 @@ class WordStageDevice final : public StageDeviceFor<WordStage> {
   Forward forward_;
   Inverse inverse_;
   bool sizes_on_host_;
+  bool takes_device_sizes_;
 };
 
 }  // namespace fz::engine

@@ -104,10 +104,11 @@ size_t table_capacity(size_t in_size, size_t max_out) {
 
 bool valid_word_size(unsigned k) { return k == 1 || k == 2 || k == 4 || k == 8; }
 
+// The grid covers length.capacity bytes (= n for a length on the host).
 template <typename Word, bool kChanged>
-cudaError_t encode_typed(const uint8_t* in, size_t n, uint8_t* out, uint64_t* encoded_size, void* scratch,
+cudaError_t encode_typed(const uint8_t* in, InputLength length, uint8_t* out, uint64_t* encoded_size, void* scratch,
                          cudaStream_t stream) {
-  const size_t chunks = chunks_of(n);
+  const size_t chunks = chunks_of(length.capacity);
   if (chunks == 0) {
     encode_empty<<<1, 1, 0, stream>>>(out, encoded_size);
     return cudaGetLastError();
@@ -118,7 +119,7 @@ cudaError_t encode_typed(const uint8_t* in, size_t n, uint8_t* out, uint64_t* en
   if (err != cudaSuccess) return err;
   const bool aligned_input = (reinterpret_cast<uintptr_t>(in) & 15u) == 0;
   encode_subchunks<Word, kChanged><<<static_cast<unsigned>(chunks), kThreads, 0, stream>>>(
-      in, n, chunks, aligned_input, out, s.states, s.ticket, encoded_size);
+      in, length, aligned_input, out, s.states, s.ticket, encoded_size);
   return cudaGetLastError();
 }
 
@@ -156,7 +157,7 @@ cudaError_t decode_typed(const uint8_t* in, size_t in_size, uint8_t* out, size_t
 }
 
 template <bool kChanged>
-cudaError_t encode_rule(const uint8_t* in, size_t n, unsigned k, uint8_t* out, uint64_t* encoded_size,
+cudaError_t encode_rule(const uint8_t* in, InputLength n, unsigned k, uint8_t* out, uint64_t* encoded_size,
                         void* scratch, cudaStream_t stream) {
   switch (k) {
     case 1: return encode_typed<uint8_t, kChanged>(in, n, out, encoded_size, scratch, stream);
@@ -164,6 +165,13 @@ cudaError_t encode_rule(const uint8_t* in, size_t n, unsigned k, uint8_t* out, u
     case 4: return encode_typed<uint32_t, kChanged>(in, n, out, encoded_size, scratch, stream);
     default: return encode_typed<uint64_t, kChanged>(in, n, out, encoded_size, scratch, stream);
   }
+}
+
+cudaError_t encode_length(const uint8_t* in, InputLength n, unsigned word_size, Rule rule, uint8_t* out,
+                          uint64_t* encoded_size, void* scratch, cudaStream_t stream) {
+  if (!valid_word_size(word_size)) return cudaErrorInvalidValue;
+  return rule == Rule::kChanged ? encode_rule<true>(in, n, word_size, out, encoded_size, scratch, stream)
+                                : encode_rule<false>(in, n, word_size, out, encoded_size, scratch, stream);
 }
 
 template <bool kRepeat>
@@ -189,9 +197,13 @@ size_t decode_scratch_bytes(size_t in_size, size_t max_out) {
 
 cudaError_t encode(const uint8_t* in, size_t n, unsigned word_size, Rule rule, uint8_t* out, uint64_t* encoded_size,
                    void* scratch, cudaStream_t stream) {
-  if (!valid_word_size(word_size)) return cudaErrorInvalidValue;
-  return rule == Rule::kChanged ? encode_rule<true>(in, n, word_size, out, encoded_size, scratch, stream)
-                                : encode_rule<false>(in, n, word_size, out, encoded_size, scratch, stream);
+  return encode_length(in, InputLength{n, nullptr, n}, word_size, rule, out, encoded_size, scratch, stream);
+}
+
+cudaError_t encode_device_length(const uint8_t* in, const uint64_t* n, size_t capacity, unsigned word_size, Rule rule,
+                                 uint8_t* out, uint64_t* encoded_size, void* scratch, cudaStream_t stream) {
+  if (n == nullptr) return cudaErrorInvalidValue;
+  return encode_length(in, InputLength{0, n, capacity}, word_size, rule, out, encoded_size, scratch, stream);
 }
 
 cudaError_t decode(const uint8_t* in, size_t in_size, unsigned word_size, Rule rule, uint8_t* out, size_t max_out,

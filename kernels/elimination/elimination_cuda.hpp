@@ -51,6 +51,17 @@ size_t encode_scratch_bytes(size_t n);
 cudaError_t encode(const uint8_t* in, size_t n, unsigned word_size, Rule rule, uint8_t* out,
                    uint64_t* encoded_size, void* scratch, cudaStream_t stream);
 
+// Encode of an input whose length only the device knows: *n (device memory,
+// written by work earlier on `stream`, as a Huffman encoder writes its
+// stream's length) bytes at `in`, at most `capacity`; `out` and the scratch
+// are sized for capacity (max_encoded_bytes(capacity),
+// encode_scratch_bytes(capacity)). The bytes are encode's for that length;
+// the host never waits for it. A length above capacity writes nothing but
+// *encoded_size = 2^64 - 1, which no allocation holds (the engine refuses it).
+cudaError_t encode_device_length(const uint8_t* in, const uint64_t* n, size_t capacity, unsigned word_size,
+                                 Rule rule, uint8_t* out, uint64_t* encoded_size, void* scratch,
+                                 cudaStream_t stream);
+
 size_t decode_scratch_bytes(size_t in_size, size_t max_out);
 cudaError_t decode(const uint8_t* in, size_t in_size, unsigned word_size, Rule rule, uint8_t* out,
                    size_t max_out, uint64_t* decoded_size, uint32_t* status, void* scratch,

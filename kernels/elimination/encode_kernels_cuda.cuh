@@ -231,12 +231,22 @@ __device__ void encode_general(const uint8_t* src, unsigned osize, size_t chunks
   for (unsigned i = threadIdx.x; i < osize % k; i += kThreads) dst[pos + i] = sh.data[words * k + i];
 }
 
+// The input's length: on the host (a kernel argument), or written to the
+// device by the stage before (a Huffman stream), read by every block; then
+// the grid covers `capacity` bytes and the blocks past the length's
+// sub-chunks leave at once.
+struct InputLength {
+  uint64_t n;                  // when on_device is null
+  const uint64_t* on_device;   // or the length here, at most capacity
+  uint64_t capacity;
+};
+
 // One block per sub-chunk, taken in start order from *ticket; the last one
 // also writes the header and the stream's length.
 template <typename Word, bool kChanged>
 __global__ void __launch_bounds__(kThreads)
-    encode_subchunks(const uint8_t* in, uint64_t n, size_t chunks, bool aligned_input, uint8_t* out,
-                     uint64_t* states, unsigned* ticket, uint64_t* encoded_size) {
+    encode_subchunks(const uint8_t* in, InputLength length, bool aligned_input, uint8_t* out, uint64_t* states,
+                     unsigned* ticket, uint64_t* encoded_size) {
   __shared__ __align__(16) EncodeShared sh;
   __shared__ EncodeTile tile;
   if (threadIdx.x == 0) {
@@ -245,6 +255,19 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   const size_t chunk = tile.chunk;
+  const uint64_t n = length.on_device ? *length.on_device : length.n;
+  if (n > length.capacity) {  // a producer's bug: a length no allocation holds, refused by the host
+    if (chunk == 0 && threadIdx.x == 0) *encoded_size = ~uint64_t{0};
+    return;
+  }
+  const size_t chunks = chunks_of(n);
+  if (chunk >= chunks) {  // past the input (uniform over the block; nothing waits on these)
+    if (chunks == 0 && chunk == 0 && threadIdx.x == 0) {
+      for (unsigned b = 0; b < 8; ++b) out[b] = 0;
+      *encoded_size = 8;
+    }
+    return;
+  }
   const unsigned osize = subchunk_length(n, chunk);
   const uint8_t* src = in + chunk * kBlockBytes;
   if (sizeof(Word) == 1 && !kChanged && osize == kBlockBytes && aligned_input)

@@ -14,9 +14,13 @@ namespace {
 
 class HuffmanDevice final : public StageDeviceFor<HuffmanStage> {
  public:
-  // The GPU forward comes back to the host twice: for the histogram (the code
-  // lengths are the CPU's host routine) and for the stream's length, which the
-  // stage that consumes it (RZE in cusz) needs on the host.
+  // The GPU forward comes back to the host once, for the histogram (the code
+  // lengths are the CPU's host routine). The stream's length stays on the
+  // device, where the stage after it (RZE in cusz and cuszhi-cr) reads it:
+  // waiting for it cost each Huffman stage a drained queue (cuszhi-cr has
+  // three), docs/PERFORMANCE.md.
+  bool device_output_size_on_host(const HuffmanStage&, size_t) const override { return false; }
+
   void forward_device(const HuffmanStage& stage, const std::vector<DeviceBuffer>& in,
                       std::vector<DeviceBuffer>& out, DeviceWork& work) const override {
     const huffman::Config& config = stage.coder_config();
@@ -44,10 +48,20 @@ class HuffmanDevice final : public StageDeviceFor<HuffmanStage> {
     void* scratch = work.allocate(huffman::cuda::encode_scratch_bytes(plan));
     work.check(huffman::cuda::encode(symbols.data, plan, out[0].data, encoded_size, scratch, stream),
                "Huffman (GPU)");
-    uint64_t size = 0;
-    work.read_back(reinterpret_cast<const uint8_t*>(encoded_size), sizeof size, reinterpret_cast<uint8_t*>(&size));
-    if (size == 0) throw UsageError("Huffman input too large: over 2^32 coded words");
-    out[0].size = static_cast<size_t>(size);
+    out[0].device_size = encoded_size;
+    out[0].capacity = plan.max_encoded_bytes;
+    // The encoder writes a length of 0 when the stream would need 2^32 words
+    // or more; only inputs that could need that many are checked here (no
+    // chunk that HDF5 or the engine takes comes near: n * L / 32 + blocks
+    // words at most).
+    const uint64_t most_words = n / 32 * config.max_length + config.max_length + plan.blocks;
+    if (most_words >= (uint64_t{1} << 32)) {
+      uint64_t size = 0;
+      work.read_back(reinterpret_cast<const uint8_t*>(encoded_size), sizeof size, reinterpret_cast<uint8_t*>(&size));
+      if (size == 0) throw UsageError("Huffman input too large: over 2^32 coded words");
+      out[0].size = static_cast<size_t>(size);
+      out[0].capacity = out[0].size;
+    }
   }
 
   // The header, code-length table and block table are validated on the host

@@ -30,6 +30,11 @@ TEST(RreCuda, EncodeMatchesTheCpuAndDecodesItsStreams) {
   testing::expect_gpu_encode_matches_cpu(kRre);
 }
 
+TEST(RreCuda, EncodeOfALengthOnTheDeviceMatchesTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  testing::expect_device_length_encode_matches_cpu(kRre, elimination::Rule::kChanged);
+}
+
 TEST(RreCuda, HostileStreamsAreJudgedLikeTheCpu) {
   FZ_SKIP_WITHOUT_CUDA();
   testing::expect_hostile_streams_judged_like_the_cpu(kRre, hostile_trials());

@@ -5,7 +5,8 @@ namespace fz::engine {
 
 const StageDevice& rre_stage_device() {
   static const WordStageDevice part(elimination_device::forward<elimination::Rule::kChanged>,
-                                    elimination_device::inverse<elimination::Rule::kChanged>, false);
+                                    elimination_device::inverse<elimination::Rule::kChanged>, false,
+                                    /*takes_device_sizes=*/true);
   return part;
 }
 

@@ -30,6 +30,11 @@ TEST(RzeCuda, EncodeMatchesTheCpuAndDecodesItsStreams) {
   testing::expect_gpu_encode_matches_cpu(kRze);
 }
 
+TEST(RzeCuda, EncodeOfALengthOnTheDeviceMatchesTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  testing::expect_device_length_encode_matches_cpu(kRze, elimination::Rule::kNonZero);
+}
+
 TEST(RzeCuda, HostileStreamsAreJudgedLikeTheCpu) {
   FZ_SKIP_WITHOUT_CUDA();
   testing::expect_hostile_streams_judged_like_the_cpu(kRze, hostile_trials());

@@ -5,7 +5,8 @@ namespace fz::engine {
 
 const StageDevice& rze_stage_device() {
   static const WordStageDevice part(elimination_device::forward<elimination::Rule::kNonZero>,
-                                    elimination_device::inverse<elimination::Rule::kNonZero>, false);
+                                    elimination_device::inverse<elimination::Rule::kNonZero>, false,
+                                    /*takes_device_sizes=*/true);
   return part;
 }
 

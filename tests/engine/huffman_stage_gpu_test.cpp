@@ -18,6 +18,7 @@
 #include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
 #include "device_forward.hpp"
+#include "bitshuffle/bitshuffle_stage.hpp"
 #include "huffman/huffman_stage.hpp"
 #include "pipeline.hpp"
 #include "rze/rze_stage.hpp"
@@ -113,6 +114,23 @@ TEST(HuffmanStageOnDevice, StreamRebuiltOnTheDevice) {
   expect_round_trip(huffman_then_rze(kCusz), Bytes(200000, 0), "one symbol: runs of zero words");
   expect_round_trip(huffman_then_rze(huffman::Config{1024, 16, 64}), field_codes(400000, 0.05),
                     "a block table of 25 KiB");
+}
+
+// The GPU Huffman stream's length stays on the device (the host does not
+// wait for it). RZE and RRE read it there; a stage that needs it on the
+// host sends the pipeline to the CPU, which writes the same bytes.
+TEST(HuffmanStageOnDevice, OnlyStagesTakingDeviceLengthsFollowItOnTheDevice) {
+  FZ_SKIP_WITHOUT_CUDA();
+  const Bytes data = field_codes(100000, 0.05);
+  Pipeline shuffled;
+  const uint8_t bits = shuffled.add(make_huffman(kCusz), {Pipeline::kChunk})[0];
+  shuffled.add(make_bitshuffle(1), {bits});
+  EXPECT_FALSE(make_huffman(kCusz)->device_output_size_on_host(0));
+  EXPECT_TRUE(make_rze(1)->device_forward_takes_device_sizes());
+  EXPECT_FALSE(make_bitshuffle(1)->device_forward_takes_device_sizes());
+  EXPECT_FALSE(runs_on_device(shuffled));
+  EXPECT_FALSE(forward_on_device(shuffled, ByteSpan(data), 0).has_value());
+  EXPECT_TRUE(runs_on_device(huffman_then_rze(kCusz)));
 }
 
 TEST(HuffmanStageOnDevice, DamagedStreamsRefusedWhereTheCpuRefuses) {

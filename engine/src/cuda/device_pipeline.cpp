@@ -66,12 +66,14 @@ FiniteRange device_chunk_values(const uint8_t* chunk, size_t bytes, const DataTy
 }  // namespace cuda
 
 bool runs_on_device(const Pipeline& pipeline) {
-  // Buffers whose size only the device knows may be stored, not fed to a stage.
+  // Buffers whose size only the device knows may be stored, or fed to a
+  // stage that takes such sizes; no other stage.
   std::vector<bool> size_on_device(1, false);
   for (const StageNode& node : pipeline.nodes()) {
     if (!node.stage->has_device_forward()) return false;
     for (uint8_t id : node.inputs)
-      if (id < size_on_device.size() && size_on_device[id]) return false;
+      if (id < size_on_device.size() && size_on_device[id] && !node.stage->device_forward_takes_device_sizes())
+        return false;
     size_on_device.resize(std::max<size_t>(size_on_device.size(), node.first_output + node.output_count), false);
     for (size_t i = 0; i < node.output_count; ++i)
       size_on_device[node.first_output + i] = !node.stage->device_output_size_on_host(i);

@@ -90,6 +90,57 @@ inline void expect_gpu_encode_matches_cpu(const CudaWordCoder& c) {
   }
 }
 
+// The encoder told its input's length on the device (as a Huffman stream
+// reaches it): for every standard input and word size, with allocations 0,
+// 1 and 3 blocks + 7 bytes longer than the input (junk past it), the CPU's
+// stream and nothing past max_encoded_bytes(capacity); a length above the
+// capacity writes nothing but a length no allocation holds.
+inline void expect_device_length_encode_matches_cpu(const CudaWordCoder& c, elimination::Rule rule) {
+  std::vector<NamedInput> inputs = standard_inputs();
+  inputs.push_back({"bitshuffled_smooth", bitshuffled_smooth(5 * kBlockBytes + 333)});
+  for (const auto& input : inputs)
+    for (unsigned k : kWordSizes)
+      for (size_t slack : {size_t{0}, size_t{1}, 3 * kBlockBytes + 7}) {
+        SCOPED_TRACE(input.name + " k=" + std::to_string(k) + " slack " + std::to_string(slack));
+        const Bytes cpu = c.cpu.encode(input.bytes, k);
+        Bytes padded = input.bytes;
+        for (size_t i = 0; i < slack; ++i) padded.push_back(static_cast<uint8_t>(i * 37 + 1));
+        const size_t capacity = padded.size();
+        const size_t most = elimination::cuda::max_encoded_bytes(capacity);
+        const DeviceBuffer d_in = to_device(padded);
+        const DeviceBuffer d_out(most + kGuardBytes, kGuardFill);
+        const DeviceBuffer scratch(c.encode_scratch_bytes(capacity));
+        const DeviceBuffer d_size(sizeof(uint64_t));
+        const DeviceBuffer d_length(sizeof(uint64_t));
+        const uint64_t length = input.bytes.size();
+        cudaMemcpy(d_length.data(), &length, sizeof length, cudaMemcpyHostToDevice);
+        ASSERT_EQ(elimination::cuda::encode_device_length(d_in.data(), d_length.as<uint64_t>(), capacity, k, rule,
+                                                          d_out.data(), d_size.as<uint64_t>(), scratch.data(), nullptr),
+                  cudaSuccess);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        EXPECT_TRUE(guard_intact(d_out, most)) << "wrote past max_encoded_bytes(capacity)";
+        const uint64_t size = d_size.read<uint64_t>();
+        ASSERT_LE(size, most);
+        EXPECT_TRUE(same_bytes(d_out.download(size), cpu)) << "encode with the length on the device";
+      }
+  // A length above the capacity.
+  const Bytes in(3 * kBlockBytes, 1);
+  const DeviceBuffer d_in = to_device(in);
+  const size_t most = elimination::cuda::max_encoded_bytes(in.size());
+  const DeviceBuffer d_out(most + kGuardBytes, kGuardFill);
+  const DeviceBuffer scratch(c.encode_scratch_bytes(in.size()));
+  const DeviceBuffer d_size(sizeof(uint64_t));
+  const DeviceBuffer d_length(sizeof(uint64_t));
+  const uint64_t too_long = in.size() + 1;
+  cudaMemcpy(d_length.data(), &too_long, sizeof too_long, cudaMemcpyHostToDevice);
+  ASSERT_EQ(elimination::cuda::encode_device_length(d_in.data(), d_length.as<uint64_t>(), in.size(), 1, rule,
+                                                    d_out.data(), d_size.as<uint64_t>(), scratch.data(), nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(d_size.read<uint64_t>(), ~uint64_t{0});
+  EXPECT_TRUE(guard_intact(d_out, 0)) << "wrote for a length above the capacity";
+}
+
 // The GPU decoder's verdict on `stream` equals the CPU's.
 inline void expect_same_verdict(const CudaWordCoder& c, const Bytes& stream, unsigned k, size_t max_out,
                                 const std::string& what) {
