@@ -25,6 +25,7 @@ bool parse_float_dtype(const std::string& text) {
 std::string help_text() {
   return "usage: h5fz params [--preset P] [--mode M] [--bound X] [--missing V] [--dtype D]\n"
          "                   [--tuning T [--alpha A --beta B]]\n"
+         "                   [--shape D0,D1,... [--element-bytes N] [--chunk-mib M]]\n"
          "\n"
          "Prints the H5Z-FZ filter parameters (the cd_values user layout: cd[0] preset,\n"
          "cd[1] mode, cd[2] and cd[3] the low and high 32 bits of the bound as an IEEE-754\n"
@@ -55,13 +56,53 @@ std::string help_text() {
          spline_tuning_help_text() +
          "               A tuning without --missing puts 4294967295, 4294967295 (\"no missing\n"
          "               value\") in cd[4], cd[5]\n"
+         "  --shape D,... the dataset's extents, slowest first (512,512,512 or 512x512x512):\n"
+         "               also prints the chunk shape to use, as h5repack -l CHUNK= and as\n"
+         "               h5py's chunks=: the fastest axes whole, as many as fit in M MiB,\n"
+         "               the next axis in the fewest equal pieces that fit, the slower\n"
+         "               axes 1 (fz::suggest_chunk_shape; README \"Choosing chunks\")\n"
+         "  --element-bytes N  the element size for --shape (default: 4, or 8 with\n"
+         "               --dtype float64)\n"
+         "  --chunk-mib M the chunk size to aim at, at most (default 4)\n"
          "\n"
          "examples:\n"
          "  h5fz params --preset cusz --mode noa --bound 1e-4\n"
          "  h5fz params --preset pfpl --mode noa --bound 1e-3 --missing -1e34 --dtype float32\n"
          "  h5fz params --preset cuszhi-cr --mode noa --bound 1e-3 --tuning quality-first\n"
          "  h5fz params --preset cuszhi-tp --mode noa --bound 1e-3 --tuning manual --alpha 1.5 --beta 4\n"
-         "  h5repack -f \"$(h5fz params --preset pfpl --mode noa --bound 1e-3 | sed -n 's/^h5repack: *-f //p')\" in.h5 out.h5\n";
+         "  h5repack -f \"$(h5fz params --preset pfpl --mode noa --bound 1e-3 | sed -n 's/^h5repack: *-f //p')\" in.h5 out.h5\n"
+         "  h5fz params --preset cuszhi-cr --mode noa --bound 1e-3 --shape 2161,4320\n";
+}
+
+// --shape [--element-bytes N] [--chunk-mib M]: the suggested chunk shape, as
+// the line params prints (checked before anything is printed).
+std::string chunks_line(const ParsedArgs& parsed, bool float64) {
+  const std::vector<uint64_t> dims = parse_shape(parsed.get("--shape"));
+  size_t width = float64 ? 8 : 4;
+  if (parsed.has("--element-bytes")) {
+    const double w = parse_positive_double("--element-bytes", parsed.get("--element-bytes"));
+    if (w != std::floor(w) || w > 4096) throw UsageError("--element-bytes: a whole number of bytes, 1..4096");
+    width = static_cast<size_t>(w);
+  }
+  double mib = 4;
+  if (parsed.has("--chunk-mib")) mib = parse_positive_double("--chunk-mib", parsed.get("--chunk-mib"));
+  if (mib * 1048576.0 >= 4294967295.0) throw UsageError("--chunk-mib: HDF5 chunks stay below 4 GiB");
+  const size_t target = static_cast<size_t>(mib * 1048576.0);
+  if (target < width) throw UsageError("--chunk-mib: smaller than one element");
+  const std::vector<uint64_t> chunk = fz::suggest_chunk_shape(dims, width, target);
+  uint64_t bytes = width;
+  std::string tuple = "(";
+  for (size_t k = 0; k < chunk.size(); ++k) {
+    bytes *= chunk[k];
+    tuple += (k ? ", " : "") + std::to_string(chunk[k]);
+  }
+  tuple += chunk.size() == 1 ? ",)" : ")";
+  std::string spelled;
+  for (size_t k = 0; k < chunk.size(); ++k) spelled += (k ? "x" : "") + std::to_string(chunk[k]);
+  char size[64];
+  std::snprintf(size, sizeof size, "%.2f MiB of %zu-byte elements", double(bytes) / 1048576.0, width);
+  return "chunks:   h5repack -l CHUNK=" + spelled + ", h5py chunks=" + tuple + " (" + size + ", for " +
+         shape_text(dims) + ")\n";
 }
 
 }  // namespace
@@ -72,7 +113,9 @@ int run_params(const std::vector<std::string>& args) {
     return 0;
   }
   ParsedArgs parsed =
-      parse_args(args, {"--preset", "--mode", "--bound", "--missing", "--dtype", "--tuning", "--alpha", "--beta"}, {});
+      parse_args(args, {"--preset", "--mode", "--bound", "--missing", "--dtype", "--tuning", "--alpha", "--beta",
+                        "--shape", "--element-bytes", "--chunk-mib"},
+                 {});
   if (!parsed.positional.empty()) throw UsageError("params takes no file, got '" + parsed.positional[0] + "'");
   fz::Options options;
   if (parsed.has("--preset")) options.preset = parse_preset(parsed.get("--preset"));
@@ -87,6 +130,9 @@ int run_params(const std::vector<std::string>& args) {
   const bool spell_tuning = apply_spline_tuning(parsed, options);
   const bool float64 = parsed.has("--dtype") && parse_float_dtype(parsed.get("--dtype"));
   const fz::DataType dtype = float64 ? fz::DataType::of<double>() : fz::DataType::of<float>();
+  if (!parsed.has("--shape") && (parsed.has("--element-bytes") || parsed.has("--chunk-mib")))
+    throw UsageError("--element-bytes and --chunk-mib go with --shape");
+  const std::string chunks = parsed.has("--shape") ? chunks_line(parsed, float64) : std::string();
 
   // Refuse what the plugin would refuse at set_local. Presets not built here
   // are only noted below, so parameters for another build can still be printed.
@@ -153,6 +199,7 @@ int run_params(const std::vector<std::string>& args) {
                   values[low + 1], values[low + 1]);
     }
   }
+  if (!chunks.empty()) std::fputs(chunks.c_str(), stdout);
   if (!fz::preset_is_available(options.preset))
     std::fprintf(stderr, "note: preset '%s' is not implemented in this build\n", fz::preset_name(options.preset));
   return 0;

@@ -454,6 +454,53 @@ def h5repack_filter(preset="lossless", mode="abs", bound=None, dataset=None, mis
     return "%s:%s" % (dataset, spec) if dataset else spec
 
 
+SUGGESTED_CHUNK_BYTES = 4 << 20
+
+
+def chunks(shape, dtype=None, element_bytes=None, target_bytes=SUGGESTED_CHUNK_BYTES):
+    """The chunk shape to give h5py's ``create_dataset(chunks=...)`` (a tuple).
+
+    The project's rule (``fz::suggest_chunk_shape``, ``h5fz params --shape``;
+    README "Choosing chunks"): the fastest axes whole, as many as fit in
+    ``target_bytes`` (4 MiB); the next axis in the fewest equal pieces that
+    fit; the slower axes 1; a dataset that fits is one chunk. Extents of 0
+    count as 1. The element size comes from ``dtype`` (anything numpy takes)
+    or ``element_bytes`` (default 4). h5py's own default chunks are often
+    tens of KiB, and each chunk is coded on its own: ratio and speed suffer.
+    """
+    shape = tuple(int(d) for d in shape)
+    if not shape:
+        raise ValueError("h5fz.chunks: a dataset has at least one dimension")
+    if element_bytes is None:
+        if dtype is not None:
+            import numpy
+            element_bytes = numpy.dtype(dtype).itemsize
+        else:
+            element_bytes = 4
+    element_bytes = int(element_bytes)
+    target_bytes = int(target_bytes)
+    if element_bytes < 1:
+        raise ValueError("h5fz.chunks: elements of %d bytes" % element_bytes)
+    if target_bytes < element_bytes or target_bytes > 0xFFFFFFFF:
+        raise ValueError("h5fz.chunks: a target of %d bytes; it must hold one element and stay below 4 GiB "
+                         "(HDF5's limit on a chunk)" % target_bytes)
+    if any(d < 0 for d in shape):
+        raise ValueError("h5fz.chunks: negative extent in %r" % (shape,))
+    extent = [max(d, 1) for d in shape]
+    chunk = [1] * len(extent)
+    unit = element_bytes
+    for k in range(len(extent) - 1, -1, -1):
+        fit = target_bytes // unit
+        if extent[k] <= fit:
+            chunk[k] = extent[k]
+            unit *= extent[k]
+            continue
+        pieces = -(-extent[k] // fit)
+        chunk[k] = -(-extent[k] // pieces)
+        break
+    return tuple(chunk)
+
+
 def plugin_dir():
     """Folder holding libH5Zfz.so.
 
@@ -517,5 +564,5 @@ __all__ = [
     "NO_MISSING_WORD", "spline_tuning_id",
     "compression_opts", "missing_value_for", "parse_opts", "h5repack_filter", "plugin_dir", "plugin_path",
     "register", "is_available", "STORED_MARKER", "STORED_LAYOUT_VERSION", "is_stored_layout", "parse_stored",
-    "filter_values",
+    "filter_values", "chunks", "SUGGESTED_CHUNK_BYTES",
 ]

@@ -258,6 +258,23 @@ FrameInfo inspect_header(const void* frame, size_t frame_bytes);
 // Library version, "major.minor.patch"; the frame format version is separate.
 const char* version();
 
+// ---- Chunk shapes ----------------------------------------------------------
+// The chunk shape this project recommends for a dataset of `dims` (slowest
+// first) with elements of `element_bytes`: the fastest axes whole, as many
+// of them as fit in target_bytes; the next axis cut into the fewest equal
+// pieces that fit; the slower axes 1. A dataset that fits whole is one chunk.
+// An extent of 0 counts as 1 (HDF5 wants chunk extents of at least 1).
+// Why: every chunk is coded on its own, with its own frame header, tables
+// and predictor anchors, and (on a GPU) its own launches, so chunks of a few
+// MiB keep that cost near nothing; whole fast axes keep the predictor's
+// neighbours inside the chunk. h5py's default chunks are often tens of KiB
+// (README.md, "Choosing chunks"). Throws Error for an empty dims, an
+// element_bytes of 0, or a target below one element or above 4 GiB - 1
+// (HDF5's limit on a chunk).
+constexpr size_t kSuggestedChunkBytes = size_t{4} << 20;
+std::vector<uint64_t> suggest_chunk_shape(const std::vector<uint64_t>& dims, size_t element_bytes,
+                                          size_t target_bytes = kSuggestedChunkBytes);
+
 template <> inline DataType DataType::of<int8_t>() { return {ElementClass::Signed, 1, ByteOrder::Little}; }
 template <> inline DataType DataType::of<uint8_t>() { return {ElementClass::Unsigned, 1, ByteOrder::Little}; }
 template <> inline DataType DataType::of<int16_t>() { return {ElementClass::Signed, 2, ByteOrder::Little}; }
