@@ -1,4 +1,4 @@
-"""tools/python/h5fz.py itself (no plugin needed; the preset table's check
+"""tools/python/h5fz itself (no plugin needed; the preset table's check
 runs the h5fz tool)."""
 
 import os
@@ -18,14 +18,14 @@ def test_ids_are_stable():
 
 
 def test_preset_table_is_the_engines():
-    """tools/python/h5fz_presets.py is exactly what `h5fz presets --python`
+    """tools/python/h5fz/presets_table.py is exactly what `h5fz presets --python`
     prints from the engine's preset table, so the helper cannot drift from it.
-    On a difference, regenerate it: h5fz presets --python > tools/python/h5fz_presets.py"""
+    On a difference, regenerate it: h5fz presets --python > tools/python/h5fz/presets_table.py"""
     tool = os.environ.get("FZ_H5FZ") or os.path.join(os.path.dirname(h5fz.plugin_dir()), "tools", "h5fz")
     assert os.access(tool, os.X_OK), "h5fz not built: %s (set FZ_H5FZ)" % tool
     r = subprocess.run([tool, "presets", "--python"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    path = os.path.join(os.path.dirname(os.path.abspath(h5fz.__file__)), "h5fz_presets.py")
+    path = os.path.join(os.path.dirname(os.path.abspath(h5fz.__file__)), "presets_table.py")
     with open(path) as f:
         committed = f.read()
     assert committed == r.stdout, "%s differs from `%s presets --python`: regenerate it" % (path, tool)

@@ -24,7 +24,7 @@ Compressors, every one given the same absolute bound:
 
   - SZ3: hdf5plugin.SZ3(absolute=bound) (hdf5plugin's SZ3, one thread here).
   - H5Z-FZ presets (default fzgpu 3, cusz 4, cuszhi-tp 5, cuszhi-cr 6), with
-    compression_opts from tools/python/h5fz.py, mode abs with the same bound.
+    compression_opts from tools/python/h5fz, mode abs with the same bound.
     `--fz-mode noa` gives them mode noa with rel instead: the filter then takes
     the range of each chunk (fill elements left out), which is the same bound
     for the whole field as one chunk and a tighter one for smaller chunks.

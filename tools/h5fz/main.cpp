@@ -23,7 +23,7 @@ std::string usage_text() {
     "              NRMSE and the number of elements outside the bound (must be 0)\n"
     "  inspect     print the structure of an FZM frame or of every dataset in an HDF5 file\n"
     "  params      print the cd_values for h5repack -f UD=... and h5py compression_opts\n"
-    "  presets     list the presets (--python: as tools/python/h5fz_presets.py)\n"
+    "  presets     list the presets (--python: as tools/python/h5fz/presets_table.py)\n"
     "\n"
     "presets: lossless (1, default); lossy for float32/float64 (other types stay lossless):\n"
     "  " + h5fz::lossy_presets_summary() + "\n"

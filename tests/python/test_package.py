@@ -1,0 +1,116 @@
+"""The h5fz Python package (issue 15, item 5): h5fz.FZ unpacks into h5py's
+create_dataset as hdf5plugin's classes do, h5fz.inspect reports a file's
+datasets, and `pip install tools/python` gives a package that ships the
+plugin and works from anywhere with nothing set."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import h5py
+
+import h5fz
+from conftest import REPO, check_chunks_filtered
+
+pytestmark = pytest.mark.usefixtures("plugin")
+
+
+def test_fz_unpacks_to_the_filter_and_its_words():
+    cases = [
+        (dict(), ("lossless", "abs", None, {})),
+        (dict(preset="fzgpu", noa=1e-3), ("fzgpu", "noa", 1e-3, {})),
+        (dict(preset="pfpl", rel=1e-2), ("pfpl", "rel", 1e-2, {})),
+        (dict(preset="cusz", abs=0.5, missing=-1e10, dtype="float32"), ("cusz", "abs", 0.5,
+                                                                       dict(missing=-1e10, dtype="float32"))),
+        (dict(preset="cuszhi-cr", noa=1e-4, tuning="manual", alpha=1.5, beta=4),
+         ("cuszhi-cr", "noa", 1e-4, dict(tuning="manual", alpha=1.5, beta=4))),
+    ]
+    for kwargs, (preset, mode, bound, extra) in cases:
+        fz = h5fz.FZ(**kwargs)
+        words = h5fz.compression_opts(preset, mode, bound, **extra)
+        assert dict(fz) == {"compression": h5fz.FILTER_ID, "compression_opts": words}, kwargs
+        assert fz.filter_id == h5fz.FILTER_ID and fz.filter_options == words
+    with pytest.raises(ValueError):
+        h5fz.FZ(preset="fzgpu", abs=1, noa=1e-3)
+    with pytest.raises(ValueError):
+        h5fz.FZ(preset="fzgpu")  # lossy without a bound: compression_opts refuses it
+    assert "noa=0.001" in repr(h5fz.FZ(preset="fzgpu", noa=1e-3))
+
+
+def test_fz_writes_through_h5py_and_inspect_reports_it(tmp_path, data_dir):
+    field = np.fromfile(os.path.join(data_dir, "wmag91.float"), dtype="<f4").reshape(91, 91, 91)
+    path = str(tmp_path / "fz.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("lossy", data=field, chunks=h5fz.chunks(field.shape, field.dtype),
+                         **h5fz.FZ(preset="cuszhi-cr", noa=1e-3))
+        g = f.create_group("g")
+        g.create_dataset("lossless", data=field[:40], chunks=(20, 91, 91), **h5fz.FZ())
+        g.create_dataset("plain", data=np.arange(10))
+    with h5py.File(path, "r") as f:
+        back = f["lossy"][()]
+        check_chunks_filtered(f["lossy"])
+        assert np.array_equal(f["g/lossless"][()], field[:40])
+    assert np.max(np.abs(back.astype(np.float64) - field)) <= 1e-3 * (field.max() - field.min())
+    found = {r["name"]: r for r in h5fz.inspect(path)}
+    assert set(found) == {"/lossy", "/g/lossless", "/g/plain"}
+    lossy = found["/lossy"]
+    assert lossy["shape"] == (91, 91, 91) and lossy["chunks"] == (91, 91, 91) and lossy["dtype"] == "float32"
+    assert lossy["fz"]["preset_name"] == "cuszhi-cr" and lossy["fz"]["mode_name"] == "noa"
+    assert lossy["fz"]["bound"] == 1e-3 and lossy["fz"]["chunk_dims"] == (91, 91, 91)
+    assert lossy["raw_bytes"] == field.nbytes and 5 < lossy["ratio"] < 20
+    assert found["/g/lossless"]["fz"]["preset_name"] == "lossless"
+    assert found["/g/lossless"]["ratio"] > 1
+    assert found["/g/plain"]["fz"] is None
+
+
+def test_versions_agree():
+    pyproject = open(os.path.join(REPO, "tools", "python", "pyproject.toml")).read()
+    cmake = open(os.path.join(REPO, "CMakeLists.txt")).read()
+    assert re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1) == \
+        re.search(r"project\(H5ZFZ VERSION (\S+)", cmake).group(1)
+
+
+def test_pip_install_ships_the_plugin_and_works_from_anywhere(tmp_path):
+    """Built without a network (setuptools and wheel come from tools/setup/deps.sh)."""
+    try:
+        import setuptools  # noqa: F401
+        import wheel  # noqa: F401
+    except ImportError:
+        pytest.skip("setuptools/wheel missing in this interpreter (tools/setup/deps.sh installs them for python A)")
+    plugin = h5fz.plugin_path()
+    assert os.path.isfile(plugin), plugin
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    py = str(venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if k not in ("HDF5_PLUGIN_PATH", "PYTHONPATH")}
+    env["H5FZ_PLUGIN"] = plugin
+    # From a copy: pip builds in the source tree, which must stay clean.
+    source = tmp_path / "source"
+    shutil.copytree(os.path.join(REPO, "tools", "python"), str(source),
+                    ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info", "plugin"))
+    r = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", "-q",
+                        str(source)], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    del env["H5FZ_PLUGIN"]
+    script = textwrap.dedent("""
+        import os, sys, numpy as np, h5py, h5fz
+        assert "site-packages" in h5fz.__file__, h5fz.__file__
+        assert h5fz.plugin_dir() == os.path.join(os.path.dirname(h5fz.__file__), "plugin"), h5fz.plugin_dir()
+        a = np.linspace(0, 1, 64 * 64, dtype="f4").reshape(64, 64)
+        with h5py.File("p.h5", "w") as f:
+            f.create_dataset("a", data=a, chunks=h5fz.chunks(a.shape, a.dtype), **h5fz.FZ(preset="fzgpu", abs=1e-3))
+        with h5py.File("p.h5", "r") as f:
+            b = f["a"][()]
+        assert np.max(np.abs(b - a)) <= 1e-3
+        print(h5fz.inspect("p.h5")[0]["fz"]["preset_name"])
+    """)
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    r = subprocess.run([py, "-c", script], cwd=str(work), capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == "fzgpu"
