@@ -114,3 +114,47 @@ def test_pip_install_ships_the_plugin_and_works_from_anywhere(tmp_path):
     r = subprocess.run([py, "-c", script], cwd=str(work), capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip() == "fzgpu"
+
+
+def test_global_abs_bound_is_the_whole_finite_range():
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(37, 50)).astype("f4")
+    a[3, 4], a[5, 6], a[7, 8] = np.nan, np.inf, -1e10
+    finite = a[np.isfinite(a)]
+    assert h5fz.global_abs_bound(a, 1e-3) == pytest.approx(1e-3 * (float(finite.max()) - float(finite.min())))
+    sea = finite[finite != np.float32(-1e10)]
+    expect = 1e-3 * (float(sea.max()) - float(sea.min()))
+    assert h5fz.global_abs_bound(a, 1e-3, missing=-1e10) == pytest.approx(expect)
+    assert h5fz.global_abs_bound(a, 1e-3, missing=-1e10, block_bytes=1) == pytest.approx(expect)  # row by row
+    assert h5fz.global_abs_bound(np.full((4, 4), 2.5), 1e-2) == np.finfo(np.float64).tiny
+    assert h5fz.global_abs_bound(np.arange(10, dtype="i2"), 0.1) == pytest.approx(0.9)
+    with pytest.raises(ValueError):
+        h5fz.global_abs_bound(a, 0)
+    with pytest.raises(ValueError):
+        h5fz.compression_opts("fzgpu", "noa-global", 1e-3)  # no data
+    with pytest.raises(ValueError):
+        h5fz.compression_opts("fzgpu", "noa", 1e-3, data=a)
+    with pytest.raises(ValueError):
+        h5fz.FZ(preset="fzgpu", noa=1e-3, noa_global=1e-3, data=a)
+
+
+def test_noa_global_holds_one_bound_in_every_chunk(tmp_path, data_dir):
+    field = np.fromfile(os.path.join(data_dir, "999x999.float"), dtype="<f4").reshape(999, 999)
+    path = str(tmp_path / "global.h5")
+    with h5py.File(path, "w") as f:
+        src = f.create_dataset("src", data=field)
+        eb = h5fz.global_abs_bound(src, 1e-3, block_bytes=1 << 16)  # read from the file in blocks
+        assert eb == pytest.approx(1e-3 * (float(field.max()) - float(field.min())))
+        f.create_dataset("global", data=field, chunks=(100, 999), **h5fz.FZ(preset="fzgpu", noa_global=1e-3,
+                                                                             data=src))
+        f.create_dataset("per_chunk", data=field, chunks=(100, 999), **h5fz.FZ(preset="fzgpu", noa=1e-3))
+    found = {r["name"]: r for r in h5fz.inspect(path)}
+    assert found["/global"]["fz"]["mode_name"] == "abs" and found["/global"]["fz"]["bound"] == eb
+    with h5py.File(path, "r") as f:
+        g = f["global"][()].astype(np.float64)
+        c = f["per_chunk"][()].astype(np.float64)
+    x = field.astype(np.float64)
+    assert np.max(np.abs(g - x)) <= eb
+    # Per chunk the NOA bound is each chunk's range x 1e-3: tighter in the chunks of small range.
+    tightest = min(1e-3 * (x[i:i + 100].max() - x[i:i + 100].min()) for i in range(0, 999, 100))
+    assert tightest < eb and np.max(np.abs(c - x)) <= eb

@@ -184,8 +184,14 @@ def _alpha_beta(name, value):
 
 
 def compression_opts(preset="lossless", mode="abs", bound=None, missing=None, dtype=None, tuning=None,
-                     alpha=None, beta=None):
+                     alpha=None, beta=None, data=None):
     """The h5py ``compression_opts`` tuple for a preset, mode and error bound.
+
+    ``mode="noa-global"`` (with ``data``, the array or h5py dataset to be
+    written): ``bound`` relative to the value range of the whole dataset,
+    stored as the equivalent absolute bound (:func:`global_abs_bound`), so
+    that it means the same in every chunk; mode ``"noa"`` takes each chunk's
+    own range.
 
     Lossless without a bound gives ``(1,)``; otherwise
     ``(preset, mode, bound_low32, bound_high32)``. A lossy preset needs a
@@ -217,6 +223,15 @@ def compression_opts(preset="lossless", mode="abs", bound=None, missing=None, dt
     beta in cd[7..10] as doubles split like the bound. A given tuning is
     always written, the default included.
     """
+    if isinstance(mode, str) and mode.strip().lower().replace("_", "-") == "noa-global":
+        if data is None:
+            raise ValueError("mode \"noa-global\" needs data= (the array or dataset whose range the bound is of)")
+        if bound is None:
+            raise ValueError("mode \"noa-global\" needs a bound")
+        return compression_opts(preset, "abs", global_abs_bound(data, bound, missing), missing, dtype, tuning,
+                                alpha, beta)
+    if data is not None:
+        raise ValueError("data= goes with mode \"noa-global\"")
     p = preset_id(preset)
     m = mode_id(mode)
     if p not in PRESET_NAMES:
@@ -451,6 +466,49 @@ def h5repack_filter(preset="lossless", mode="abs", bound=None, dataset=None, mis
     return "%s:%s" % (dataset, spec) if dataset else spec
 
 
+def global_abs_bound(data, noa, missing=None, block_bytes=64 << 20):
+    """The absolute bound NOA ``noa`` means over a whole dataset.
+
+    ``noa`` x (max - min) of ``data``'s finite elements, leaving out those
+    equal to ``missing`` (a fill value; compared in the data's type), read
+    about ``block_bytes`` at a time along the first axis (``data``: a numpy
+    array or an h5py Dataset, so a dataset larger than memory is fine). With
+    it as an ABS bound every chunk holds the same bound, where mode "noa"
+    scales it by each chunk's own range. A dataset without two different
+    finite values gives the type's smallest normal number (every value then
+    comes back exactly).
+    """
+    import numpy as np
+    b = float(noa)
+    if not (b > 0.0 and b != float("inf")):
+        raise ValueError("error bound must be positive and finite, got %r" % noa)
+    dt = np.dtype(data.dtype)
+    shape = tuple(data.shape) if data.shape is not None else ()
+    lo, hi = None, None
+    fill = None
+    if missing is not None:
+        fill = np.asarray(missing).astype(dt) if dt.kind in "fiu" else None
+    if len(shape) == 0:
+        blocks = [np.asarray(data[()])]
+    else:
+        row = max(1, dt.itemsize * int(np.prod(shape[1:], dtype=np.int64)))
+        step = max(1, int(block_bytes) // row)
+        blocks = (np.asarray(data[i:i + step]) for i in range(0, shape[0], step))
+    for block in blocks:
+        keep = np.isfinite(block) if dt.kind == "f" else np.ones(block.shape, dtype=bool)
+        if fill is not None:
+            keep &= block != fill
+        if not keep.any():
+            continue
+        v = block[keep]
+        bmin, bmax = float(v.min()), float(v.max())
+        lo = bmin if lo is None else min(lo, bmin)
+        hi = bmax if hi is None else max(hi, bmax)
+    if lo is None or hi == lo:
+        return float(np.finfo(dt).tiny) if dt.kind == "f" else 1.0
+    return b * (hi - lo)
+
+
 def _register_quietly():
     """register() once h5py is importable, as hdf5plugin registers on import:
     FZ(...) then works with nothing else set. A missing plugin is a warning
@@ -479,9 +537,11 @@ class FZ(Mapping):
         f.create_dataset("t", data=a, chunks=h5fz.chunks(a.shape, a.dtype),
                          **h5fz.FZ(preset="fzgpu", noa=1e-3))
 
-    One of ``abs=``, ``noa=`` (relative to each chunk's value range) or
-    ``rel=`` (point-wise; pfpl only) gives the mode and the bound; none means
-    a lossless preset. ``missing``, ``dtype``, ``tuning``, ``alpha``,
+    One of ``abs=``, ``noa=`` (relative to each chunk's value range),
+    ``rel=`` (point-wise; pfpl only) or ``noa_global=`` with ``data=``
+    (relative to the whole dataset's range, stored as ABS:
+    :func:`global_abs_bound`) gives the mode and the bound; none means a
+    lossless preset. ``missing``, ``dtype``, ``tuning``, ``alpha``,
     ``beta``: as :func:`compression_opts`. Unpacks to ``compression`` (the
     filter id) and ``compression_opts`` (the words); ``filter_id`` and
     ``filter_options`` hold the same, as hdf5plugin names them.
@@ -490,12 +550,14 @@ class FZ(Mapping):
     filter_id = FILTER_ID
 
     def __init__(self, preset="lossless", abs=None, noa=None, rel=None, missing=None, dtype=None, tuning=None,
-                 alpha=None, beta=None):
-        given = [(m, b) for m, b in (("abs", abs), ("noa", noa), ("rel", rel)) if b is not None]
+                 alpha=None, beta=None, noa_global=None, data=None):
+        given = [(m, b) for m, b in (("abs", abs), ("noa", noa), ("rel", rel), ("noa-global", noa_global))
+                 if b is not None]
         if len(given) > 1:
-            raise ValueError("h5fz.FZ: give one of abs=, noa=, rel= (got %s)" % ", ".join(m for m, _ in given))
+            raise ValueError("h5fz.FZ: give one of abs=, noa=, rel=, noa_global= (got %s)"
+                             % ", ".join(m for m, _ in given))
         mode, bound = given[0] if given else ("abs", None)
-        self.filter_options = compression_opts(preset, mode, bound, missing, dtype, tuning, alpha, beta)
+        self.filter_options = compression_opts(preset, mode, bound, missing, dtype, tuning, alpha, beta, data)
         self._settings = dict(preset=preset, mode=mode, bound=bound)
         _register_quietly()
 
@@ -666,5 +728,5 @@ __all__ = [
     "NO_MISSING_WORD", "spline_tuning_id",
     "compression_opts", "missing_value_for", "parse_opts", "h5repack_filter", "plugin_dir", "plugin_path",
     "register", "is_available", "STORED_MARKER", "STORED_LAYOUT_VERSION", "is_stored_layout", "parse_stored",
-    "filter_values", "chunks", "SUGGESTED_CHUNK_BYTES", "FZ", "inspect",
+    "filter_values", "chunks", "SUGGESTED_CHUNK_BYTES", "FZ", "inspect", "global_abs_bound",
 ]
