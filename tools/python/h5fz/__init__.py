@@ -728,5 +728,11 @@ __all__ = [
     "NO_MISSING_WORD", "spline_tuning_id",
     "compression_opts", "missing_value_for", "parse_opts", "h5repack_filter", "plugin_dir", "plugin_path",
     "register", "is_available", "STORED_MARKER", "STORED_LAYOUT_VERSION", "is_stored_layout", "parse_stored",
-    "filter_values", "chunks", "SUGGESTED_CHUNK_BYTES", "FZ", "inspect", "global_abs_bound",
+    "filter_values", "chunks", "SUGGESTED_CHUNK_BYTES", "FZ", "inspect", "global_abs_bound", "compare",
 ]
+
+
+def compare(path_a, path_b, plot=None):
+    """Per dataset of two files: max abs and rel error, PSNR, both ratios (h5fz.compare module)."""
+    from ._compare import compare as _compare
+    return _compare(path_a, path_b, plot=plot)
