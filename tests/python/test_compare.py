@@ -98,3 +98,19 @@ def test_plot(pair, tmp_path):
     with open(png, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert os.path.getsize(png) > 10000
+
+
+def test_the_h5fz_program_runs_it(pair):
+    """`h5fz compare` (the C++ tool) runs this package with this interpreter."""
+    a, b, _ = pair
+    tool = os.environ.get("FZ_H5FZ") or os.path.join(os.path.dirname(h5fz.plugin_dir()), "tools", "h5fz")
+    assert os.access(tool, os.X_OK), "h5fz not built: %s (set FZ_H5FZ)" % tool
+    env = dict(os.environ, H5FZ_PYTHON=sys.executable)
+    r = subprocess.run([tool, "compare", a, b], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "| /field | 91x91x91 |" in r.stdout
+    r = subprocess.run([tool, "compare", a], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2 and "two files" in r.stderr
+    r = subprocess.run([tool, "compare", a, b], capture_output=True, text=True, timeout=60,
+                       env=dict(env, H5FZ_PYTHON="/nonexistent/python"))
+    assert r.returncode == 1 and "H5FZ_PYTHON" in r.stderr

@@ -24,6 +24,8 @@ std::string usage_text() {
     "  inspect     print the structure of an FZM frame or of every dataset in an HDF5 file\n"
     "  params      print the cd_values for h5repack -f UD=... and h5py compression_opts\n"
     "  presets     list the presets (--python: as tools/python/h5fz/presets_table.py)\n"
+    "  compare     two HDF5 files, dataset by dataset: errors, PSNR, ratios (--plot: a\n"
+    "              picture); runs the Python package h5fz\n"
     "\n"
     "presets: lossless (1, default); lossy for float32/float64 (other types stay lossless):\n"
     "  " + h5fz::lossy_presets_summary() + "\n"
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
     if (command == "inspect") return h5fz::run_inspect(rest);
     if (command == "params") return h5fz::run_params(rest);
     if (command == "presets") return h5fz::run_presets(rest);
+    if (command == "compare") return h5fz::run_compare(rest);
     throw h5fz::UsageError("unknown command '" + command + "'");
   } catch (const h5fz::UsageError& e) {
     std::fprintf(stderr, "h5fz: %s\n(try 'h5fz --help' or 'h5fz <command> --help')\n", e.what());
