@@ -208,3 +208,12 @@ def hdf5_tools():
         assert p, "%s not found (apt-get install hdf5-tools)" % name
         tools[name] = p
     return tools
+
+
+@pytest.fixture(scope="session")
+def h5fz_tool():
+    """The h5fz program built beside the plugin (FZ_H5FZ overrides)."""
+    import h5fz
+    path = os.environ.get("FZ_H5FZ") or os.path.join(os.path.dirname(h5fz.plugin_dir()), "tools", "h5fz")
+    assert os.access(path, os.X_OK), "h5fz not built: %s (set FZ_H5FZ)" % path
+    return os.path.abspath(path)

@@ -20,14 +20,6 @@ from conftest import check_chunks_filtered
 pytestmark = pytest.mark.usefixtures("plugin")
 
 
-@pytest.fixture(scope="module")
-def h5fz_tool():
-    """The h5fz program built beside the plugin (FZ_H5FZ overrides)."""
-    path = os.environ.get("FZ_H5FZ") or os.path.join(os.path.dirname(h5fz.plugin_dir()), "tools", "h5fz")
-    assert os.access(path, os.X_OK), "h5fz not built: %s (set FZ_H5FZ)" % path
-    return path
-
-
 def tool_chunks(h5fz_tool, shape, element_bytes, mib=None):
     args = [h5fz_tool, "params", "--shape", ",".join(str(d) for d in shape), "--element-bytes", str(element_bytes)]
     if mib is not None:

@@ -100,11 +100,10 @@ def test_plot(pair, tmp_path):
     assert os.path.getsize(png) > 10000
 
 
-def test_the_h5fz_program_runs_it(pair):
+def test_the_h5fz_program_runs_it(pair, h5fz_tool):
     """`h5fz compare` (the C++ tool) runs this package with this interpreter."""
     a, b, _ = pair
-    tool = os.environ.get("FZ_H5FZ") or os.path.join(os.path.dirname(h5fz.plugin_dir()), "tools", "h5fz")
-    assert os.access(tool, os.X_OK), "h5fz not built: %s (set FZ_H5FZ)" % tool
+    tool = h5fz_tool
     env = dict(os.environ, H5FZ_PYTHON=sys.executable)
     r = subprocess.run([tool, "compare", a, b], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr

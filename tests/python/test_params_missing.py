@@ -22,14 +22,6 @@ from conftest import REPO, check_chunks_filtered, filter_codes, fz_filter_values
 pytestmark = pytest.mark.usefixtures("plugin")
 
 
-@pytest.fixture(scope="module")
-def h5fz_tool():
-    """The h5fz program built beside the plugin (FZ_H5FZ overrides)."""
-    path = os.environ.get("FZ_H5FZ") or os.path.join(os.path.dirname(h5fz.plugin_dir()), "tools", "h5fz")
-    assert os.access(path, os.X_OK), "h5fz not built: %s (set FZ_H5FZ)" % path
-    return path
-
-
 def run_params(h5fz_tool, args):
     r = subprocess.run([h5fz_tool, "params"] + args, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, "h5fz params %s: exit %d\n%s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr)
