@@ -466,6 +466,18 @@ def h5repack_filter(preset="lossless", mode="abs", bound=None, dataset=None, mis
     return "%s:%s" % (dataset, spec) if dataset else spec
 
 
+def row_blocks(data, block_bytes):
+    """Slices of ``data`` (an array or h5py dataset of rank >= 1) along its
+    first axis, about ``block_bytes`` each (at least one row): what
+    :func:`global_abs_bound` and :func:`compare` read at a time, so that a
+    dataset larger than memory is read in bounded memory."""
+    import numpy as np
+    shape = tuple(data.shape)
+    row = max(1, np.dtype(data.dtype).itemsize * int(np.prod(shape[1:], dtype=np.int64)))
+    step = max(1, int(block_bytes) // row)
+    return [slice(i, i + step) for i in range(0, shape[0], step)]
+
+
 def global_abs_bound(data, noa, missing=None, block_bytes=64 << 20):
     """The absolute bound NOA ``noa`` means over a whole dataset.
 
@@ -488,12 +500,8 @@ def global_abs_bound(data, noa, missing=None, block_bytes=64 << 20):
     fill = None
     if missing is not None:
         fill = np.asarray(missing).astype(dt) if dt.kind in "fiu" else None
-    if len(shape) == 0:
-        blocks = [np.asarray(data[()])]
-    else:
-        row = max(1, dt.itemsize * int(np.prod(shape[1:], dtype=np.int64)))
-        step = max(1, int(block_bytes) // row)
-        blocks = (np.asarray(data[i:i + step]) for i in range(0, shape[0], step))
+    blocks = [np.asarray(data[()])] if len(shape) == 0 else (np.asarray(data[s]) for s in row_blocks(data,
+                                                                                                    block_bytes))
     for block in blocks:
         keep = np.isfinite(block) if dt.kind == "f" else np.ones(block.shape, dtype=bool)
         if fill is not None:
@@ -728,7 +736,7 @@ __all__ = [
     "NO_MISSING_WORD", "spline_tuning_id",
     "compression_opts", "missing_value_for", "parse_opts", "h5repack_filter", "plugin_dir", "plugin_path",
     "register", "is_available", "STORED_MARKER", "STORED_LAYOUT_VERSION", "is_stored_layout", "parse_stored",
-    "filter_values", "chunks", "SUGGESTED_CHUNK_BYTES", "FZ", "inspect", "global_abs_bound", "compare",
+    "filter_values", "chunks", "SUGGESTED_CHUNK_BYTES", "FZ", "inspect", "global_abs_bound", "compare", "row_blocks",
 ]
 
 

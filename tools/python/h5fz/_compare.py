@@ -23,11 +23,9 @@ def _numeric(dset):
 
 def _blocks(dset_a, dset_b, block_bytes):
     import numpy as np
-    shape = dset_a.shape
-    row = max(1, dset_a.dtype.itemsize * int(np.prod(shape[1:], dtype=np.int64)))
-    step = max(1, block_bytes // row)
-    for i in range(0, shape[0], step):
-        yield np.asarray(dset_a[i:i + step]), np.asarray(dset_b[i:i + step])
+    from . import row_blocks
+    for rows in row_blocks(dset_a, block_bytes):
+        yield np.asarray(dset_a[rows]), np.asarray(dset_b[rows])
 
 
 def dataset_stats(dset_a, dset_b, block_bytes=_BLOCK_BYTES):
