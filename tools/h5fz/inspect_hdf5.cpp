@@ -10,28 +10,11 @@
 
 #include "cli.hpp"
 #include "filter_params.hpp"
+#include "hdf5_handle.hpp"
 
 namespace h5fz {
 
 namespace {
-
-// Closes an HDF5 handle on every path out, exceptions included.
-class Handle {
- public:
-  using Closer = herr_t (*)(hid_t);
-  Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
-  ~Handle() {
-    if (id_ >= 0) closer_(id_);
-  }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  hid_t get() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-
- private:
-  hid_t id_;
-  Closer closer_;
-};
 
 // H5Ovisit's callback signature changed twice (1.10.3 fields argument, 1.12
 // H5O_info2_t); the visitor only needs the object type.

@@ -24,6 +24,9 @@ std::string usage_text() {
     "  inspect     print the structure of an FZM frame or of every dataset in an HDF5 file\n"
     "  params      print the cd_values for h5repack -f UD=... and h5py compression_opts\n"
     "  presets     list the presets (--python: as tools/python/h5fz/presets_table.py)\n"
+    "  repack      HDF5/netCDF-4 file -> a copy with its numeric datasets compressed,\n"
+    "              many chunks at a time (GPU or all cores); progress, a table per\n"
+    "              dataset, --verify\n"
     "  compare     two HDF5 files, dataset by dataset: errors, PSNR, ratios (--plot: a\n"
     "              picture); runs the Python package h5fz\n"
     "\n"
@@ -62,6 +65,7 @@ int main(int argc, char** argv) {
     if (command == "params") return h5fz::run_params(rest);
     if (command == "presets") return h5fz::run_presets(rest);
     if (command == "compare") return h5fz::run_compare(rest);
+    if (command == "repack") return h5fz::run_repack(rest);
     throw h5fz::UsageError("unknown command '" + command + "'");
   } catch (const h5fz::UsageError& e) {
     std::fprintf(stderr, "h5fz: %s\n(try 'h5fz --help' or 'h5fz <command> --help')\n", e.what());
