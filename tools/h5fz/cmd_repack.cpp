@@ -69,8 +69,11 @@ std::string help_text() {
     "  --verify          read OUT back through the filter and check every element of\n"
     "                    every compressed dataset against IN: within the bound (NaN/Inf,\n"
     "                    fill values and integers exact); exits 1 if any is not\n"
-    "  --no-errors       skip measuring each dataset's largest error while writing\n"
-    "                    (a second decode in memory); the table then shows the bound\n"
+    "  --errors          measure each dataset's largest error while writing, by decoding\n"
+    "                    every frame again in memory (the default when the chunks are\n"
+    "                    compressed on a GPU, where it costs little; on the CPU it\n"
+    "                    doubles the work, so there the table shows the bound instead)\n"
+    "  --no-errors       never measure it (--verify still does, from OUT)\n"
     "  --device D        auto (default: H5Z_FZ_DEVICE, else CUDA device 0 when usable),\n"
     "                    cpu, cuda or cuda:N\n"
     "  --threads N       CPU threads (default: H5Z_FZ_THREADS, else all cores)\n"
@@ -100,7 +103,7 @@ struct Settings {
   ChunkChoice chunks = ChunkChoice::kKeep;
   std::vector<uint64_t> chunk_shape;
   bool verify = false;
-  bool measure_errors = true;
+  bool measure_errors = false;
   bool quiet = false;
   bool progress = false;
   size_t batch_bytes = size_t{128} << 20;
@@ -201,6 +204,12 @@ class Progress {
   bool drawn_ = false;
 };
 
+std::string short_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return text;
+}
+
 // ---- Datasets -------------------------------------------------------------------
 
 struct DatasetReport {
@@ -208,6 +217,7 @@ struct DatasetReport {
   std::string shape, chunks;
   std::string stored_as;  // "fzgpu noa 1e-3", "lossless (dimension scale)", "copied (string)"
   bool compressed = false;
+  bool lossy = false;  // a lossy preset on floats (else every element is kept exactly)
   uint64_t raw_bytes = 0, stored_bytes = 0;
   bool errors_measured = false;
   double max_abs_error = 0;
@@ -430,14 +440,10 @@ BoundSpec bound_spec(const fz::Options& options, const fz::DataType& dtype) {
   return spec;
 }
 
-void account(DatasetReport& report, const Quality& quality, bool lossy, uint64_t& violations) {
-  report.max_abs_error = std::max(report.max_abs_error, quality.max_abs_error);
-  if (quality.float_stats && lossy) {
-    violations += quality.violations;
-    report.mismatches += quality.non_finite_mismatch;
-  } else if (!quality.bit_exact) {
-    ++report.mismatches;
-  }
+void account(DatasetReport& report, const ChunkCheck& check) {
+  report.max_abs_error = std::max(report.max_abs_error, check.max_abs_error);
+  report.violations += check.violations;
+  report.mismatches += check.mismatches;
 }
 
 // ---- The run ------------------------------------------------------------------------
@@ -538,6 +544,7 @@ bool Repack::create_dataset(hid_t in, hid_t parent, const std::string& name, con
   const bool scale = is_dimension_scale(in);
   if (scale && fz::preset_is_lossy(choice.preset)) choice.preset = fz::Preset::Lossless;
   const bool lossy = fz::preset_is_lossy(choice.preset) && dtype.element_class == fz::ElementClass::Float;
+  report.lossy = lossy;
   std::optional<double> missing = lossy ? netcdf_missing_value(in, dtype) : std::nullopt;
   if (lossy && settings_.noa_global) {
     // The fill values the filter keeps exactly stay out of the range: the
@@ -576,7 +583,9 @@ bool Repack::create_dataset(hid_t in, hid_t parent, const std::string& name, con
   report.stored_as = !lossy ? std::string("lossless") + (scale ? " (dimension scale)" : "")
                             : std::string(fz::preset_name(choice.preset)) + " " +
                                   (settings_.noa_global ? "noa-global" : fz::mode_name(settings_.options.mode)) + " " +
-                                  shortest_double(settings_.options.bound) + (missing ? " (missing value)" : "");
+                                  shortest_double(settings_.options.bound) +
+                                  (settings_.noa_global ? " = abs " + short_number(choice.bound) : "") +
+                                  (missing ? " (missing value)" : "");
 
   // The input's creation properties (fill value and time, attribute order)
   // with the new chunks and H5Z-FZ as the only filter. Space is allocated
@@ -664,7 +673,6 @@ void Repack::write_chunks(hid_t in, hid_t out, const ChunkPlan& plan, const fz::
   const size_t per_batch = std::max<size_t>(1, settings_.batch_bytes / plan.chunk_bytes);
   const std::vector<uint64_t> chunk_dims(plan.chunks.begin(), plan.chunks.end());
   const BoundSpec spec = bound_spec(options, plan.dtype);
-  const bool lossy = spec.known;
   // Bytes of the dataset inside its extent, per chunk, for the progress line.
   auto inside_bytes = [&](const std::vector<hsize_t>& offset) {
     uint64_t bytes = plan.dtype.size;
@@ -703,11 +711,9 @@ void Repack::write_chunks(hid_t in, hid_t out, const ChunkPlan& plan, const fz::
     fz::Options policy;
     fz::filter::apply_policy(options, policy);
     fz::decompress_batch(frame_views, policy);
-    std::vector<Quality> qualities(batch->size());
-    parallel_for(batch->size(), [&](size_t i) { qualities[i] = assess((*batch)[i].data, decoded[i], plan.dtype, spec); });
-    uint64_t violations = 0;
-    for (const Quality& q : qualities) account(report, q, lossy, violations);
-    report.violations += violations;
+    std::vector<ChunkCheck> checks(batch->size());
+    parallel_for(batch->size(), [&](size_t i) { checks[i] = check_chunk((*batch)[i].data, decoded[i], plan.dtype, spec); });
+    for (const ChunkCheck& check : checks) account(report, check);
     report.errors_measured = true;
   };
   auto write_batch = [&](std::vector<ChunkJob>& batch) {
@@ -767,32 +773,34 @@ void Repack::verify(hid_t written_file, Progress& progress) {
     const ChunkGrid grid(plan.dims, plan.chunks);
     fz::Bytes original, decoded;
     DatasetReport check;
-    uint64_t violations = 0;
     for (uint64_t index = 0; index < grid.count(); ++index) {
       check_interrupted();
       const std::vector<hsize_t> offset = grid.offset(index);
       read_chunk(in.get(), plan, offset, original, report.path);
       read_chunk(out.get(), plan, offset, decoded, report.path);  // through the filter
-      account(check, assess(original, decoded, plan.dtype, spec), spec.known, violations);
+      account(check, check_chunk(original, decoded, plan.dtype, spec));
       progress.advance(original.size(), report.path + " (verify)");
     }
     report.verified = true;
-    report.verify_violations = violations + check.mismatches;
+    report.verify_violations = check.violations + check.mismatches;
     report.max_abs_error = std::max(report.max_abs_error, check.max_abs_error);
     report.errors_measured = true;
   }
 }
 
 void print_table(const std::vector<DatasetReport>& reports, bool verified) {
+  bool bounded_only = false;
   size_t width = 7;
   for (const DatasetReport& r : reports) width = std::max(width, r.path.size());
-  std::printf("%-*s  %-15s  %-15s  %-30s  %10s  %8s  %11s%s\n", static_cast<int>(width), "dataset", "shape", "chunks",
+  std::printf("%-*s  %-15s  %-15s  %-36s  %10s  %8s  %11s%s\n", static_cast<int>(width), "dataset", "shape", "chunks",
               "stored as", "MiB", "ratio", "max error", verified ? "  verify" : "");
   for (const DatasetReport& r : reports) {
     char ratio[32] = "-", error[32] = "-";
     if (r.compressed && r.stored_bytes) std::snprintf(ratio, sizeof ratio, "%.2f", double(r.raw_bytes) / r.stored_bytes);
     if (r.compressed && r.errors_measured) {
       std::snprintf(error, sizeof error, "%.4g", r.max_abs_error);
+    } else if (r.compressed && !r.lossy) {
+      std::snprintf(error, sizeof error, "exact");
     } else if (r.compressed && r.abs_bound >= 0) {
       std::snprintf(error, sizeof error, "<= %.3g", r.abs_bound);
     }
@@ -801,9 +809,14 @@ void print_table(const std::vector<DatasetReport>& reports, bool verified) {
       verify_text = !r.compressed ? "  -" : r.verify_violations ? "  FAILED (" + std::to_string(r.verify_violations) + ")"
                                                                 : "  ok";
     }
-    std::printf("%-*s  %-15s  %-15s  %-30s  %10.1f  %8s  %11s%s\n", static_cast<int>(width), r.path.c_str(),
+    bounded_only |= r.compressed && r.lossy && !r.errors_measured;
+    std::printf("%-*s  %-15s  %-15s  %-36s  %10.1f  %8s  %11s%s\n", static_cast<int>(width), r.path.c_str(),
                 r.shape.c_str(), r.chunks.empty() ? "-" : r.chunks.c_str(), r.stored_as.c_str(),
                 r.raw_bytes / 1048576.0, ratio, error, verify_text.c_str());
+  }
+  if (bounded_only) {
+    std::printf("(max error: \"<= B\" is the absolute bound every chunk holds, \"-\" a bound per chunk (noa);\n"
+                " --errors or --verify measure the errors)\n");
   }
 }
 
@@ -881,7 +894,10 @@ Settings parse_settings(const ParsedArgs& parsed) {
     settings.batch_bytes = size_t{mib} << 20;
   }
   settings.verify = parsed.has("--verify");
-  settings.measure_errors = !parsed.has("--no-errors");
+  if (parsed.has("--errors") && parsed.has("--no-errors")) throw UsageError("--errors and --no-errors contradict");
+  // By default only where a decode costs little: chunks compressed on a GPU.
+  const bool on_gpu = fz::device_api_available() && options.device != "cpu";
+  settings.measure_errors = parsed.has("--errors") || (!parsed.has("--no-errors") && on_gpu);
   settings.quiet = parsed.has("--quiet");
   settings.progress = !settings.quiet && (parsed.has("--progress") || isatty(STDERR_FILENO));
   return settings;
@@ -897,7 +913,7 @@ int run_repack(const std::vector<std::string>& args) {
   const ParsedArgs parsed = parse_args(
       args, {"--preset", "--mode", "--bound", "--tuning", "--alpha", "--beta", "--datasets", "--chunks", "--device",
              "--threads", "--batch-mib"},
-      {"--verify", "--no-errors", "--progress", "--quiet"});
+      {"--verify", "--errors", "--no-errors", "--progress", "--quiet"});
   if (parsed.positional.size() != 2) throw UsageError("repack needs an input and an output file");
   const std::string in_path = parsed.positional[0], out_path = parsed.positional[1];
   const Settings settings = parse_settings(parsed);
@@ -917,7 +933,17 @@ int run_repack(const std::vector<std::string>& args) {
   try {
     // The input's file creation properties keep the root group's link and
     // attribute order tracking (netCDF-4 relies on it) and its user block.
-    Handle fcpl(H5Fget_create_plist(in_file.get()), H5Pclose);
+    // The root group's own creation order flags are not in the file's
+    // creation properties HDF5 returns; they come from the group.
+    Handle fcpl(H5Pcopy(Handle(H5Fget_create_plist(in_file.get()), H5Pclose).get()), H5Pclose);
+    {
+      Handle root(H5Gopen2(in_file.get(), "/", H5P_DEFAULT), H5Gclose);
+      Handle gcpl(H5Gget_create_plist(root.get()), H5Pclose);
+      unsigned order = 0;
+      if (H5Pget_link_creation_order(gcpl.get(), &order) >= 0) H5Pset_link_creation_order(fcpl.get(), order);
+      if (H5Pget_attr_creation_order(gcpl.get(), &order) >= 0) H5Pset_attr_creation_order(fcpl.get(), order);
+      H5Eclear2(H5E_DEFAULT);
+    }
     Handle out_file(H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT), H5Fclose);
     if (!out_file.ok()) throw ToolError("cannot create " + partial + ": " + hdf5_error_text("?"));
     Repack run(settings, in_file.get(), out_file.get());

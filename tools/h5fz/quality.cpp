@@ -194,6 +194,70 @@ Quality assess(const fz::Bytes& original, const fz::Bytes& decoded, const fz::Da
   return q;
 }
 
+namespace {
+
+template <typename T, typename Bits>
+ChunkCheck quick_float_check(const fz::Bytes& original, const fz::Bytes& decoded, bool big_endian,
+                             const BoundSpec& spec, bool& needs_exact_check) {
+  ChunkCheck check;
+  const uint64_t n = original.size() / sizeof(T);
+  const Bits fill = static_cast<Bits>(spec.fill_bits);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  double rel_excess = 0;  // largest err - bound * |x| (rel mode)
+  for (uint64_t i = 0; i < n; ++i) {
+    const Bits xb = element_bits<Bits>(original.data(), i, big_endian);
+    const Bits yb = element_bits<Bits>(decoded.data(), i, big_endian);
+    T x, y;
+    std::memcpy(&x, &xb, sizeof x);
+    std::memcpy(&y, &yb, sizeof y);
+    if (!std::isfinite(x) || (spec.has_fill && xb == fill)) {
+      if (xb != yb) ++check.mismatches;
+      continue;
+    }
+    lo = std::min<double>(lo, x);
+    hi = std::max<double>(hi, x);
+    const double err = std::isfinite(y) ? std::fabs(static_cast<double>(x) - static_cast<double>(y))
+                                        : std::numeric_limits<double>::infinity();
+    check.max_abs_error = std::max(check.max_abs_error, err);
+    if (spec.mode == fz::ErrorMode::Rel) rel_excess = std::max(rel_excess, err - spec.bound * std::fabs(double(x)));
+  }
+  if (!spec.known) return check;
+  if (spec.mode == fz::ErrorMode::Rel) {
+    needs_exact_check = rel_excess > -1e-9 * spec.bound * std::max(std::fabs(lo), std::fabs(hi));
+  } else {
+    const double allowed = spec.mode == fz::ErrorMode::Noa ? spec.bound * (hi >= lo ? hi - lo : 0.0) : spec.bound;
+    needs_exact_check = check.max_abs_error > allowed * (1 - 1e-9);
+  }
+  return check;
+}
+
+}  // namespace
+
+ChunkCheck check_chunk(const fz::Bytes& original, const fz::Bytes& decoded, const fz::DataType& dtype,
+                       const BoundSpec& spec) {
+  if (original.size() != decoded.size()) {
+    throw fz::Error("check: the original has " + std::to_string(original.size()) + " bytes, the decoded chunk " +
+                    std::to_string(decoded.size()));
+  }
+  ChunkCheck check;
+  if (!spec.known || !is_ieee_float(dtype) || original.size() % dtype.size != 0) {
+    // Exact data: any difference is a mismatch (counted once per chunk).
+    if (std::memcmp(original.data(), decoded.data(), original.size()) != 0) check.mismatches = 1;
+    if (is_ieee_float(dtype) && check.mismatches) check.max_abs_error = assess(original, decoded, dtype, spec).max_abs_error;
+    return check;
+  }
+  bool needs_exact_check = false;
+  const bool big = dtype.order == fz::ByteOrder::Big;
+  check = dtype.size == 4 ? quick_float_check<float, uint32_t>(original, decoded, big, spec, needs_exact_check)
+                          : quick_float_check<double, uint64_t>(original, decoded, big, spec, needs_exact_check);
+  if (needs_exact_check) {
+    const Quality exact = assess(original, decoded, dtype, spec);
+    // assess() counts the NaN/Inf and fill elements that changed as violations too.
+    check.violations = exact.violations - std::min(exact.violations, check.mismatches);
+  }
+  return check;
+}
+
 void print_quality(const Quality& q, const BoundSpec& spec, const std::string& label) {
   std::printf("  compare with %s: %s\n", label.c_str(), q.bit_exact ? "bit-exact" : "DIFFERS");
   if (!q.float_stats) {

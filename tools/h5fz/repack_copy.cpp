@@ -1,5 +1,6 @@
 #include "repack_copy.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -222,22 +223,79 @@ void StructureCopy::copy_link(hid_t in_group, hid_t out_group, const std::string
 
 void StructureCopy::copy_object_unchanged(hid_t in_group, hid_t out_group, const std::string& name,
                                           const std::string& path) {
-  // H5Ocopy keeps the storage, filters, fill value and data as they are;
-  // the attributes follow through copy_attributes, which rebuilds the
-  // references among them. Committed datatypes merge with the ones copied
-  // before, so datasets sharing one keep sharing it.
-  Handle ocpypl(H5Pcreate(H5P_OBJECT_COPY), H5Pclose);
-  H5Pset_copy_object(ocpypl.get(), H5O_COPY_WITHOUT_ATTR_FLAG | H5O_COPY_MERGE_COMMITTED_DTYPE_FLAG);
-  require_hdf5(H5Ocopy(in_group, name.c_str(), out_group, name.c_str(), ocpypl.get(), H5P_DEFAULT),
-               "cannot copy " + path);
   Handle in(H5Oopen(in_group, name.c_str(), H5P_DEFAULT), H5Oclose);
-  Handle out(H5Oopen(out_group, name.c_str(), H5P_DEFAULT), H5Oclose);
-  if (!in.ok() || !out.ok()) throw ToolError("cannot reopen " + path + ": " + hdf5_error_text("?"));
-  copy_attributes(in.get(), out.get(), path);
+  if (!in.ok()) throw ToolError("cannot open " + path + ": " + hdf5_error_text("?"));
   Handle type(H5Iget_type(in.get()) == H5I_DATASET ? H5Dget_type(in.get()) : -1, H5Tclose);
+  if (type.ok() && (H5Tdetect_class(type.get(), H5T_VLEN) > 0 || H5Tis_variable_str(type.get()) > 0)) {
+    copy_variable_length_dataset(in.get(), out_group, name, path);
+  } else {
+    // H5Ocopy keeps the storage, filters, fill value and data as they are;
+    // the attributes follow through copy_attributes, which rebuilds the
+    // references among them. Committed datatypes merge with the ones copied
+    // before, so datasets sharing one keep sharing it.
+    Handle ocpypl(H5Pcreate(H5P_OBJECT_COPY), H5Pclose);
+    H5Pset_copy_object(ocpypl.get(), H5O_COPY_WITHOUT_ATTR_FLAG | H5O_COPY_MERGE_COMMITTED_DTYPE_FLAG);
+    require_hdf5(H5Ocopy(in_group, name.c_str(), out_group, name.c_str(), ocpypl.get(), H5P_DEFAULT),
+                 "cannot copy " + path);
+  }
+  Handle out(H5Oopen(out_group, name.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!out.ok()) throw ToolError("cannot reopen " + path + ": " + hdf5_error_text("?"));
+  copy_attributes(in.get(), out.get(), path);
   if (type.ok() && H5Tdetect_class(type.get(), H5T_REFERENCE) > 0) {
     warnings_.push_back(path + ": a dataset of references, copied, but its references do not point into the "
                         "new file");
+  }
+}
+
+void StructureCopy::copy_variable_length_dataset(hid_t in, hid_t out_group, const std::string& name,
+                                                 const std::string& path) {
+  // H5Ocopy of HDF5 1.10 copies a variable-length fill value (every netCDF-4
+  // string variable has one) without its heap object, and the copy's
+  // creation properties then cannot be read ("bad global heap collection
+  // signature"). So these datasets are created anew from their creation
+  // properties, where HDF5 converts the fill value itself, and their
+  // elements are read and written a block of rows at a time.
+  Handle type(H5Dget_type(in), H5Tclose);
+  Handle space(H5Dget_space(in), H5Sclose);
+  Handle dcpl(H5Dget_create_plist(in), H5Pclose);
+  Handle memory_type(H5Tcopy(type.get()), H5Tclose);
+  Handle out(H5Dcreate2(out_group, name.c_str(), memory_type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+             H5Dclose);
+  if (!out.ok()) throw ToolError("cannot create " + path + ": " + hdf5_error_text("?"));
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  const hssize_t points = H5Sget_simple_extent_npoints(space.get());
+  H5D_space_status_t allocated = H5D_SPACE_STATUS_ERROR;
+  H5Dget_space_status(in, &allocated);
+  // Never written: nothing to copy, and the copy stays unwritten too.
+  if (points <= 0 || H5Sget_simple_extent_type(space.get()) == H5S_NULL || allocated == H5D_SPACE_STATUS_NOT_ALLOCATED)
+    return;
+  const size_t element = H5Tget_size(memory_type.get());
+  std::vector<hsize_t> dims(static_cast<size_t>(std::max(rank, 0)));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  const hsize_t rows = rank > 0 ? dims[0] : 1;
+  const hsize_t row_points = rows ? static_cast<hsize_t>(points) / rows : 0;
+  const hsize_t rows_per_block = std::max<hsize_t>(1, (hsize_t{16} << 20) / std::max<hsize_t>(1, row_points * element));
+  for (hsize_t first = 0; first < rows; first += rows_per_block) {
+    check_interrupted();
+    const hsize_t count = std::min(rows_per_block, rows - first);
+    Handle file_space(H5Scopy(space.get()), H5Sclose);
+    Handle memory_space(-1, H5Sclose);
+    if (rank > 0) {
+      std::vector<hsize_t> start(dims.size(), 0), block = dims;
+      start[0] = first;
+      block[0] = count;
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr);
+      memory_space = Handle(H5Screate_simple(rank, block.data(), nullptr), H5Sclose);
+    } else {
+      memory_space = Handle(H5Screate(H5S_SCALAR), H5Sclose);
+    }
+    std::vector<unsigned char> buffer(static_cast<size_t>(count * row_points) * element + 1);
+    require_hdf5(H5Dread(in, memory_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, buffer.data()),
+                 "cannot read " + path);
+    const herr_t written =
+        H5Dwrite(out.get(), memory_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, buffer.data());
+    reclaim(memory_type.get(), memory_space.get(), buffer.data());
+    require_hdf5(written, "cannot write " + path);
   }
 }
 

@@ -50,6 +50,7 @@ class StructureCopy {
   void copy_group(hid_t in_group, hid_t out_group, const std::string& path);
   void copy_link(hid_t in_group, hid_t out_group, const std::string& name, int link_type, const std::string& path);
   void copy_object_unchanged(hid_t in_group, hid_t out_group, const std::string& name, const std::string& path);
+  void copy_variable_length_dataset(hid_t in, hid_t out_group, const std::string& name, const std::string& path);
   void rewrite_reference_attribute(const std::string& object_path, const std::string& attribute);
 
   hid_t in_file_, out_file_;
