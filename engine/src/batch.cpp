@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "api_internal.hpp"
+#include "device_forward.hpp"
 #include "fz/fz.hpp"
 #include "policy.hpp"
 #include "thread_pool.hpp"
@@ -102,6 +103,36 @@ std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, const
   std::vector<size_t> lengths(frames.size(), 0);
   run_items(frames.size(), split.workers, "decompress_batch: frame", [&](size_t i) {
     lengths[i] = decompress_into(frames[i].frame, frames[i].frame_bytes, frames[i].out, frames[i].capacity, per_frame);
+  });
+  return lengths;
+}
+
+std::vector<size_t> decompress_batch_to_device(const std::vector<FrameView>& frames, const Options& policy) {
+  std::vector<size_t> lengths(frames.size(), 0);
+  if (frames.empty()) return lengths;
+  int device = -1;
+  std::vector<size_t> offsets(frames.size() + 1, 0);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].frame == nullptr && frames[i].frame_bytes > 0)
+      throw Error("decompress_batch_to_device: frame " + std::to_string(i) + " is null");
+    const int owner = owning_device(frames[i].out, "decompress_batch_to_device: an output buffer");
+    if (device >= 0 && owner != device)
+      throw Error("decompress_batch_to_device: the output buffers are on different devices");
+    device = owner;
+    // 256-byte aligned frames in one allocation, as cudaMalloc aligns one.
+    const size_t padded = (frames[i].frame_bytes + 255) & ~size_t{255};
+    if (padded < frames[i].frame_bytes || __builtin_add_overflow(offsets[i], padded, &offsets[i + 1]))
+      throw Error("decompress_batch_to_device: frames too large");
+  }
+  struct Staging {
+    uint8_t* data;
+    int device;
+    ~Staging() { engine::free_device(data, device); }
+  } staging{engine::allocate_device(offsets.back(), device), device};
+  run_items(frames.size(), kGpuChunksInFlight, "decompress_batch_to_device: frame", [&](size_t i) {
+    uint8_t* frame = staging.data + offsets[i];
+    engine::copy_host_to_device(static_cast<const uint8_t*>(frames[i].frame), frames[i].frame_bytes, frame, device);
+    lengths[i] = decompress_on_device(frame, frames[i].frame_bytes, frames[i].out, frames[i].capacity, policy);
   });
   return lengths;
 }

@@ -80,6 +80,10 @@ std::optional<size_t> decompress_device_resident(const Pipeline& pipeline, const
 // Plain copies for the host fall-backs of the device-resident API.
 void copy_device_to_host(const uint8_t* device_src, size_t bytes, uint8_t* host_dst, int device);
 void copy_host_to_device(const uint8_t* host_src, size_t bytes, uint8_t* device_dst, int device);
+// Device memory of `device` (cudaMalloc) and its release: staging for frames
+// a caller hands over in host memory (decompress_batch_to_device).
+uint8_t* allocate_device(size_t bytes, int device);
+void free_device(uint8_t* pointer, int device);
 
 // ---- For tests ----
 

@@ -225,6 +225,15 @@ size_t compress_on_device(const void* device_data, size_t bytes, const DataType&
 size_t decompress_on_device(const void* device_frame, size_t frame_bytes, void* device_out, size_t capacity,
                             const Options& policy = {});
 
+// Frames in host memory decoded into device memory: FrameView::frame is host
+// memory, FrameView::out device memory of one CUDA device, which decodes
+// them (h5fz.read(..., device="cuda") reads frames from a file and hands
+// them over). Each frame is copied up once into memory of the engine's own
+// and decoded as decompress_on_device() decodes it, several at once. Returns
+// the decoded lengths when every chunk is complete; a bad frame is an Error
+// naming it by index after the others are decoded, as decompress_batch().
+std::vector<size_t> decompress_batch_to_device(const std::vector<FrameView>& frames, const Options& policy = {});
+
 // The structure of a frame, for tools (h5fz inspect) and tests.
 struct StageInfo {
   uint16_t type_id = 0;

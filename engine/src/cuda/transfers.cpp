@@ -124,4 +124,17 @@ void copy_host_to_device(const uint8_t* host_src, size_t bytes, uint8_t* device_
   cuda::check(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice), "host to device copy");
 }
 
+uint8_t* allocate_device(size_t bytes, int device) {
+  cuda::CurrentDeviceGuard guard(device);
+  void* pointer = nullptr;
+  cuda::check(cudaMalloc(&pointer, std::max<size_t>(bytes, 1)), "cudaMalloc (frames from the host)");
+  return static_cast<uint8_t*>(pointer);
+}
+
+void free_device(uint8_t* pointer, int device) {
+  if (pointer == nullptr) return;
+  cuda::CurrentDeviceGuard guard(device);
+  (void)cudaFree(pointer);
+}
+
 }  // namespace fz::engine

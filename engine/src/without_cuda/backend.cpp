@@ -35,6 +35,8 @@ std::optional<size_t> decompress_device_resident(const Pipeline&, const FrameInf
 }
 void copy_device_to_host(const uint8_t*, size_t, uint8_t*, int) { no_cuda(); }
 void copy_host_to_device(const uint8_t*, size_t, uint8_t*, int) { no_cuda(); }
+uint8_t* allocate_device(size_t, int) { no_cuda(); }
+void free_device(uint8_t*, int) {}
 
 std::optional<std::vector<Bytes>> forward_on_device(const Pipeline&, ByteSpan, int) { return std::nullopt; }
 bool runs_on_device(const Pipeline&) { return false; }

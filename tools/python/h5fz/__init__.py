@@ -737,7 +737,23 @@ __all__ = [
     "compression_opts", "missing_value_for", "parse_opts", "h5repack_filter", "plugin_dir", "plugin_path",
     "register", "is_available", "STORED_MARKER", "STORED_LAYOUT_VERSION", "is_stored_layout", "parse_stored",
     "filter_values", "chunks", "SUGGESTED_CHUNK_BYTES", "FZ", "inspect", "global_abs_bound", "compare", "row_blocks",
+    "read",
 ]
+
+
+def read(dataset, selection=None, device=None, threads=0):
+    """``dataset[selection]`` of an H5Z-FZ dataset, decoded many chunks at a time.
+
+    Reads the chunks the selection touches as stored (read_direct_chunk) and
+    decodes them together through the plugin's engine: on all cores
+    (``threads``, 0 = all) into a NumPy array, or with ``device="cuda"``
+    (``"cuda:N"``) on the GPU into a CuPy array that PyTorch and JAX take
+    without a copy (``torch.from_dlpack``). ``selection``: slices with step 1,
+    integers, one Ellipsis. Exactly the values ``dataset[selection]`` gives.
+    See h5fz._read.
+    """
+    from ._read import read as _read
+    return _read(dataset, selection=selection, device=device, threads=threads)
 
 
 def compare(path_a, path_b, plot=None):

@@ -1,0 +1,104 @@
+// A small C interface to the engine's batch decoder, exported by the plugin
+// beside HDF5's two entry points, for readers that fetch a dataset's stored
+// chunks themselves (H5Dread_chunk / h5py's read_direct_chunk) and decode
+// many at once: the Python package's h5fz.read loads the plugin it ships
+// with ctypes and calls these. No HDF5 here: frames in, chunks out.
+//
+// Every function returns 0 on success, or -1 with a message (always
+// NUL-terminated, cut to error_capacity) in `error`; nothing throws across it.
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "fz/fz.hpp"
+
+namespace {
+
+int fail(char* error, size_t capacity, const std::string& message) {
+  if (error != nullptr && capacity > 0) {
+    const size_t n = std::min(capacity - 1, message.size());
+    std::memcpy(error, message.data(), n);
+    error[n] = '\0';
+  }
+  return -1;
+}
+
+template <typename Body>
+int guarded(char* error, size_t capacity, Body body) noexcept {
+  try {
+    body();
+    return 0;
+  } catch (const std::bad_alloc&) {
+    return fail(error, capacity, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(error, capacity, e.what());
+  } catch (...) {
+    return fail(error, capacity, "unknown failure");
+  }
+}
+
+std::vector<fz::FrameView> frame_views(size_t count, const void* const* frames, const size_t* frame_bytes,
+                                       void* const* outputs, const size_t* capacities) {
+  if (count > 0 && (frames == nullptr || frame_bytes == nullptr || outputs == nullptr || capacities == nullptr))
+    throw fz::Error("null array argument");
+  std::vector<fz::FrameView> views(count);
+  for (size_t i = 0; i < count; ++i) views[i] = {frames[i], frame_bytes[i], outputs[i], capacities[i]};
+  return views;
+}
+
+}  // namespace
+
+extern "C" {
+
+// This interface's version: a caller checks it before anything else.
+__attribute__((visibility("default"))) int h5z_fz_reader_version(void) { return 1; }
+
+// 1 when a CUDA device is usable by this build, else 0.
+__attribute__((visibility("default"))) int h5z_fz_device_available(void) {
+  try {
+    return fz::device_api_available() ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+// Decodes `count` frames (host memory) into host buffers, all cores or the
+// GPU as `device` says ("auto", "cpu", "cuda", "cuda:N"; null = "auto"),
+// `threads` CPU threads (0 = all). decoded[i] receives each length.
+__attribute__((visibility("default"))) int h5z_fz_decode_batch(size_t count, const void* const* frames,
+                                                               const size_t* frame_bytes, void* const* outputs,
+                                                               const size_t* capacities, size_t* decoded,
+                                                               const char* device, unsigned threads, char* error,
+                                                               size_t error_capacity) {
+  return guarded(error, error_capacity, [&] {
+    fz::Options policy;
+    if (device != nullptr) policy.device = device;
+    policy.threads = threads;
+    policy.log = [](fz::LogLevel, const std::string&) {};
+    const std::vector<size_t> lengths =
+        fz::decompress_batch(frame_views(count, frames, frame_bytes, outputs, capacities), policy);
+    if (decoded != nullptr) std::copy(lengths.begin(), lengths.end(), decoded);
+  });
+}
+
+// The same into device memory (outputs: device pointers of one CUDA device,
+// e.g. CuPy arrays' data pointers); frames stay host memory.
+__attribute__((visibility("default"))) int h5z_fz_decode_batch_to_device(size_t count, const void* const* frames,
+                                                                         const size_t* frame_bytes,
+                                                                         void* const* device_outputs,
+                                                                         const size_t* capacities, size_t* decoded,
+                                                                         char* error, size_t error_capacity) {
+  return guarded(error, error_capacity, [&] {
+    fz::Options policy;
+    policy.log = [](fz::LogLevel, const std::string&) {};
+    const std::vector<size_t> lengths =
+        fz::decompress_batch_to_device(frame_views(count, frames, frame_bytes, device_outputs, capacities), policy);
+    if (decoded != nullptr) std::copy(lengths.begin(), lengths.end(), decoded);
+  });
+}
+
+}  // extern "C"
