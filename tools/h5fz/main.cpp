@@ -27,6 +27,8 @@ std::string usage_text() {
     "  repack      HDF5/netCDF-4 file -> a copy with its numeric datasets compressed,\n"
     "              many chunks at a time (GPU or all cores); progress, a table per\n"
     "              dataset, --verify\n"
+    "  read        a box of a dataset, many chunks decoded at a time (as h5fz.read);\n"
+    "              --compare with HDF5's read through the filter\n"
     "  compare     two HDF5 files, dataset by dataset: errors, PSNR, ratios (--plot: a\n"
     "              picture); runs the Python package h5fz\n"
     "\n"
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
     if (command == "presets") return h5fz::run_presets(rest);
     if (command == "compare") return h5fz::run_compare(rest);
     if (command == "repack") return h5fz::run_repack(rest);
+    if (command == "read") return h5fz::run_read(rest);
     throw h5fz::UsageError("unknown command '" + command + "'");
   } catch (const h5fz::UsageError& e) {
     std::fprintf(stderr, "h5fz: %s\n(try 'h5fz --help' or 'h5fz <command> --help')\n", e.what());
