@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "api_internal.hpp"
@@ -262,6 +263,61 @@ TEST(DeviceApi, RefusesWhatItCannotDo) {
   EXPECT_EQ(gpu_ok, cpu_ok);
   if (gpu_ok && cpu_ok) {
     EXPECT_EQ(d_out.download(data.size()), cpu);
+  }
+}
+
+// decompress_batch_to_device (h5fz.read(device="cuda")): frames in host
+// memory decoded into device buffers give the CPU's bytes for every preset,
+// the spline presets included, in slabs as ragged as HDF5's edge chunks; a
+// bad frame is named by index after the others are decoded, and host memory
+// as an output is refused.
+TEST(DecompressBatchToDevice, MatchesTheCpuAndNamesABadFrame) {
+  FZ_SKIP_WITHOUT_CUDA();
+  const Bytes field = testing::read_field("wmag91.float");
+  const size_t plane = 91 * 91 * 4;
+  std::vector<Setting> all = settings();
+  all.push_back({Preset::CuszHiTp, ErrorMode::Noa, 1e-3});
+  all.push_back({Preset::CuszHiCr, ErrorMode::Noa, 1e-3});
+  for (const Setting& s : all) {
+    SCOPED_TRACE(label("wmag91 slabs", s));
+    const Options options = options_for(s, field, DataType::of<float>());
+    std::vector<Bytes> frames, expected;
+    std::vector<std::unique_ptr<DeviceBytes>> outputs;
+    std::vector<FrameView> views;
+    size_t z = 0;
+    for (size_t thickness : {1, 7, 30, 2, 40, 11}) {
+      const Bytes slab(field.begin() + z * plane, field.begin() + (z + thickness) * plane);
+      z += thickness;
+      frames.push_back(compress_with(slab.data(), slab.size(), DataType::of<float>(), {thickness, 91, 91}, options,
+                                     BackendUse::kCpu));
+      Bytes decoded(slab.size());
+      decompress_into_on(frames.back().data(), frames.back().size(), decoded.data(), decoded.size(), 0,
+                         BackendUse::kCpu);
+      expected.push_back(decoded);
+      outputs.push_back(std::make_unique<DeviceBytes>(slab.size()));
+    }
+    for (size_t i = 0; i < frames.size(); ++i)
+      views.push_back({frames[i].data(), frames[i].size(), outputs[i]->get(), outputs[i]->size()});
+    const std::vector<size_t> lengths = decompress_batch_to_device(views);
+    for (size_t i = 0; i < frames.size(); ++i) {
+      ASSERT_EQ(lengths[i], expected[i].size());
+      EXPECT_EQ(outputs[i]->download(lengths[i]), expected[i]) << "slab " << i;
+    }
+    if (s.preset != Preset::Cusz) continue;
+    // One corrupted frame: named, and every other frame still decoded.
+    Bytes bad = frames[2];
+    bad[bad.size() / 2] ^= 0x10;
+    views[2].frame = bad.data();
+    for (auto& out : outputs) ASSERT_EQ(cudaMemset(out->get(), 0, out->size()), cudaSuccess);
+    try {
+      decompress_batch_to_device(views);
+      FAIL() << "a corrupted frame was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("frame 2"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(outputs[4]->download(expected[4].size()), expected[4]);
+    Bytes host(expected[0].size());
+    EXPECT_THROW(decompress_batch_to_device({{frames[0].data(), frames[0].size(), host.data(), host.size()}}), Error);
   }
 }
 

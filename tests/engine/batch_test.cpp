@@ -131,5 +131,20 @@ TEST(Batch, BadFrameIsNamedAndTheOthersStillDecode) {
     EXPECT_EQ(0, std::memcmp(outputs[i].data(), slabs.chunks[i].data, slabs.chunks[i].bytes)) << "frame " << i;
 }
 
+// Without a usable CUDA device (CI, or a build without CUDA), frames cannot be
+// decoded into device memory: an Error that says so, not a crash.
+TEST(Batch, DecodingIntoDeviceMemoryNeedsADevice) {
+  if (device_api_available()) GTEST_SKIP() << "a CUDA device is usable: backend_identity_gpu_test covers it";
+  Bytes out(16);
+  const Bytes frame(32, 0);
+  try {
+    decompress_batch_to_device({{frame.data(), frame.size(), out.data(), out.size()}});
+    FAIL() << "decoded into host memory claimed to be device memory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(decompress_batch_to_device({}).empty());
+}
+
 }  // namespace
 }  // namespace fz
