@@ -30,6 +30,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/dynamic_shared_cuda.cuh"
 #include "common/error.hpp"
 #include "huffman/huffman_format.hpp"
 #include "huffman/kernels_cuda.cuh"
@@ -295,8 +296,7 @@ cudaError_t decode(const uint8_t* in, const DecodePlan& plan, uint8_t* out, uint
   g.staged_bytes = plan.block_symbols <= kStageSymbols ? (2 * plan.block_symbols + 15) / 16 * 16 : 0;
   const size_t dynamic_bytes = g.staged_bytes + sizeof(uint32_t) * size_t{plan.code.second_entries};
   if (dynamic_bytes > 0) {
-    err = cudaFuncSetAttribute(decode_blocks, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(dynamic_bytes));
+    err = cuda_common::allow_dynamic_shared_memory(decode_blocks, dynamic_bytes);
     if (err != cudaSuccess) return err;
   }
   // One wave of resident thread blocks (each loads the lookup tables once),

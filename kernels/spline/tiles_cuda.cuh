@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/dynamic_shared_cuda.cuh"
 #include "common/words_cuda.cuh"
 #include "lorenzo/lorenzo_rules.hpp"
 #include "spline/spline_rules.hpp"
@@ -340,11 +341,12 @@ __device__ __forceinline__ void load_region(const Grid& grid, const TileFrame& f
     load_region_points<false>(grid, f, t, values, buffer, copy);
 }
 
-// Dynamic shared memory above the default 48 KiB needs the kernel's consent.
+// Dynamic shared memory above the default 48 KiB needs the kernel's consent
+// (given so that threads launching at once cannot undo each other's).
 template <typename Kernel>
 inline cudaError_t allow_shared(Kernel kernel, size_t bytes) {
   if (bytes <= 48 * 1024 - 1024) return cudaSuccess;
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  return cuda_common::allow_dynamic_shared_memory(kernel, bytes);
 }
 
 // Whether element g (C order) is an anchor: every coordinate a multiple of B.
