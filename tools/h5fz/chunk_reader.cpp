@@ -141,6 +141,11 @@ ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, con
         for (size_t at = 0; at < chunk_bytes; at += element) std::memcpy(filled.data() + at, fill.data(), element);
         place(piece, filled.data(), chunks, box, element, out);
       } else {
+        // The size comes from the file: no frame of a chunk is longer than
+        // its raw frame, so a larger one is refused before it is allocated.
+        if (stored > fz::max_frame_bytes(chunk_bytes, dims.size()))
+          throw ToolError(name + ": a stored chunk of " + std::to_string(stored) + " bytes is longer than any frame of a " +
+                          std::to_string(chunk_bytes) + "-byte chunk (a damaged file)");
         piece.frame.resize(static_cast<size_t>(stored));
         uint32_t mask = 0;
         require_hdf5(H5Dread_chunk(dataset, H5P_DEFAULT, piece.offset.data(), &mask, piece.frame.data()),
