@@ -92,6 +92,10 @@ def write_rich_file(path, wmag, pressure):
         f.create_dataset("vstr", data=["x", "yy", "zzz"], dtype=h5py.string_dtype())
         f.create_dataset("table", data=fz_samples.compound(50))
         f.create_dataset("scalar", data=3.5)
+        layout = h5py.VirtualLayout(shape=(2, 384), dtype="f8")
+        layout[0] = h5py.VirtualSource(".", "/model/pressure", shape=pressure.shape)[0]
+        layout[1] = h5py.VirtualSource(".", "/model/pressure", shape=pressure.shape)[383]
+        f.create_virtual_dataset("virtual", layout)
         x = f.create_dataset("x", data=np.arange(91, dtype=np.float64))
         x.make_scale("x")
         model["wmag"].dims[2].attach_scale(x)
@@ -124,12 +128,15 @@ def test_structure_and_values_are_the_inputs(h5fz_tool, rich):
     rows = table_rows(r.stdout)
     for path in ["/model/wmag", "/model/pressure", "/model/gz", "/model/be", "/ints", "/x"]:
         assert path in rows and "copied" not in rows[path], r.stdout
-    for path, why in [("/names", "string"), ("/vstr", "string"), ("/table", "compound"), ("/scalar", "scalar")]:
+    for path, why in [("/names", "string"), ("/vstr", "string"), ("/table", "compound"), ("/scalar", "scalar"),
+                      ("/virtual", "virtual")]:
         assert "copied (%s)" % why in rows[path], r.stdout
     assert "lossless (dimension scale)" in rows["/x"]
     with h5py.File(src, "r") as a, h5py.File(dst, "r") as b:
         for name in ["names", "vstr", "table", "scalar", "ints", "x"]:
             assert np.array_equal(a[name][()], b[name][()]), name
+        assert b["virtual"].is_virtual
+        assert np.array_equal(b["virtual"][()], b["model/pressure"][[0, 383]])   # maps into the new file
         assert b["hard"].id == b["model/pressure"].id             # still one object
         assert b.get("link", getlink=True).path == "/model/wmag"
         assert b.get("elink", getlink=True).filename == "other.h5"

@@ -77,7 +77,8 @@ std::string help_text() {
     "  --device D        auto (default: H5Z_FZ_DEVICE, else CUDA device 0 when usable),\n"
     "                    cpu, cuda or cuda:N\n"
     "  --threads N       CPU threads (default: H5Z_FZ_THREADS, else all cores)\n"
-    "  --batch-mib N     uncompressed MiB read, compressed and written together (128)\n"
+    "  --batch-mib N     uncompressed MiB read, compressed and written together (128;\n"
+    "                    three batches and their frames are in memory at once)\n"
     "  --progress        show the progress line even when stderr is not a terminal\n"
     "  --quiet           no progress line and no table (warnings and errors still)\n"
     "\n"
@@ -277,6 +278,8 @@ std::string copy_reason(hid_t dataset, const std::string& path, const Settings& 
   if (H5Sget_simple_extent_type(space.get()) != H5S_SIMPLE) return "scalar";
   if (H5Sget_simple_extent_npoints(space.get()) <= 0) return "empty";
   if (H5Pget_external_count(dcpl.get()) > 0) return "external storage";
+  // A virtual dataset maps other datasets; copied, it stays a mapping.
+  if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL) return "virtual";
   return "";
 }
 
