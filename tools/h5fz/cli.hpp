@@ -70,6 +70,8 @@ std::string spline_tuning_text(const fz::Options& options);
 // The fewest digits (%g) that give `value` back: "1.5", "0.001", "1.1".
 std::string shortest_double(double value);
 unsigned parse_unsigned(const std::string& option, const std::string& text);
+// "a,b,,c" -> {"a", "b", "c"}: the comma-separated items, empty ones left out.
+std::vector<std::string> split_commas(const std::string& text);
 
 fz::Bytes read_whole_file(const std::string& path);
 void write_whole_file(const std::string& path, const fz::Bytes& bytes);

@@ -34,13 +34,8 @@ const char* kHelp =
 // "5,3,7": whole numbers, zero allowed (unlike a shape).
 std::vector<hsize_t> parse_numbers(const std::string& option, const std::string& text) {
   std::vector<hsize_t> values;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    values.push_back(parse_unsigned(option, text.substr(start, comma == std::string::npos ? comma : comma - start)));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  for (const std::string& item : split_commas(text)) values.push_back(parse_unsigned(option, item));
+  if (values.empty()) throw UsageError(option + " needs comma-separated whole numbers");
   return values;
 }
 

@@ -110,19 +110,6 @@ struct Settings {
   size_t batch_bytes = size_t{128} << 20;
 };
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!part.empty()) parts.push_back(part);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return parts;
-}
-
 bool matches(const std::vector<std::string>& patterns, const std::string& path) {
   if (patterns.empty()) return true;
   const std::string last = path.substr(path.rfind('/') + 1);
@@ -405,6 +392,39 @@ void read_chunk(hid_t dataset, const ChunkPlan& plan, const std::vector<hsize_t>
                "cannot read " + path);
 }
 
+// What the filter compresses a dataset's chunks with, and how they lie, from
+// the dataset as HDF5 created it (set_local's stored parameters): the
+// options (fill value included), the element type, the chunk shape and
+// HDF5's fill value, which pads edge chunks. `file_type` stays the caller's.
+struct WrittenAs {
+  fz::Options options;
+  ChunkPlan plan;
+};
+WrittenAs written_as(hid_t dataset, hid_t file_type, const std::string& path) {
+  Handle dcpl(H5Dget_create_plist(dataset), H5Pclose);
+  Handle space(H5Dget_space(dataset), H5Sclose);
+  std::vector<unsigned> stored(fz::filter::kMaxStoredValues);
+  size_t stored_count = stored.size();
+  unsigned flags = 0;
+  require_hdf5(H5Pget_filter_by_id2(dcpl.get(), kFzFilterId, &flags, &stored_count, stored.data(), 0, nullptr, nullptr),
+               path + ": cannot read the H5Z-FZ filter's parameters");
+  const fz::filter::StoredParams params = fz::filter::decode_stored(stored.data(), stored_count);
+  WrittenAs written;
+  written.options = fz::filter::to_options(params.user);
+  written.options.fill_value = params.dataset.fill_value;
+  ChunkPlan& plan = written.plan;
+  plan.type = file_type;
+  plan.dtype = params.dataset.dtype;
+  plan.dims = extent_of(space.get());
+  plan.chunks.assign(params.dataset.chunk_dims.begin(), params.dataset.chunk_dims.end());
+  plan.chunk_bytes = plan.dtype.size;
+  for (hsize_t c : plan.chunks) plan.chunk_bytes *= static_cast<size_t>(c);
+  plan.fill_element.assign(plan.dtype.size, 0);
+  H5Pget_fill_value(dcpl.get(), file_type, plan.fill_element.data());
+  H5Eclear2(H5E_DEFAULT);
+  return written;
+}
+
 template <typename Body>
 void parallel_for(size_t count, Body body) {
   const size_t workers = std::min<size_t>(count, std::max(1u, std::thread::hardware_concurrency()));
@@ -608,27 +628,12 @@ bool Repack::create_dataset(hid_t in, hid_t parent, const std::string& name, con
   if (!out.ok()) throw ToolError(path + ": the filter refused the dataset: " + hdf5_error_text("H5Dcreate failed"));
   copy_.copy_attributes(in, out.get(), path);
 
-  // The options the filter itself would compress these chunks with: its
-  // set_local's stored parameters, fill value included.
-  Handle out_dcpl(H5Dget_create_plist(out.get()), H5Pclose);
-  std::vector<unsigned> stored(fz::filter::kMaxStoredValues);
-  size_t stored_count = stored.size();
-  unsigned flags = 0;
-  require_hdf5(H5Pget_filter_by_id2(out_dcpl.get(), kFzFilterId, &flags, &stored_count, stored.data(), 0, nullptr,
-                                    nullptr),
-               path + ": cannot read the filter's parameters");
-  const fz::filter::StoredParams params = fz::filter::decode_stored(stored.data(), stored_count);
-  fz::Options options = fz::filter::to_options(params.user);
-  options.fill_value = params.dataset.fill_value;
-  fz::filter::apply_policy(settings_.options, options);
-  plan.dtype = params.dataset.dtype;
-  plan.type = file_type.get();
-  plan.fill_element.assign(dtype.size, 0);
-  H5Pget_fill_value(out_dcpl.get(), file_type.get(), plan.fill_element.data());
-  H5Eclear2(H5E_DEFAULT);
+  // The options the filter itself would compress these chunks with.
+  WrittenAs written = written_as(out.get(), file_type.get(), path);
+  fz::filter::apply_policy(settings_.options, written.options);
 
   report.compressed = true;
-  write_chunks(in, out.get(), plan, options, report);
+  write_chunks(in, out.get(), written.plan, written.options, report);
   reports_.push_back(report);
   return true;
 }
@@ -753,25 +758,9 @@ void Repack::verify(hid_t written_file, Progress& progress) {
     Handle out(H5Dopen2(written_file, report.path.c_str(), H5P_DEFAULT), H5Dclose);
     if (!in.ok() || !out.ok()) throw ToolError("--verify: cannot open " + report.path + ": " + hdf5_error_text("?"));
     Handle type(H5Dget_type(out.get()), H5Tclose);
-    Handle space(H5Dget_space(out.get()), H5Sclose);
-    Handle dcpl(H5Dget_create_plist(out.get()), H5Pclose);
-    std::vector<unsigned> stored(fz::filter::kMaxStoredValues);
-    size_t stored_count = stored.size();
-    unsigned flags = 0;
-    require_hdf5(H5Pget_filter_by_id2(dcpl.get(), kFzFilterId, &flags, &stored_count, stored.data(), 0, nullptr, nullptr),
-                 "--verify: " + report.path + " has no H5Z-FZ filter");
-    const fz::filter::StoredParams params = fz::filter::decode_stored(stored.data(), stored_count);
-    fz::Options options = fz::filter::to_options(params.user);
-    options.fill_value = params.dataset.fill_value;
-    ChunkPlan plan;
-    plan.type = type.get();
-    plan.dtype = params.dataset.dtype;
-    plan.dims = extent_of(space.get());
-    plan.chunks.assign(params.dataset.chunk_dims.begin(), params.dataset.chunk_dims.end());
-    plan.chunk_bytes = plan.dtype.size;
-    for (hsize_t c : plan.chunks) plan.chunk_bytes *= static_cast<size_t>(c);
-    plan.fill_element.assign(plan.dtype.size, 0);
-    H5Pget_fill_value(dcpl.get(), type.get(), plan.fill_element.data());
+    const WrittenAs written = written_as(out.get(), type.get(), "--verify: " + report.path);
+    const fz::Options& options = written.options;
+    const ChunkPlan& plan = written.plan;
     const BoundSpec spec = bound_spec(options, plan.dtype);
     const ChunkGrid grid(plan.dims, plan.chunks);
     fz::Bytes original, decoded;
