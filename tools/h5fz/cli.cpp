@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <unistd.h>
 
 namespace h5fz {
 
@@ -250,6 +251,19 @@ std::string shortest_double(double value) {
     if (std::strtod(text, nullptr) == value) break;
   }
   return text;
+}
+
+std::string plugin_dir_beside_program() {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "";
+  std::string dir(self, static_cast<size_t>(n));
+  dir = dir.substr(0, dir.rfind('/'));
+  const std::string parent = dir.substr(0, dir.rfind('/'));
+  for (const std::string& candidate : {parent + "/plugin", parent + "/lib/h5z-fz/plugin"}) {
+    if (access((candidate + "/libH5Zfz.so").c_str(), R_OK) == 0) return candidate;
+  }
+  return "";
 }
 
 std::vector<std::string> split_commas(const std::string& text) {

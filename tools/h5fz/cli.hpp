@@ -70,6 +70,10 @@ std::string spline_tuning_text(const fz::Options& options);
 // The fewest digits (%g) that give `value` back: "1.5", "0.001", "1.1".
 std::string shortest_double(double value);
 unsigned parse_unsigned(const std::string& option, const std::string& text);
+// The plugin folder that belongs to this program: build/plugin beside
+// build/tools/h5fz, or lib/h5z-fz/plugin beside an installed bin/h5fz; ""
+// when neither holds libH5Zfz.so.
+std::string plugin_dir_beside_program();
 // "a,b,,c" -> {"a", "b", "c"}: the comma-separated items, empty ones left out.
 std::vector<std::string> split_commas(const std::string& text);
 

@@ -63,14 +63,8 @@ int run_compare(const std::vector<std::string>& args) {
   // B's chunks need the plugin: the one built beside this program
   // (build/tools/h5fz -> build/plugin) when HDF5_PLUGIN_PATH says nothing.
   if (const char* given = std::getenv("HDF5_PLUGIN_PATH"); !given || !*given) {
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-      std::string dir(self, static_cast<size_t>(n));
-      dir = dir.substr(0, dir.rfind('/'));
-      const std::string plugin = dir.substr(0, dir.rfind('/')) + "/plugin";
-      if (access((plugin + "/libH5Zfz.so").c_str(), R_OK) == 0) setenv("HDF5_PLUGIN_PATH", plugin.c_str(), 1);
-    }
+    const std::string plugin = plugin_dir_beside_program();
+    if (!plugin.empty()) setenv("HDF5_PLUGIN_PATH", plugin.c_str(), 1);
   }
   std::vector<std::string> argv_text = {interpreter, "-m", "h5fz", "compare"};
   argv_text.insert(argv_text.end(), args.begin(), args.end());

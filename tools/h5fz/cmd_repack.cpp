@@ -817,18 +817,11 @@ void print_table(const std::vector<DatasetReport>& reports, bool verified) {
 void require_plugin() {
   if (H5Zfilter_avail(kFzFilterId) > 0) return;
   H5Eclear2(H5E_DEFAULT);
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    std::string dir(self, static_cast<size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    const std::string parent = dir.substr(0, dir.rfind('/'));
-    for (const std::string& candidate : {parent + "/plugin", parent + "/lib/h5z-fz/plugin"}) {
-      if (access((candidate + "/libH5Zfz.so").c_str(), R_OK) != 0) continue;
-      H5PLprepend(candidate.c_str());
-      if (H5Zfilter_avail(kFzFilterId) > 0) return;
-      H5Eclear2(H5E_DEFAULT);
-    }
+  const std::string beside = plugin_dir_beside_program();
+  if (!beside.empty()) {
+    H5PLprepend(beside.c_str());
+    if (H5Zfilter_avail(kFzFilterId) > 0) return;
+    H5Eclear2(H5E_DEFAULT);
   }
   throw ToolError("the H5Z-FZ plugin (libH5Zfz.so) was not found: set HDF5_PLUGIN_PATH to the folder that holds it");
 }

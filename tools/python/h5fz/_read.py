@@ -139,11 +139,11 @@ def _read_frame(dsid, offset):
     """(filter mask, stored bytes), or None for a chunk never written."""
     try:
         return dsid.read_direct_chunk(offset)
-    except Exception:
+    except Exception as read_error:
         try:
             info = dsid.get_chunk_info_by_coord(offset)
         except Exception:
-            raise
+            raise read_error from None        # the read's own message says more
         if info.byte_offset is None or info.size == 0:
             return None
         raise
