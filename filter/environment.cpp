@@ -15,13 +15,41 @@ const char* value_of(const char* name) {
 
 void say(const std::string& message) { std::fprintf(stderr, "H5Z-FZ: %s\n", message.c_str()); }
 
+// The launchers' names for a process's rank among those on its host, in the
+// order they are trusted: Open MPI, MVAPICH, MPICH's Hydra, Cray PALS, Slurm.
+constexpr const char* kLocalRankVariables[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK",
+                                               "MPI_LOCALRANKID", "PALS_LOCAL_RANKID", "SLURM_LOCALID"};
+
+struct LocalRank {
+  long rank = -1;  // -1: none set
+  const char* variable = nullptr;
+};
+
+LocalRank local_rank(const std::function<const char*(const char*)>& lookup) {
+  for (const char* name : kLocalRankVariables) {
+    const char* value = lookup(name);
+    if (value == nullptr || value[0] == '\0') continue;
+    char* end = nullptr;
+    const long parsed = std::strtol(value, &end, 10);
+    if (end != value && *end == '\0' && parsed >= 0 && parsed < (1L << 20)) return {parsed, name};
+  }
+  return {};
+}
+
+DeviceChoice choice_from_environment() {
+  return choose_device(value_of("H5Z_FZ_DEVICE"), [](const char* name) { return value_of(name); },
+                       [] { return usable_cuda_devices(); });
+}
+
 Options read_environment() {
   Options policy;
   const bool verbose = verbose_environment();
   policy.log = [verbose](LogLevel level, const std::string& message) {
     if (level == LogLevel::kWarning || verbose) say(message);
   };
-  if (const char* device = value_of("H5Z_FZ_DEVICE")) policy.device = device;
+  const DeviceChoice device = choice_from_environment();
+  policy.device = device.device;
+  if (verbose && !device.reason.empty()) say("device " + device.device + ": " + device.reason);
   if (const char* threads = value_of("H5Z_FZ_THREADS")) {
     char* end = nullptr;
     const unsigned long parsed = std::strtoul(threads, &end, 10);
@@ -47,6 +75,37 @@ Options read_environment() {
 }
 
 }  // namespace
+
+DeviceChoice choose_device(const char* wanted, const std::function<const char*(const char*)>& lookup,
+                           const std::function<int()>& device_count) {
+  const std::string asked = wanted != nullptr && wanted[0] != '\0' ? wanted : "auto";
+  const bool local = asked == "cuda:local" || asked == "auto:local";
+  if (!local && asked != "auto") return {asked, ""};  // cpu, cuda, cuda:N, auto:N, or a string the engine refuses
+  const std::string kind = asked.substr(0, 4);       // "cuda" or "auto"
+  const LocalRank rank = local_rank(lookup);
+  if (rank.rank < 0) {
+    if (!local) return {"auto", ""};
+    return {kind, "no local rank is set (none of OMPI_COMM_WORLD_LOCAL_RANK, MV2_COMM_WORLD_LOCAL_RANK, "
+                  "MPI_LOCALRANKID, PALS_LOCAL_RANKID, SLURM_LOCALID): device 0"};
+  }
+  const int devices = device_count();
+  const std::string of = "local rank " + std::to_string(rank.rank) + " (" + rank.variable + ") of " +
+                         std::to_string(devices) + " CUDA device(s)";
+  if (devices <= 0) return {kind, local ? of + ": no device to choose" : ""};
+  if (devices == 1 && !local) return {"auto", ""};  // one device: every rank shares it, as auto does
+  return {kind + ":" + std::to_string(rank.rank % devices), of};
+}
+
+std::string device_in_use() {
+  const DeviceChoice choice = choice_from_environment();
+  std::string words = choice.device;
+  if (!choice.reason.empty()) words += " (" + choice.reason + ")";
+  if (choice.device == "cpu") return words;
+  const int devices = usable_cuda_devices();
+  words += devices == 0 ? std::string("; no usable CUDA device: the CPU")
+                        : "; " + std::to_string(devices) + " CUDA device(s) visible";
+  return words;
+}
 
 bool verbose_environment() {
   static const bool enabled = [] {

@@ -1,7 +1,8 @@
 // The H5Z_FZ_* environment variables, mapped onto the engine's policy
 // (fz::Options' policy fields, fz.hpp). The engine reads no environment: the
 // filter and the h5fz tools call this. README.md ("Environment") lists them:
-//   H5Z_FZ_DEVICE   auto | cpu | cuda | cuda:N          -> Options::device
+//   H5Z_FZ_DEVICE   auto | cpu | cuda | cuda:N | cuda:local | auto:local -> Options::device
+//                   (several ranks of an MPI job on one host: choose_device below)
 //   H5Z_FZ_THREADS  CPU threads (a positive number)      -> Options::threads
 //   H5Z_FZ_CPU      baseline: no optional x86-64 paths   -> Options::cpu_features
 //   H5Z_FZ_GPU_COPY staged | direct (for measurements)   -> Options::gpu_copies
@@ -10,9 +11,34 @@
 // information only under H5Z_FZ_VERBOSE.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "fz/fz.hpp"
 
 namespace fz::filter {
+
+// The device of one process of a parallel job. Ranks on one host each take a
+// GPU of their own: the local rank (OMPI_COMM_WORLD_LOCAL_RANK, then
+// MV2_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, PALS_LOCAL_RANKID,
+// SLURM_LOCALID) modulo the visible devices. Under "auto" (or no
+// H5Z_FZ_DEVICE) that happens whenever a local rank is set and more than one
+// device is visible, so one rank per GPU needs no setting; "cuda:local" and
+// "auto:local" ask for it explicitly (cuda: every chunk on the GPU). Other
+// strings pass through. A rank with no usable device runs on the CPU, whose
+// bytes are the GPU's (docs/FORMAT.md: any backend writes the same frames).
+struct DeviceChoice {
+  std::string device;  // for Options::device: auto, auto:N, cpu, cuda, cuda:N
+  std::string reason;  // e.g. "local rank 1 (OMPI_COMM_WORLD_LOCAL_RANK) of 2 CUDA devices"
+};
+// `lookup` reads one environment variable (null when unset); `device_count`
+// is asked only when a local rank matters.
+DeviceChoice choose_device(const char* wanted, const std::function<const char*(const char*)>& lookup,
+                           const std::function<int()>& device_count);
+
+// What this process uses, in words: the device string, why, and the CPU
+// fallback when no device is usable (h5z_fz_device_in_use, reader_api.cpp).
+std::string device_in_use();
 
 // Read once per process; a value that means nothing is ignored (and said
 // under H5Z_FZ_VERBOSE; the engine says a device it cannot use, always). Only the policy fields of the result are set.

@@ -7,9 +7,11 @@
 #include <H5PLextern.h>
 #include <hdf5.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
+#include "filter_totals.hpp"
 #include "plugin_internal.hpp"
 
 namespace fz::filter {
@@ -80,10 +82,27 @@ __attribute__((noinline)) size_t fz_filter(unsigned flags, size_t cd_count, cons
       throw Refusal{Problem::BadParameters, "HDF5 passed " + std::to_string(nbytes) + " bytes in a buffer of " +
                                                 std::to_string(*buf_size)};
     }
-    if (flags & H5Z_FLAG_REVERSE) return decompress_chunk(api, cd_count, cd, nbytes, buf_size, buf);
-    return compress_chunk(api, cd_count, cd, nbytes, buf_size, buf);
+    const bool reverse = (flags & H5Z_FLAG_REVERSE) != 0;
+    const auto start = std::chrono::steady_clock::now();
+    const size_t result = reverse ? decompress_chunk(api, cd_count, cd, nbytes, buf_size, buf)
+                                  : compress_chunk(api, cd_count, cd, nbytes, buf_size, buf);
+    const uint64_t ns = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    FilterTotals& totals = filter_totals();
+    (reverse ? totals.decompress_ns : totals.compress_ns).fetch_add(ns, std::memory_order_relaxed);
+    (reverse ? totals.decompressed_chunks : totals.compressed_chunks).fetch_add(1, std::memory_order_relaxed);
+    return result;
   }, true);
 }
+
+}  // namespace
+
+FilterTotals& filter_totals() {
+  static FilterTotals totals;
+  return totals;
+}
+
+namespace {
 
 const H5Z_class2_t kFilterClass = {
     H5Z_CLASS_T_VERS,

@@ -14,16 +14,22 @@
 #include <string>
 #include <vector>
 
+#include "environment.hpp"
+#include "filter_totals.hpp"
 #include "fz/fz.hpp"
 
 namespace {
 
-int fail(char* error, size_t capacity, const std::string& message) {
-  if (error != nullptr && capacity > 0) {
-    const size_t n = std::min(capacity - 1, message.size());
-    std::memcpy(error, message.data(), n);
-    error[n] = '\0';
+void copy_text(char* out, size_t capacity, const std::string& text) {
+  if (out != nullptr && capacity > 0) {
+    const size_t n = std::min(capacity - 1, text.size());
+    std::memcpy(out, text.data(), n);
+    out[n] = '\0';
   }
+}
+
+int fail(char* error, size_t capacity, const std::string& message) {
+  copy_text(error, capacity, message);
   return -1;
 }
 
@@ -64,6 +70,28 @@ __attribute__((visibility("default"))) int h5z_fz_device_available(void) {
   } catch (...) {
     return 0;
   }
+}
+
+// The device the filter uses in this process, in words (H5Z_FZ_DEVICE and the
+// MPI local rank, environment.hpp), e.g. "auto:1 (local rank 1
+// (OMPI_COMM_WORLD_LOCAL_RANK) of 2 CUDA device(s)); 2 CUDA device(s) visible":
+// a parallel job's ranks print it (tools/mpi). Cut to capacity, NUL-terminated.
+__attribute__((visibility("default"))) int h5z_fz_device_in_use(char* words, size_t capacity) {
+  return guarded(words, capacity, [&] { copy_text(words, capacity, fz::filter::device_in_use()); });
+}
+
+// Seconds the filter callback has spent compressing and decompressing chunks
+// in this process, and how many chunks each way (filter_totals.hpp). Any
+// pointer may be null.
+__attribute__((visibility("default"))) void h5z_fz_filter_totals(double* compress_seconds,
+                                                                 double* decompress_seconds,
+                                                                 unsigned long long* compressed_chunks,
+                                                                 unsigned long long* decompressed_chunks) {
+  const fz::filter::FilterTotals& totals = fz::filter::filter_totals();
+  if (compress_seconds != nullptr) *compress_seconds = 1e-9 * static_cast<double>(totals.compress_ns.load());
+  if (decompress_seconds != nullptr) *decompress_seconds = 1e-9 * static_cast<double>(totals.decompress_ns.load());
+  if (compressed_chunks != nullptr) *compressed_chunks = totals.compressed_chunks.load();
+  if (decompressed_chunks != nullptr) *decompressed_chunks = totals.decompressed_chunks.load();
 }
 
 // Decodes `count` frames (host memory) into host buffers, all cores or the

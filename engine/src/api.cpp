@@ -86,6 +86,7 @@ std::vector<uint64_t> checked_chunk_dims(const void* data, size_t bytes, const D
 }
 
 bool device_api_available() { return engine::cuda_device_count() > 0; }
+int usable_cuda_devices() { return engine::cuda_device_count(); }
 
 void require_memory(uint64_t chunk_bytes, uint64_t needed, const char* what) {
   engine::require_memory(chunk_bytes, needed, what);

@@ -23,15 +23,17 @@ DeviceRequest parse_device(const std::string& wanted) {
     r.cpu = true;
   } else if (wanted == "cuda") {
     r.explicit_cuda = true;
-  } else if (wanted.rfind("cuda:", 0) == 0) {
+  } else if (wanted.rfind("cuda:", 0) == 0 || wanted.rfind("auto:", 0) == 0) {
+    // cuda:N: every chunk on device N. auto:N: auto's size rule on device N
+    // (the filter turns the MPI local rank into N, filter/environment.cpp).
     char* end = nullptr;
     const long n = std::strtol(wanted.c_str() + 5, &end, 10);
     if (end == wanted.c_str() + 5 || *end != '\0' || n < 0 || n > 1024)
-      r.error = "device '" + wanted + "': N in cuda:N must be a device number";
-    r.explicit_cuda = true;
+      r.error = "device '" + wanted + "': N in " + wanted.substr(0, 5) + "N must be a device number";
+    r.explicit_cuda = wanted[0] == 'c';
     r.device = static_cast<int>(n);
   } else if (wanted != "auto" && !wanted.empty()) {
-    r.error = "device '" + wanted + "' is not one of auto, cpu, cuda, cuda:N";
+    r.error = "device '" + wanted + "' is not one of auto, auto:N, cpu, cuda, cuda:N";
   }
   return r;
 }

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
+#include <string>
 
 #include "environment.hpp"
 
@@ -36,6 +38,70 @@ TEST(Environment, EveryVariableReachesItsOptionsField) {
   EXPECT_EQ(options.threads, 3u);
   EXPECT_EQ(options.cpu_features, CpuFeatures::kBaseline);
   EXPECT_EQ(options.gpu_copies, GpuCopies::kDirect);
+}
+
+
+// choose_device with a made-up environment and device count.
+DeviceChoice choose(const char* wanted, const std::map<std::string, std::string>& env, int devices,
+                    int* asked = nullptr) {
+  return choose_device(
+      wanted,
+      [&env](const char* name) -> const char* {
+        auto found = env.find(name);
+        return found == env.end() ? nullptr : found->second.c_str();
+      },
+      [devices, asked] {
+        if (asked != nullptr) ++*asked;
+        return devices;
+      });
+}
+
+TEST(DeviceChoice, EachLocalRankTakesItsOwnGpuModuloTheVisibleOnes) {
+  for (int rank = 0; rank < 6; ++rank) {
+    const std::map<std::string, std::string> env{{"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(rank)}};
+    EXPECT_EQ(choose("cuda:local", env, 4).device, "cuda:" + std::to_string(rank % 4));
+    EXPECT_EQ(choose("auto:local", env, 4).device, "auto:" + std::to_string(rank % 4));
+    // auto (or nothing set) spreads ranks over several devices by itself ...
+    EXPECT_EQ(choose(nullptr, env, 2).device, "auto:" + std::to_string(rank % 2));
+    EXPECT_EQ(choose("auto", env, 2).device, "auto:" + std::to_string(rank % 2));
+    // ... and shares the only one: ranks sharing a GPU, as a single process uses it.
+    EXPECT_EQ(choose("auto", env, 1).device, "auto");
+    EXPECT_EQ(choose("cuda:local", env, 1).device, "cuda:0");
+  }
+  const DeviceChoice third = choose("cuda:local", {{"OMPI_COMM_WORLD_LOCAL_RANK", "3"}}, 2);
+  EXPECT_EQ(third.device, "cuda:1");
+  EXPECT_EQ(third.reason, "local rank 3 (OMPI_COMM_WORLD_LOCAL_RANK) of 2 CUDA device(s)");
+}
+
+TEST(DeviceChoice, EveryLauncherVariableIsReadInOrder) {
+  for (const char* variable :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PALS_LOCAL_RANKID", "SLURM_LOCALID"})
+    EXPECT_EQ(choose("cuda:local", {{variable, "5"}}, 4).device, "cuda:1") << variable;
+  // Open MPI's own variable wins over Slurm's (mpirun inside an allocation).
+  EXPECT_EQ(choose("cuda:local", {{"SLURM_LOCALID", "0"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}}, 4).device, "cuda:2");
+  // A value that is no rank is passed over, to the next variable.
+  EXPECT_EQ(choose("cuda:local", {{"OMPI_COMM_WORLD_LOCAL_RANK", "x1"}, {"SLURM_LOCALID", "3"}}, 4).device, "cuda:3");
+  EXPECT_EQ(choose("cuda:local", {{"OMPI_COMM_WORLD_LOCAL_RANK", "-1"}}, 4).device, "cuda");
+}
+
+TEST(DeviceChoice, WithoutARankOrADeviceItSaysSoAndTheEngineFallsBack) {
+  int asked = 0;
+  // No local rank: device 0, said; auto stays auto without asking CUDA.
+  const DeviceChoice lone = choose("cuda:local", {}, 4, &asked);
+  EXPECT_EQ(lone.device, "cuda");
+  EXPECT_NE(lone.reason.find("no local rank"), std::string::npos);
+  EXPECT_EQ(choose("auto", {}, 4, &asked).device, "auto");
+  EXPECT_EQ(choose(nullptr, {}, 4, &asked).device, "auto");
+  EXPECT_EQ(asked, 0);
+  // No device: cuda stays cuda, which the engine turns into the CPU with a warning.
+  const DeviceChoice none = choose("cuda:local", {{"SLURM_LOCALID", "1"}}, 0);
+  EXPECT_EQ(none.device, "cuda");
+  EXPECT_NE(none.reason.find("no device to choose"), std::string::npos);
+  EXPECT_EQ(choose("auto", {{"SLURM_LOCALID", "1"}}, 0).device, "auto");
+  // Everything else passes through untouched, and asks nothing.
+  for (const char* other : {"cpu", "cuda", "cuda:1", "auto:2", "gpu"})
+    EXPECT_EQ(choose(other, {{"OMPI_COMM_WORLD_LOCAL_RANK", "3"}}, 4, &asked).device, other);
+  EXPECT_EQ(asked, 0);
 }
 
 }  // namespace

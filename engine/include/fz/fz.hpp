@@ -119,8 +119,9 @@ struct Options {
   // Policy (above).
   unsigned threads = 0;         // CPU threads; 0 = all cores
   // "auto" (CUDA device 0 when one is usable, chunks under 256 KiB on the
-  // CPU), "cpu", "cuda" or "cuda:N" (every chunk on that device). A request
-  // this process cannot meet runs on the CPU and says why (kWarning).
+  // CPU), "auto:N" (the same on device N), "cpu", "cuda" or "cuda:N" (every
+  // chunk on that device). A request this process cannot meet runs on the CPU
+  // and says why (kWarning for cuda and cuda:N).
   std::string device = "auto";
   CpuFeatures cpu_features = CpuFeatures::kAll;
   GpuCopies gpu_copies = GpuCopies::kStaged;
@@ -215,6 +216,7 @@ uint64_t total_memory();
 // with the same result. Errors (not device memory, no CUDA in this build, a
 // frame that does not fit, a malformed frame) throw Error.
 bool device_api_available();  // this build has CUDA and a device is usable
+int usable_cuda_devices();     // how many CUDA devices this process may use (0 without CUDA)
 // A frame capacity that always suffices for a chunk of `bytes` bytes and rank `rank`.
 size_t max_frame_bytes(size_t bytes, size_t rank);
 // Returns the frame's length.

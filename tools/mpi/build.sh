@@ -1,0 +1,22 @@
+#!/bin/bash
+# Builds tools/mpi/fz_mpi (the parallel HDF5 check and benchmark) against
+# Debian's parallel HDF5 (libhdf5-openmpi-dev) and Open MPI, or the unpacked
+# copies that tools/setup/mpi_devdeps.sh prepares for the GPU machines
+# (FZ_MPI_* and FZ_PHDF5_* from .mpideps/env.sh).
+#     bash tools/mpi/build.sh [OUTDIR]     -> OUTDIR/fz_mpi (default build-mpi)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-build-mpi}
+mkdir -p "$out"
+lib=/usr/lib/x86_64-linux-gnu
+mpi_include=${FZ_MPI_INCLUDE:-$lib/openmpi/include}
+mpi_lib=${FZ_MPI_LIB:-$lib/openmpi/lib}
+phdf5_include=${FZ_PHDF5_INCLUDE:-/usr/include/hdf5/openmpi}
+phdf5_lib=${FZ_PHDF5_LIB:-$lib/hdf5/openmpi}
+for need in "$mpi_include/mpi.h" "$phdf5_include/hdf5.h" "$phdf5_lib/libhdf5.so"; do
+  [ -e "$need" ] || { echo "tools/mpi/build.sh: $need is missing (Debian: apt-get install libhdf5-openmpi-dev)" >&2; exit 1; }
+done
+${CC:-cc} -std=c11 -O2 -Wall -Wextra -Wno-unused-parameter -o "$out/fz_mpi" "$here/fz_mpi.c" \
+  -I"$mpi_include" -I"$phdf5_include" -L"$mpi_lib" -L"$phdf5_lib" \
+  -Wl,-rpath,"$phdf5_lib" -Wl,-rpath,"$mpi_lib" -lhdf5 -lmpi -ldl -lm
+echo "built $out/fz_mpi"
