@@ -1,0 +1,54 @@
+#!/bin/bash
+# The parallel HDF5 runs on a GPU machine (issue 16: ranks sharing one GPU;
+# issue 17: one rank per GPU), after `source .devdeps/env.sh` and
+# `source .mpideps/env.sh` (tools/setup/mpi_devdeps.sh) and a CUDA build of
+# the plugin:
+#     bash tools/mpi/gpu_mpi_run.sh PLUGIN_DIR OUT_DIR [RANKS...] 
+# Builds tools/mpi/fz_mpi, then for each rank count (default 1 2 4):
+#   - fz_mpi check with every rank on the GPU (H5Z_FZ_DEVICE=cuda:local);
+#   - with 2 ranks or more, a mixed job: rank 0 on the CPU, the others on the
+#     GPU, and the reverse, to show a rank without a GPU writes the same frames;
+#   - fz_mpi bench, weak (MIB_PER_RANK, default 1024) and strong (TOTAL_MIB,
+#     default 4096) scaling, under H5Z_FZ_DEVICE=auto (the default).
+# Logs and JSON go to OUT_DIR; a summary line per step to stdout.
+set -uo pipefail
+plugin=${1:?plugin folder}; out=${2:?output folder}; shift 2
+ranks=${*:-1 2 4}
+mkdir -p "$out"
+work=${FZ_MPI_WORK:-/tmp/fz_mpi_work}
+mkdir -p "$work"
+export HDF5_PLUGIN_PATH=$(cd "$plugin" && pwd)
+bash tools/mpi/build.sh build-mpi > "$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
+bin=build-mpi/fz_mpi
+presets=${PRESETS:-none,lossless,pfpl,fzgpu,cusz,cuszhi-tp,cuszhi-cr}
+status=0
+step() {  # name, then the command; keeps going, remembers a failure
+  local name=$1; shift
+  local start=$SECONDS
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  [ $rc -eq 0 ] || status=1
+  echo "== $name: exit $rc, $((SECONDS - start)) s; $(grep -E 'passed|FAILED|filter device' "$out/$name.log" | sort -u | tr '\n' ' ' | cut -c1-400)"
+}
+for n in $ranks; do
+  step "check-$n-cuda" env H5Z_FZ_DEVICE=cuda:local mpirun -np "$n" $bin check --out "$work" --json "$out/check-$n-cuda.json"
+  if [ "$n" -ge 2 ]; then
+    rest=$((n - 1))
+    step "check-$n-cpu-first" mpirun -np 1 -x H5Z_FZ_DEVICE=cpu $bin check --out "$work" --json "$out/check-$n-cpu-first.json" \
+      : -np $rest -x H5Z_FZ_DEVICE=cuda:local $bin check --out "$work"
+    step "check-$n-gpu-first" mpirun -np 1 -x H5Z_FZ_DEVICE=cuda:local $bin check --out "$work" --json "$out/check-$n-gpu-first.json" \
+      : -np $rest -x H5Z_FZ_DEVICE=cpu $bin check --out "$work"
+  fi
+done
+for n in $ranks; do
+  step "weak-$n" mpirun -np "$n" $bin bench --out "$work" --presets "$presets" --mib-per-rank "${MIB_PER_RANK:-1024}" \
+    --json "$out/weak-$n.json"
+  cat "$out/weak-$n.log" | grep -v '^rank '
+done
+for n in $ranks; do
+  step "strong-$n" mpirun -np "$n" $bin bench --out "$work" --presets "$presets" --total-mib "${TOTAL_MIB:-4096}" \
+    --json "$out/strong-$n.json"
+  cat "$out/strong-$n.log" | grep -v '^rank '
+done
+rm -rf "$work"
+exit $status
