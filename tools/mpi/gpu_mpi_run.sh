@@ -10,13 +10,15 @@
 #     GPU, and the reverse, to show a rank without a GPU writes the same frames;
 #   - fz_mpi bench, weak (MIB_PER_RANK, default 1024) and strong (TOTAL_MIB,
 #     default 4096) scaling, under H5Z_FZ_DEVICE=auto (the default).
-# Logs and JSON go to OUT_DIR; a summary line per step to stdout.
+# STEPS (default "check weak strong") picks among them. Logs and JSON go to
+# OUT_DIR, and every summary line and table also to OUT_DIR/summary.txt.
 set -uo pipefail
 plugin=${1:?plugin folder}; out=${2:?output folder}; shift 2
 ranks=${*:-1 2 4}
 mkdir -p "$out"
 work=${FZ_MPI_WORK:-/tmp/fz_mpi_work}
 mkdir -p "$work"
+[ -e "$plugin/libH5Zfz.so" ] || { echo "gpu_mpi_run.sh: no libH5Zfz.so in $plugin (build the plugin first)" >&2; exit 1; }
 export HDF5_PLUGIN_PATH=$(cd "$plugin" && pwd)
 bash tools/mpi/build.sh build-mpi > "$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
 bin=build-mpi/fz_mpi
@@ -28,9 +30,12 @@ step() {  # name, then the command; keeps going, remembers a failure
   "$@" > "$out/$name.log" 2>&1
   local rc=$?
   [ $rc -eq 0 ] || status=1
-  echo "== $name: exit $rc, $((SECONDS - start)) s; $(grep -E 'passed|FAILED|filter device' "$out/$name.log" | sort -u | tr '\n' ' ' | cut -c1-400)"
+  echo "== $name: exit $rc, $((SECONDS - start)) s; $(grep -E 'passed|FAILED|filter device' "$out/$name.log" | sort -u | tr '\n' ' ' | cut -c1-600)" | tee -a "$out/summary.txt"
 }
+steps=${STEPS:-check weak strong}
+table() { grep -vE '^rank |pmix|^ |^-|PMIx|^$|MCA|startup|continue|system|suppress|environment' "$out/$1.log" | tee -a "$out/summary.txt"; }
 for n in $ranks; do
+  [[ " $steps " == *" check "* ]] || continue
   step "check-$n-cuda" env H5Z_FZ_DEVICE=cuda:local mpirun -np "$n" $bin check --out "$work" --json "$out/check-$n-cuda.json"
   if [ "$n" -ge 2 ]; then
     rest=$((n - 1))
@@ -41,14 +46,16 @@ for n in $ranks; do
   fi
 done
 for n in $ranks; do
+  [[ " $steps " == *" weak "* ]] || continue
   step "weak-$n" mpirun -np "$n" $bin bench --out "$work" --presets "$presets" --mib-per-rank "${MIB_PER_RANK:-1024}" \
     --json "$out/weak-$n.json"
-  cat "$out/weak-$n.log" | grep -v '^rank '
+  table "weak-$n"
 done
 for n in $ranks; do
+  [[ " $steps " == *" strong "* ]] || continue
   step "strong-$n" mpirun -np "$n" $bin bench --out "$work" --presets "$presets" --total-mib "${TOTAL_MIB:-4096}" \
     --json "$out/strong-$n.json"
-  cat "$out/strong-$n.log" | grep -v '^rank '
+  table "strong-$n"
 done
 rm -rf "$work"
 exit $status

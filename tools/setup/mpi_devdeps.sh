@@ -31,10 +31,13 @@ _md=$(pwd)/.mpideps/root
 _ml=$_md/usr/lib/x86_64-linux-gnu
 export OPAL_PREFIX=$_md/usr
 export OPAL_SYSCONFDIR=$_md/etc/openmpi
-# PMIx (Open MPI's launcher interface) is relocated the same way.
+# PMIx (Open MPI's launcher interface) is relocated the same way; its plugins
+# are named outright, since a machine with a newer PMIx of its own under /usr
+# would otherwise lend them (seen: "undefined symbol: pmix_output_info").
 export PMIX_INSTALL_PREFIX=$_ml/pmix2
+export PMIX_MCA_mca_base_component_path=$_ml/pmix2/lib/pmix PMIX_MCA_pcompress_base_silence_warning=1
 export PATH=$_md/usr/bin:$PATH
-export LD_LIBRARY_PATH=$_ml/openmpi/lib:$_ml/hdf5/openmpi:$_ml:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$_ml/openmpi/lib:$_ml/hdf5/openmpi:$_ml/pmix2/lib:$_ml:${LD_LIBRARY_PATH:-}
 # tools/mpi/build.sh compiles against these.
 export FZ_MPI_INCLUDE=$_ml/openmpi/include
 export FZ_MPI_LIB=$_ml/openmpi/lib
