@@ -1,5 +1,9 @@
 #include "thread_pool.hpp"
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -170,11 +174,27 @@ class PoolExecutor final : public Executor {
 
 }  // namespace
 
+unsigned usable_cpu_count() {
+#if defined(__linux__)
+  // The CPUs this thread may run on: an MPI launcher binds each rank to one
+  // core or a few (Open MPI does by default), and a pool of every hardware
+  // thread on one core runs slower than one thread (docs/PERFORMANCE.md,
+  // "Parallel HDF5").
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) {
+    const int count = CPU_COUNT(&mask);
+    if (count > 0) return static_cast<unsigned>(count);
+  }
+#endif
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 unsigned default_thread_count() {
-  // hardware_concurrency() reads /sys on Linux (open/read/close): once per
-  // process, not once per chunk (it cost 20% of small-chunk reads).
-  static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  return hw;
+  // Read once per process, not once per chunk (reading /sys per call cost
+  // 20% of small-chunk reads).
+  static const unsigned usable = usable_cpu_count();
+  return usable;
 }
 
 std::unique_ptr<Executor> make_pool_executor(unsigned threads) {

@@ -15,7 +15,12 @@ namespace fz::engine {
 // thread's CPU-features ceiling (policy.hpp).
 std::unique_ptr<Executor> make_pool_executor(unsigned threads);
 
-// std::thread::hardware_concurrency() (at least 1).
+// The CPUs the calling thread may run on (its affinity mask on Linux, else
+// std::thread::hardware_concurrency()), at least 1.
+unsigned usable_cpu_count();
+
+// usable_cpu_count() of the first call, kept for the process: what 0 threads
+// ("all cores") means.
 unsigned default_thread_count();
 
 }  // namespace fz::engine

@@ -16,6 +16,11 @@
 #include "common/testing/test_data.hpp"
 #include "fault_injection.hpp"
 #include "fz/fz.hpp"
+#include "thread_pool.hpp"
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 namespace fz {
 namespace {
@@ -77,7 +82,7 @@ TEST(Policy, WithoutALogWarningsGoToStderrWithTheEnginesOwnPrefix) {
 }
 
 TEST(Policy, ADeviceStringItCannotUseRunsOnTheCpuAndIsSaidOnce) {
-  for (const char* device : {"gpu-please", "cuda:x", "cuda:1000"}) {
+  for (const char* device : {"gpu-please", "cuda:x", "cuda:1000", "auto:x", "auto:-1"}) {
     Logged logged;
     Options o = lossy(Preset::Cusz);
     o.log = logged.callback();
@@ -93,6 +98,43 @@ TEST(Policy, ADeviceStringItCannotUseRunsOnTheCpuAndIsSaidOnce) {
     EXPECT_EQ(logged.count(LogLevel::kWarning, "using the CPU backend"), 1u) << device;
   }
 }
+
+// auto:N is auto on device N (the filter's choice for one MPI rank): a device
+// this process does not have leaves it on the CPU as plain auto does, with
+// information, not a warning, and the same bytes.
+TEST(Policy, AutoOnADeviceItDoesNotHaveStaysOnTheCpuQuietly) {
+  Logged logged;
+  Options o = lossy(Preset::Fzgpu);
+  o.log = logged.callback();
+  o.device = "auto:1000";
+  Options cpu = lossy(Preset::Fzgpu);
+  cpu.device = "cpu";
+  EXPECT_EQ(compress(field().data(), field().size(), DataType::of<float>(), {91, 91, 91}, o),
+            compress(field().data(), field().size(), DataType::of<float>(), {91, 91, 91}, cpu));
+  EXPECT_EQ(logged.count(LogLevel::kWarning, ""), 0u);
+  EXPECT_EQ(logged.count(LogLevel::kInfo, "CPU backend"), 1u);
+}
+
+#if defined(__linux__)
+// "All cores" means the cores this process may use: an MPI rank bound to one
+// core must not start a thread per hardware thread on it.
+TEST(ThreadCount, FollowsTheAffinityMask) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  const unsigned all = engine::usable_cpu_count();
+  EXPECT_EQ(all, static_cast<unsigned>(CPU_COUNT(&saved)));
+  int first = -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE && first < 0; ++cpu)
+    if (CPU_ISSET(cpu, &saved)) first = cpu;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  EXPECT_EQ(engine::usable_cpu_count(), 1u);
+  ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
+  EXPECT_EQ(engine::usable_cpu_count(), all);
+}
+#endif
 
 TEST(Policy, BaselineCpuFeaturesWriteTheSameFramesAndAreRestoredAfterTheCall) {
   for (Preset preset : {Preset::Lossless, Preset::Pfpl, Preset::Fzgpu, Preset::Cusz}) {

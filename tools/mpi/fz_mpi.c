@@ -227,8 +227,13 @@ static hid_t filtered_dcpl(const Shape *s, int preset, int mode, double bound) {
 
 /* Writes rows [first, first + count) collectively (a parallel file) or all of
  * `data` (a one-process file, fapl H5P_DEFAULT). */
-static void write_dataset(const char *path, hid_t fapl, const Shape *s, hid_t dcpl, const void *rows, hsize_t first,
-                          hsize_t count) {
+typedef struct {
+  double create_s, write_s, close_s;  /* H5Fcreate + H5Dcreate, H5Dwrite, H5Dclose + H5Fclose */
+} WritePhases;
+
+static void write_dataset_timed(const char *path, hid_t fapl, const Shape *s, hid_t dcpl, const void *rows,
+                                hsize_t first, hsize_t count, WritePhases *phases) {
+  double t0 = now();
   hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   if (file < 0) die("cannot create %s", path);
   hid_t space = H5Screate_simple(s->rank_dims, s->dims, NULL);
@@ -236,13 +241,21 @@ static void write_dataset(const char *path, hid_t fapl, const Shape *s, hid_t dc
   if (dataset < 0) die("cannot create the dataset in %s (is the filter in HDF5_PLUGIN_PATH?)", path);
   hid_t file_space, memory_space, dxpl = fapl == H5P_DEFAULT ? H5Pcreate(H5P_DATASET_XFER) : collective_dxpl();
   row_spaces(dataset, s->rank_dims, s->dims, first, count, &file_space, &memory_space);
+  double t1 = now();
   if (H5Dwrite(dataset, s->type, memory_space, file_space, dxpl, rows) < 0) die("writing %s failed", path);
+  double t2 = now();
   H5Pclose(dxpl);
   H5Sclose(file_space);
   H5Sclose(memory_space);
   H5Sclose(space);
   CHECK_H5(H5Dclose(dataset));
   CHECK_H5(H5Fclose(file));
+  if (phases) *phases = (WritePhases){t1 - t0, t2 - t1, now() - t2};
+}
+
+static void write_dataset(const char *path, hid_t fapl, const Shape *s, hid_t dcpl, const void *rows, hsize_t first,
+                          hsize_t count) {
+  write_dataset_timed(path, fapl, s, dcpl, rows, first, count, NULL);
 }
 
 static void read_rows(const char *path, hid_t fapl, const Shape *s, void *rows, hsize_t first, hsize_t count) {
@@ -682,6 +695,7 @@ static int run_check(const char *out, const char *data_dir, const char *json_pat
 
 typedef struct {
   double write_s, read_s, compress_s, decompress_s;  /* slowest rank's */
+  WritePhases phases;                                /* of the best write, slowest rank's each */
 } Timing;
 
 static void split_commas(char *list, char **items, int *count, int capacity) {
@@ -735,6 +749,8 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
            chunk_rows * row_bytes / 1048576.0, mode, bound, "preset", "ranks", "ratio", "write s", "GB/s", "GB/s/rank",
            "filter s", "rest s", "read s", "GB/s", "GB/s/rank", "filter s", "rest s", "frames");
   char *presets[16];
+  static char phase_lines[4096];
+  phase_lines[0] = '\0';
   int count = 0, pass = 1;
   split_commas(preset_list, presets, &count, 16);
   char path[4096], reference[4096];
@@ -745,14 +761,17 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
     const int preset = strcmp(presets[p], "none") == 0 ? -1 : preset_id(presets[p]);
     if (preset < 0 && strcmp(presets[p], "none") != 0) die("unknown preset %s", presets[p]);
     hid_t dcpl = filtered_dcpl(&s, preset, mode_id(mode), bound);
-    Timing best = {1e300, 1e300, 0, 0};
+    Timing best = {1e300, 1e300, 0, 0, {0, 0, 0}};
     for (int rep = 0; rep < reps; ++rep) {
       Timing t;
       double c0 = filter_seconds(0), d0 = filter_seconds(1);
       MPI_Barrier(MPI_COMM_WORLD);
       double start = now();
-      write_dataset(path, fapl, &s, dcpl, slab, first, rows_per_rank);
+      WritePhases phases;
+      write_dataset_timed(path, fapl, &s, dcpl, slab, first, rows_per_rank, &phases);
       double mine = now() - start, compress = filter_seconds(0) - c0;
+      MPI_Allreduce(MPI_IN_PLACE, &phases, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      t.phases = phases;
       MPI_Barrier(MPI_COMM_WORLD);
       start = now();
       read_rows(path, fapl, &s, back, first, rows_per_rank);
@@ -761,7 +780,7 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
       MPI_Allreduce(&mine_read, &t.read_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       MPI_Allreduce(&compress, &t.compress_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       MPI_Allreduce(&decompress, &t.decompress_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      if (t.write_s < best.write_s) best.write_s = t.write_s, best.compress_s = t.compress_s;
+      if (t.write_s < best.write_s) best.write_s = t.write_s, best.compress_s = t.compress_s, best.phases = t.phases;
       if (t.read_s < best.read_s) best.read_s = t.read_s, best.decompress_s = t.decompress_s;
     }
     /* Checks: the values read back are the one-process file's (lossless: the
@@ -806,6 +825,9 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
     if (g_rank == 0) {
       const double total = (double)g_size * slab_bytes, ratio = total / stored_bytes(path);
       const char *verdict = !ok ? "DIFFER" : checked ? "equal" : preset <= 1 ? "lossless" : "unchecked";
+      snprintf(phase_lines + strlen(phase_lines), sizeof phase_lines - strlen(phase_lines),
+               "%-10s %5d | %8.3f %10.3f %8.3f | %8.3f %8.3f\n", presets[p], g_size, best.phases.create_s,
+               best.phases.write_s, best.phases.close_s, best.compress_s, best.write_s);
       printf("%-10s %5d %7.2f | %8.3f %8.2f %9.2f %8.3f %8.3f | %8.3f %8.2f %9.2f %8.3f %8.3f | %s\n", presets[p],
              g_size, ratio, best.write_s, total / best.write_s / 1e9, slab_bytes / best.write_s / 1e9, best.compress_s,
              best.write_s - best.compress_s, best.read_s, total / best.read_s / 1e9, slab_bytes / best.read_s / 1e9,
@@ -815,9 +837,11 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
         fprintf(json,
                 "%s{\"preset\": \"%s\", \"ranks\": %d, \"bytes_per_rank\": %zu, \"ratio\": %.4f, \"write_s\": %.6f, "
                 "\"read_s\": %.6f, \"compress_s\": %.6f, \"decompress_s\": %.6f, \"write_gbs\": %.4f, "
-                "\"read_gbs\": %.4f, \"checked\": %s, \"equal\": %s}",
+                "\"read_gbs\": %.4f, \"create_s\": %.6f, \"h5dwrite_s\": %.6f, \"close_s\": %.6f, "
+                "\"checked\": %s, \"equal\": %s}",
                 p ? ", " : "", presets[p], g_size, slab_bytes, ratio, best.write_s, best.read_s, best.compress_s,
-                best.decompress_s, total / best.write_s / 1e9, total / best.read_s / 1e9, checked ? "true" : "false",
+                best.decompress_s, total / best.write_s / 1e9, total / best.read_s / 1e9, best.phases.create_s,
+                best.phases.write_s, best.phases.close_s, checked ? "true" : "false",
                 ok ? "true" : "false");
       remove(path);
       remove(reference);
@@ -825,6 +849,10 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
     H5Pclose(dcpl);
     MPI_Barrier(MPI_COMM_WORLD);
   }
+  if (g_rank == 0)
+    printf("where the write's time goes (slowest rank each, s): H5Fcreate+H5Dcreate, H5Dwrite, H5Dclose+H5Fclose;\n"
+           "the filter's share (inside H5Dwrite) and the whole write\n%-10s %5s | %8s %10s %8s | %8s %8s\n%s",
+           "preset", "ranks", "create", "H5Dwrite", "close", "filter", "write", phase_lines);
   if (json) {
     fprintf(json, "], \"passed\": %s}\n", pass ? "true" : "false");
     fclose(json);

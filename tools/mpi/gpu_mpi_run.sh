@@ -45,15 +45,20 @@ for n in $ranks; do
       : -np $rest -x H5Z_FZ_DEVICE=cpu $bin check --out "$work"
   fi
 done
+# Each rank gets its share of the cores, bound (Open MPI's default binds a rank
+# to one core when there are two ranks or fewer; the filter's CPU threads
+# follow the cores a rank may use).
+cores=$(nproc)
+mapping() { echo "--map-by slot:PE=$(( cores / $1 > 0 ? cores / $1 : 1 )) --bind-to core"; }
 for n in $ranks; do
   [[ " $steps " == *" weak "* ]] || continue
-  step "weak-$n" mpirun -np "$n" $bin bench --out "$work" --presets "$presets" --mib-per-rank "${MIB_PER_RANK:-1024}" \
+  step "weak-$n" mpirun -np "$n" $(mapping "$n") $bin bench --out "$work" --presets "$presets" --mib-per-rank "${MIB_PER_RANK:-1024}" \
     --json "$out/weak-$n.json"
   table "weak-$n"
 done
 for n in $ranks; do
   [[ " $steps " == *" strong "* ]] || continue
-  step "strong-$n" mpirun -np "$n" $bin bench --out "$work" --presets "$presets" --total-mib "${TOTAL_MIB:-4096}" \
+  step "strong-$n" mpirun -np "$n" $(mapping "$n") $bin bench --out "$work" --presets "$presets" --total-mib "${TOTAL_MIB:-4096}" \
     --json "$out/strong-$n.json"
   table "strong-$n"
 done
