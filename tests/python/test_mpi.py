@@ -1,4 +1,4 @@
-"""Parallel HDF5 (issue 16, item 1, first part): collective writes and reads
+"""Parallel HDF5 (issue 16): collective writes and reads
 of H5Z-FZ datasets from 2 and 4 ranks (oversubscribed on a 2-core machine)
 through Debian's parallel HDF5 1.10 (python3-h5py-mpi, mpi4py, Open MPI),
 checked by tests/mpi/collective_check.py against one process writing the
@@ -7,7 +7,14 @@ equal to the single-process values, and every element within the bound,
 for every preset and mode, with chunks owned by several ranks and ragged
 edges. mpirun runs Debian's /usr/bin/python3 whatever interpreter runs
 pytest; without Open MPI or h5py-mpi the test skips, and fails instead under
-FZ_REQUIRE_ALL_PY=1 (the README's test command, which installs them)."""
+FZ_REQUIRE_ALL_PY=1 (the README's test command, which installs them).
+
+The second half runs tools/mpi/fz_mpi, the C program a parallel HDF5 user
+would write (built here against libhdf5-openmpi-dev): the same check in C,
+the rules of allocation and fill times, independent writes and in-place
+overwrites, each rank's device choice (H5Z_FZ_DEVICE=cuda:local and the local
+rank; a rank on the CPU writes the GPU ranks' frames), and the scaling
+benchmark at a small size with every chunk checked against one process."""
 
 import json
 import os
@@ -64,3 +71,135 @@ def test_collective_writes_equal_one_process(tmp_path, data_dir, ranks):
         assert case["reads_equal"], case
         assert case["violations"] == 0, case
         assert case["ratio"] > 1.2, case
+
+
+# ---- tools/mpi/fz_mpi: the same in C, the device choice per rank, the rules, the benchmark ----
+
+MPI_BUILD = os.path.join(REPO, "tools", "mpi", "build.sh")
+
+
+def c_mpi_environment():
+    """Why the C program cannot be built or run here, or None."""
+    if not shutil.which("mpirun"):
+        return "no mpirun (Debian: openmpi-bin)"
+    if not os.path.exists("/usr/include/hdf5/openmpi/hdf5.h"):
+        return "no parallel HDF5 headers (Debian: libhdf5-openmpi-dev)"
+    if not (shutil.which("cc") or os.environ.get("CC")):
+        return "no C compiler"
+    return None
+
+
+@pytest.fixture(scope="module")
+def fz_mpi(tmp_path_factory):
+    why = c_mpi_environment()
+    if why:
+        if os.environ.get("FZ_REQUIRE_ALL_PY") == "1":
+            pytest.fail("MPI C tests cannot run: " + why)
+        pytest.skip(why)
+    out = tmp_path_factory.mktemp("fz_mpi_build")
+    r = subprocess.run(["bash", MPI_BUILD, str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return os.path.join(str(out), "fz_mpi")
+
+
+def run_c(args, timeout=600):
+    """mpirun with ARGS (ranks and programs, MPMD with ':'); root allowed, oversubscribed."""
+    env = dict(os.environ)
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    return subprocess.run(["mpirun", "--oversubscribe"] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def assert_check_passed(report, ranks):
+    assert report["ranks"] == ranks and report["passed"], report
+    assert len(report["devices"]) == ranks
+    assert len(report["results"]) == 14
+    for case in report["results"]:
+        assert case["chunks"] == case["expected_chunks"], case
+        assert case["frames_equal"] and case["reads_equal"], case
+        assert case["violations"] == 0, case
+        assert case["ratio"] > 1.2, case
+    # every allocation and fill time works with collective writes, and stores filtered chunks
+    assert len(report["rules"]) == 12
+    assert all(rule["works"] and rule["bad"] == 0 for rule in report["rules"]), report["rules"]
+    assert report["independent_write_refused"]
+    assert report["overwrite_frames_equal"]
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_c_collective_writes_equal_one_process(fz_mpi, tmp_path, data_dir, ranks):
+    """The C program's check: every preset and mode written by RANKS ranks
+    (chunks shared, ragged) equals one process frame for frame; the rules
+    parallel HDF5 sets hold (README, "Parallel HDF5")."""
+    report_path = tmp_path / "check.json"
+    r = run_c(["-np", ranks, fz_mpi, "check", "--out", tmp_path / "w", "--data", data_dir, "--json", report_path])
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "check with %d ranks: passed" % ranks in r.stdout
+    assert_check_passed(json.loads(report_path.read_text()), ranks)
+
+
+def test_c_ranks_choose_their_device_and_a_rank_without_one_writes_the_same_frames(fz_mpi, tmp_path, data_dir):
+    """One rank on the CPU, two asking for their local GPU (cuda:local): the
+    frames equal one process's. Each rank reports the device the filter
+    chose for it; without a GPU here, cuda:local says it runs on the CPU."""
+    report_path = tmp_path / "check.json"
+    program = [fz_mpi, "check", "--out", tmp_path / "w", "--data", data_dir]
+    r = run_c(["-np", 1, "-x", "H5Z_FZ_DEVICE=cpu"] + program + ["--json", report_path] +
+              [":", "-np", 2, "-x", "H5Z_FZ_DEVICE=cuda:local"] + program)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    report = json.loads(report_path.read_text())
+    assert_check_passed(report, 3)
+    devices = report["devices"]
+    assert devices[0] == "cpu", devices
+    for rank in (1, 2):
+        assert devices[rank].startswith("cuda"), devices
+        # the local rank is the rank's own: Open MPI numbers ranks on one host from 0
+        assert "local rank %d (OMPI_COMM_WORLD_LOCAL_RANK)" % rank in devices[rank], devices
+        if not h5fz_device_available():
+            assert devices[rank].endswith("no usable CUDA device: the CPU"), devices
+    for rank in range(3):
+        assert "rank %d of 3" % rank in r.stdout
+
+
+def h5fz_device_available():
+    import ctypes
+    import h5fz
+    return bool(ctypes.CDLL(h5fz.plugin_path()).h5z_fz_device_available())
+
+
+@pytest.mark.parametrize("scaling", ["weak", "strong"])
+def test_c_scaling_benchmark_checks_every_chunk(fz_mpi, tmp_path, data_dir, scaling):
+    """The benchmark at a small size: 1 and 2 ranks, every chunk of the
+    parallel file equal to one process's frame, and the sizes it reports
+    are the weak or strong split asked for."""
+    size = ["--mib-per-rank", "8"] if scaling == "weak" else ["--total-mib", "16"]
+    reports = {}
+    for ranks in (1, 2):
+        report_path = tmp_path / ("bench-%d.json" % ranks)
+        r = run_c(["-np", ranks, fz_mpi, "bench", "--out", tmp_path / "w", "--data", data_dir,
+                   "--presets", "none,lossless,pfpl,fzgpu,cuszhi-cr", "--chunk-mib", "1", "--json", report_path] + size)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        assert "%s scaling, %d rank(s)" % (scaling, ranks) in r.stdout
+        assert "where the write's time goes" in r.stdout
+        report = json.loads(report_path.read_text())
+        assert report["passed"] and report["scaling"] == scaling and len(report["devices"]) == ranks
+        rows = {row["preset"]: row for row in report["results"]}
+        assert list(rows) == ["none", "lossless", "pfpl", "fzgpu", "cuszhi-cr"]
+        for name, row in rows.items():
+            assert row["equal"], row
+            assert row["checked"] == (name not in ("none", "lossless")), row
+            assert row["write_s"] > 0 and row["read_s"] > 0
+            assert row["compress_s"] <= row["write_s"] + 1e-3, row
+            # each phase is the slowest rank's, as is the whole write
+            assert max(row["create_s"], row["h5dwrite_s"], row["close_s"]) <= row["write_s"] + 1e-3, row
+            assert row["compress_s"] <= row["h5dwrite_s"] + 1e-3, row
+        assert rows["none"]["ratio"] == pytest.approx(1.0, abs=0.01)
+        assert rows["none"]["compress_s"] == 0
+        assert rows["fzgpu"]["ratio"] > 4 and rows["fzgpu"]["compress_s"] > 0
+        reports[ranks] = rows["fzgpu"]["bytes_per_rank"]
+    if scaling == "weak":
+        assert reports[1] == reports[2]
+    else:
+        assert reports[1] == 2 * reports[2]

@@ -12,7 +12,7 @@ APT_PACKAGES=(
   netcdf-bin ferret-datasets
   clang libclang-rt-dev
   libgtest-dev googletest
-  openmpi-bin python3-mpi4py python3-h5py-mpi
+  openmpi-bin python3-mpi4py python3-h5py-mpi libhdf5-openmpi-dev
 )
 
 # ---- Debian packages -----------------------------------------------------------
