@@ -693,6 +693,38 @@ static int run_check(const char *out, const char *data_dir, const char *json_pat
 
 /* ---- bench ---- */
 
+/* The file system alone: every rank writes, then reads, `bytes` at its own
+ * offset with plain collective MPI-IO (no HDF5, no filter), in 1 MiB units.
+ * Slowest rank's seconds. The benchmark passes a file's stored size split
+ * over the ranks, so this is the cost of the bytes the filter leaves. */
+static void raw_io(const char *path, char *buffer, size_t bytes, double *write_s, double *read_s) {
+  const size_t unit = (size_t)1 << 20, units = bytes / unit;
+  MPI_Datatype block;
+  MPI_Type_contiguous((int)unit, MPI_BYTE, &block);
+  MPI_Type_commit(&block);
+  MPI_File fh;
+  double mine[2];
+  MPI_Barrier(MPI_COMM_WORLD);
+  double start = now();
+  if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS)
+    die("MPI_File_open %s failed", path);
+  MPI_File_write_at_all(fh, (MPI_Offset)(units * unit) * g_rank, buffer, (int)units, block, MPI_STATUS_IGNORE);
+  MPI_File_close(&fh);
+  mine[0] = now() - start;
+  MPI_Barrier(MPI_COMM_WORLD);
+  start = now();
+  if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS)
+    die("MPI_File_open %s failed", path);
+  MPI_File_read_at_all(fh, (MPI_Offset)(units * unit) * g_rank, buffer, (int)units, block, MPI_STATUS_IGNORE);
+  MPI_File_close(&fh);
+  mine[1] = now() - start;
+  MPI_Allreduce(MPI_IN_PLACE, mine, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  *write_s = mine[0];
+  *read_s = mine[1];
+  MPI_Type_free(&block);
+  if (g_rank == 0) remove(path);
+}
+
 typedef struct {
   double write_s, read_s, compress_s, decompress_s;  /* slowest rank's */
   WritePhases phases;                                /* of the best write, slowest rank's each */
@@ -756,6 +788,8 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
   char path[4096], reference[4096];
   snprintf(path, sizeof path, "%s/bench-%d.h5", out, g_size);
   snprintf(reference, sizeof reference, "%s/bench-reference-%d.h5", out, g_size);
+  char raw_path[4096];
+  snprintf(raw_path, sizeof raw_path, "%s/bench-raw-%d.bin", out, g_size);
   hid_t fapl = mpio_fapl();
   for (int p = 0; p < count; ++p) {
     const int preset = strcmp(presets[p], "none") == 0 ? -1 : preset_id(presets[p]);
@@ -783,6 +817,12 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
       if (t.write_s < best.write_s) best.write_s = t.write_s, best.compress_s = t.compress_s, best.phases = t.phases;
       if (t.read_s < best.read_s) best.read_s = t.read_s, best.decompress_s = t.decompress_s;
     }
+    /* The file system's share, measured after the checks below (its read
+     * lands in `back`): the stored bytes, split over the ranks, through plain
+     * MPI-IO. */
+    double stored = 0, raw_write_s = 0, raw_read_s = 0;
+    if (g_rank == 0) stored = stored_bytes(path);
+    MPI_Bcast(&stored, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     /* Checks: the values read back are the one-process file's (lossless: the
      * input), and every chunk is the one-process frame. */
     long differ = 0;
@@ -822,12 +862,18 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
     const int checked = preset > 1 && verify;
     const int ok = all_equal && (!checked || !any_frames_bad);
     pass &= ok;
+    {
+      size_t share = (size_t)(stored / g_size);
+      if (share > slab_bytes) share = slab_bytes;
+      raw_io(raw_path, back, share, &raw_write_s, &raw_read_s);
+    }
     if (g_rank == 0) {
       const double total = (double)g_size * slab_bytes, ratio = total / stored_bytes(path);
       const char *verdict = !ok ? "DIFFER" : checked ? "equal" : preset <= 1 ? "lossless" : "unchecked";
       snprintf(phase_lines + strlen(phase_lines), sizeof phase_lines - strlen(phase_lines),
-               "%-10s %5d | %8.3f %10.3f %8.3f | %8.3f %8.3f\n", presets[p], g_size, best.phases.create_s,
-               best.phases.write_s, best.phases.close_s, best.compress_s, best.write_s);
+               "%-10s %5d | %8.3f %10.3f %8.3f | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f\n", presets[p], g_size,
+               best.phases.create_s, best.phases.write_s, best.phases.close_s, best.compress_s, raw_write_s,
+               best.write_s, best.decompress_s, raw_read_s, best.read_s);
       printf("%-10s %5d %7.2f | %8.3f %8.2f %9.2f %8.3f %8.3f | %8.3f %8.2f %9.2f %8.3f %8.3f | %s\n", presets[p],
              g_size, ratio, best.write_s, total / best.write_s / 1e9, slab_bytes / best.write_s / 1e9, best.compress_s,
              best.write_s - best.compress_s, best.read_s, total / best.read_s / 1e9, slab_bytes / best.read_s / 1e9,
@@ -838,10 +884,11 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
                 "%s{\"preset\": \"%s\", \"ranks\": %d, \"bytes_per_rank\": %zu, \"ratio\": %.4f, \"write_s\": %.6f, "
                 "\"read_s\": %.6f, \"compress_s\": %.6f, \"decompress_s\": %.6f, \"write_gbs\": %.4f, "
                 "\"read_gbs\": %.4f, \"create_s\": %.6f, \"h5dwrite_s\": %.6f, \"close_s\": %.6f, "
+                "\"fs_write_s\": %.6f, \"fs_read_s\": %.6f, "
                 "\"checked\": %s, \"equal\": %s}",
                 p ? ", " : "", presets[p], g_size, slab_bytes, ratio, best.write_s, best.read_s, best.compress_s,
                 best.decompress_s, total / best.write_s / 1e9, total / best.read_s / 1e9, best.phases.create_s,
-                best.phases.write_s, best.phases.close_s, checked ? "true" : "false",
+                best.phases.write_s, best.phases.close_s, raw_write_s, raw_read_s, checked ? "true" : "false",
                 ok ? "true" : "false");
       remove(path);
       remove(reference);
@@ -850,9 +897,11 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
     MPI_Barrier(MPI_COMM_WORLD);
   }
   if (g_rank == 0)
-    printf("where the write's time goes (slowest rank each, s): H5Fcreate+H5Dcreate, H5Dwrite, H5Dclose+H5Fclose;\n"
-           "the filter's share (inside H5Dwrite) and the whole write\n%-10s %5s | %8s %10s %8s | %8s %8s\n%s",
-           "preset", "ranks", "create", "H5Dwrite", "close", "filter", "write", phase_lines);
+    printf("where the time goes (slowest rank each, s): H5Fcreate+H5Dcreate, H5Dwrite, H5Dclose+H5Fclose; the\n"
+           "filter's share, the file system's (the stored bytes through plain MPI-IO) and the whole write; the same\n"
+           "for the read\n%-10s %5s | %8s %10s %8s | %8s %8s %8s | %8s %8s %8s\n%s",
+           "preset", "ranks", "create", "H5Dwrite", "close", "filter", "fs", "write", "filter", "fs", "read",
+           phase_lines);
   if (json) {
     fprintf(json, "], \"passed\": %s}\n", pass ? "true" : "false");
     fclose(json);
