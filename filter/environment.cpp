@@ -36,9 +36,13 @@ LocalRank local_rank(const std::function<const char*(const char*)>& lookup) {
   return {};
 }
 
-DeviceChoice choice_from_environment() {
-  return choose_device(value_of("H5Z_FZ_DEVICE"), [](const char* name) { return value_of(name); },
-                       [] { return usable_cuda_devices(); });
+// Made once per process, as the rest of the policy: what the filter uses and
+// what h5z_fz_device_in_use reports are the same choice.
+const DeviceChoice& choice_from_environment() {
+  static const DeviceChoice choice =
+      choose_device(value_of("H5Z_FZ_DEVICE"), [](const char* name) { return value_of(name); },
+                    [] { return usable_cuda_devices(); });
+  return choice;
 }
 
 Options read_environment() {
@@ -47,7 +51,7 @@ Options read_environment() {
   policy.log = [verbose](LogLevel level, const std::string& message) {
     if (level == LogLevel::kWarning || verbose) say(message);
   };
-  const DeviceChoice device = choice_from_environment();
+  const DeviceChoice& device = choice_from_environment();
   policy.device = device.device;
   if (verbose && !device.reason.empty()) say("device " + device.device + ": " + device.reason);
   if (const char* threads = value_of("H5Z_FZ_THREADS")) {
@@ -97,7 +101,7 @@ DeviceChoice choose_device(const char* wanted, const std::function<const char*(c
 }
 
 std::string device_in_use() {
-  const DeviceChoice choice = choice_from_environment();
+  const DeviceChoice& choice = choice_from_environment();
   std::string words = choice.device;
   if (!choice.reason.empty()) words += " (" + choice.reason + ")";
   if (choice.device == "cpu") return words;
