@@ -204,3 +204,12 @@ def test_c_scaling_benchmark_checks_every_chunk(fz_mpi, tmp_path, data_dir, scal
         assert reports[1] == reports[2]
     else:
         assert reports[1] == 2 * reports[2]
+    # the tables for docs/PERFORMANCE.md come from these reports
+    import sys
+    tables = subprocess.run([sys.executable, os.path.join(REPO, "tools", "mpi", "scaling_tables.py"),
+                             str(tmp_path / "bench-1.json"), str(tmp_path / "bench-2.json"), "--label", "here"],
+                            capture_output=True, text=True, timeout=60)
+    assert tables.returncode == 0, tables.stderr
+    rows = [line for line in tables.stdout.splitlines() if line.startswith("| %s |" % scaling)]
+    assert len(rows) == 2 * 2 * 5  # two tables, two rank counts, five presets
+    assert "rank 1: auto" in tables.stdout

@@ -10,7 +10,9 @@
 #     GPU, and the reverse, to show a rank without a GPU writes the same frames;
 #   - fz_mpi bench, weak (MIB_PER_RANK, default 1024) and strong (TOTAL_MIB,
 #     default 4096) scaling, under H5Z_FZ_DEVICE=auto (the default).
-# STEPS (default "check weak strong") picks among them. Logs and JSON go to
+# STEPS (default "check weak strong") picks among them; CUDA_VISIBLE_DEVICES
+# limits the GPUs (2 of a 4-GPU host); LABEL names the runs in tables.md
+# (tools/mpi/scaling_tables.py, written beside the JSON). Logs and JSON go to
 # OUT_DIR, and every summary line and table also to OUT_DIR/summary.txt.
 set -uo pipefail
 plugin=${1:?plugin folder}; out=${2:?output folder}; shift 2
@@ -62,5 +64,7 @@ for n in $ranks; do
     --json "$out/strong-$n.json"
   table "strong-$n"
 done
+reports=$(ls "$out"/weak-*.json "$out"/strong-*.json 2>/dev/null)
+[ -z "$reports" ] || python3 tools/mpi/scaling_tables.py $reports --label "${LABEL:-scaling}" > "$out/tables.md" || status=1
 rm -rf "$work"
 exit $status
