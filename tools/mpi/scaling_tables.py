@@ -22,34 +22,43 @@ def load(paths):
     return reports
 
 
-def rates(reports, label):
-    lines = ["| %s | ranks | preset | ratio | GiB per rank | write s | write GB/s | per rank | read s | read GB/s "
-             "| per rank | chunks vs one process |" % (label or "scaling"),
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+def table(reports, label, columns, cells):
+    """A markdown table with a row per preset per report: the scaling, ranks
+    and preset, then `cells(row)`; `columns` names the rest, each with its
+    alignment ("r" right, else left)."""
+    names = [label or "scaling", "ranks", "preset"] + [name for name, _ in columns]
+    aligns = ["---", "---:", "---"] + ["---:" if align == "r" else "---" for _, align in columns]
+    lines = ["| %s |" % " | ".join(names), "|%s|" % "|".join(aligns)]
     for report in reports:
         for row in report["results"]:
-            total = row["bytes_per_rank"] * row["ranks"]
-            verdict = ("equal" if row["checked"] else "lossless" if row["preset"] in ("none", "lossless")
-                       else "unchecked") if row["equal"] else "DIFFER"
-            lines.append("| %s | %d | %s | %.2f | %.2f | %.3f | %.2f | %.2f | %.3f | %.2f | %.2f | %s |" % (
-                report["scaling"], row["ranks"], row["preset"], row["ratio"], row["bytes_per_rank"] / 2**30,
-                row["write_s"], total / row["write_s"] / 1e9, row["bytes_per_rank"] / row["write_s"] / 1e9,
-                row["read_s"], total / row["read_s"] / 1e9, row["bytes_per_rank"] / row["read_s"] / 1e9, verdict))
+            lines.append("| %s |" % " | ".join([report["scaling"], "%d" % row["ranks"], row["preset"]] + cells(row)))
     return "\n".join(lines)
+
+
+def rates(reports, label):
+    def cells(row):
+        total = row["bytes_per_rank"] * row["ranks"]
+        verdict = ("equal" if row["checked"] else "lossless" if row["preset"] in ("none", "lossless")
+                   else "unchecked") if row["equal"] else "DIFFER"
+        return ["%.2f" % row["ratio"], "%.2f" % (row["bytes_per_rank"] / 2**30), "%.3f" % row["write_s"],
+                "%.2f" % (total / row["write_s"] / 1e9), "%.2f" % (row["bytes_per_rank"] / row["write_s"] / 1e9),
+                "%.3f" % row["read_s"], "%.2f" % (total / row["read_s"] / 1e9),
+                "%.2f" % (row["bytes_per_rank"] / row["read_s"] / 1e9), verdict]
+    columns = [("ratio", "r"), ("GiB per rank", "r"), ("write s", "r"), ("write GB/s", "r"), ("per rank", "r"),
+               ("read s", "r"), ("read GB/s", "r"), ("per rank", "r"), ("chunks vs one process", "l")]
+    return table(reports, label, columns, cells)
 
 
 def phases(reports, label):
-    lines = ["| %s | ranks | preset | create s | H5Dwrite s | filter s | file system s | HDF5's rest s | write s "
-             "| read: filter s | file system s | HDF5's rest s | read s |" % (label or "scaling"),
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for report in reports:
-        for row in report["results"]:
-            fs_w, fs_r = row.get("fs_write_s", 0.0), row.get("fs_read_s", 0.0)
-            lines.append("| %s | %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |" % (
-                report["scaling"], row["ranks"], row["preset"], row["create_s"], row["h5dwrite_s"],
-                row["compress_s"], fs_w, max(0.0, row["write_s"] - row["compress_s"] - fs_w), row["write_s"],
-                row["decompress_s"], fs_r, max(0.0, row["read_s"] - row["decompress_s"] - fs_r), row["read_s"]))
-    return "\n".join(lines)
+    def cells(row):
+        fs_w, fs_r = row.get("fs_write_s", 0.0), row.get("fs_read_s", 0.0)
+        seconds = [row["create_s"], row["h5dwrite_s"], row["compress_s"], fs_w,
+                   max(0.0, row["write_s"] - row["compress_s"] - fs_w), row["write_s"], row["decompress_s"], fs_r,
+                   max(0.0, row["read_s"] - row["decompress_s"] - fs_r), row["read_s"]]
+        return ["%.3f" % value for value in seconds]
+    columns = [(name, "r") for name in ("create s", "H5Dwrite s", "filter s", "file system s", "HDF5's rest s",
+                                        "write s", "read: filter s", "file system s", "HDF5's rest s", "read s")]
+    return table(reports, label, columns, cells)
 
 
 def devices(reports):
