@@ -6,8 +6,9 @@
 #     bash tools/mpi/gpu_mpi_run.sh PLUGIN_DIR OUT_DIR [RANKS...] 
 # Builds tools/mpi/fz_mpi, then for each rank count (default 1 2 4):
 #   - fz_mpi check with every rank on the GPU (H5Z_FZ_DEVICE=cuda:local);
-#   - with 2 ranks or more, a mixed job: rank 0 on the CPU, the others on the
-#     GPU, and the reverse, to show a rank without a GPU writes the same frames;
+#   - with 2 ranks or more (and MIXED not 0), a mixed job: rank 0 on the CPU,
+#     the others on the GPU, and the reverse, to show a rank without a GPU
+#     writes the same frames;
 #   - fz_mpi bench, weak (MIB_PER_RANK, default 1024) and strong (TOTAL_MIB,
 #     default 4096) scaling, under H5Z_FZ_DEVICE=auto (the default).
 # STEPS (default "check weak strong") picks among them; CUDA_VISIBLE_DEVICES
@@ -39,7 +40,7 @@ table() { grep -vE '^rank |pmix|^ |^-|PMIx|^$|MCA|startup|continue|system|suppre
 for n in $ranks; do
   [[ " $steps " == *" check "* ]] || continue
   step "check-$n-cuda" env H5Z_FZ_DEVICE=cuda:local mpirun -np "$n" $bin check --out "$work" --json "$out/check-$n-cuda.json"
-  if [ "$n" -ge 2 ]; then
+  if [ "$n" -ge 2 ] && [ "${MIXED:-1}" != 0 ]; then
     rest=$((n - 1))
     step "check-$n-cpu-first" mpirun -np 1 -x H5Z_FZ_DEVICE=cpu $bin check --out "$work" --json "$out/check-$n-cpu-first.json" \
       : -np $rest -x H5Z_FZ_DEVICE=cuda:local $bin check --out "$work"
