@@ -37,8 +37,8 @@ run() {  # folder, seconds, then VAR=value settings and the rank counts
 }
 case $part in
 1)
-  run check-4gpu 120 STEPS=check MIXED=0 4
-  run weak-4gpu 330 STEPS=weak MIB_PER_RANK=${MIB_PER_RANK:-4096} LABEL="4 GPUs" 4 2 1
+  run check-4gpu 90 STEPS=check MIXED=0 4
+  run weak-4gpu 320 STEPS=weak MIB_PER_RANK=${MIB_PER_RANK:-4096} LABEL="4 GPUs" 4 2 1
   run weak-2gpu 110 STEPS=weak MIB_PER_RANK=${MIB_PER_RANK:-4096} LABEL="2 GPUs" CUDA_VISIBLE_DEVICES=0,1 4
   ;;
 2)
