@@ -878,12 +878,16 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
       hsize_t seen = 0;
       differ = compare_frames(path, reference, g_rank == 0, (hsize_t)g_size, (hsize_t)g_rank, &seen);
       if (seen != chunks_per_rank * g_size) differ = -1;
-      /* this rank's decoded rows against the reference's decoded chunks */
-      char *ref_rows = xmalloc(chunk_rows * row_bytes);
+      /* this rank's decoded rows against the reference's decoded chunks; the
+       * reference period is read once (91 chunks, 364 MiB at 4 MiB chunks),
+       * not once for each of this rank's chunks */
+      char *ref_rows = xmalloc(ref.dims[0] * row_bytes);
+      read_rows(reference, H5P_DEFAULT, &ref, ref_rows, 0, ref.dims[0]);
       for (hsize_t c = 0; c < chunks_per_rank && values_equal; ++c) {
         const hsize_t global_chunk = first / chunk_rows + c;
-        read_rows(reference, H5P_DEFAULT, &ref, ref_rows, (global_chunk % period_chunks) * chunk_rows, chunk_rows);
-        values_equal = memcmp(back + c * chunk_rows * row_bytes, ref_rows, chunk_rows * row_bytes) == 0;
+        values_equal = memcmp(back + c * chunk_rows * row_bytes,
+                              ref_rows + (global_chunk % period_chunks) * chunk_rows * row_bytes,
+                              chunk_rows * row_bytes) == 0;
       }
       free(ref_rows);
     }

@@ -12,8 +12,9 @@
 #   - weak scaling with GPUS ranks of uncompressed, fzgpu and cuszhi-cr, once
 #     as it is and once with glibc's malloc thresholds raised (GLIBC_TUNABLES,
 #     README "Several GPUs").
-# PRESETS (default: uncompressed and every lossy preset) is for weak and
-# strong. Each run has its own folder under OUT_DIR (gpu_mpi_run.sh's logs,
+# RUNS (default "check weak strong malloc") picks among them, RANKS (default
+# "4 2 1") the rank counts of weak and strong; PRESETS (default: uncompressed
+# and every lossy preset) is for weak and strong. Each run has its own folder under OUT_DIR (gpu_mpi_run.sh's logs,
 # JSON, summary.txt and tables.md), so a run stopped by its limit costs only
 # itself; OUT_DIR/summary.txt gathers them.
 set -uo pipefail
@@ -34,21 +35,29 @@ run() {  # folder, seconds, then VAR=value settings and the rank counts
     if [[ $arg == *=* ]]; then settings+=("$arg"); else ranks+=("$arg"); fi
   done
   echo "#### $name (${settings[*]}; ranks ${ranks[*]}), limit $limit s" | tee -a "$out/summary.txt"
-  local start=$SECONDS
-  env "${settings[@]}" timeout "$limit" bash tools/mpi/gpu_mpi_run.sh "$plugin" "$out/$name" "${ranks[@]}" \
+  local start=$SECONDS work=/tmp/fz_mpi_work_$name
+  env "${settings[@]}" FZ_MPI_WORK=$work timeout --kill-after=5 "$limit" bash tools/mpi/gpu_mpi_run.sh "$plugin" "$out/$name" "${ranks[@]}" \
     > "$out/$name.out" 2>&1
   local rc=$?
+  # A rank that outlived its stopped mpirun would run on into the next run.
+  pkill -KILL -f -- "--out $work" 2>/dev/null && echo "#### $name: ranks left running were killed" | tee -a "$out/summary.txt"
+  rm -rf "$work"
   [ "$rc" -eq 0 ] || status=1
   [ -e "$out/$name/summary.txt" ] && cat "$out/$name/summary.txt" >> "$out/summary.txt"
   echo "#### $name: exit $rc, $((SECONDS - start)) s" | tee -a "$out/summary.txt"
 }
 label="$gpus GPUs"
-run check "$check_s" STEPS=check MIXED=0 "$gpus"
-run weak "$weak_s" STEPS=weak MIB_PER_RANK="${MIB_PER_RANK:-4096}" LABEL="$label" 4 2 1
-run strong "$strong_s" STEPS=strong TOTAL_MIB="${TOTAL_MIB:-$((gpus * 4096))}" LABEL="$label" 4 2 1
+runs=" ${RUNS:-check weak strong malloc} "
+ranks=${RANKS:-4 2 1}
+[[ $runs == *" check "* ]] && run check "$check_s" STEPS=check MIXED=0 "$gpus"
+[[ $runs == *" weak "* ]] && run weak "$weak_s" STEPS=weak MIB_PER_RANK="${MIB_PER_RANK:-4096}" LABEL="$label" $ranks
+[[ $runs == *" strong "* ]] && run strong "$strong_s" STEPS=strong TOTAL_MIB="${TOTAL_MIB:-$((gpus * 4096))}" \
+  LABEL="$label" $ranks
 raised=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296
-run malloc-as-is "$malloc_s" STEPS=weak PRESETS=none,fzgpu,cuszhi-cr MIB_PER_RANK="${MIB_PER_RANK:-4096}" \
-  LABEL="$label, malloc as it is" "$gpus"
-run malloc-raised "$malloc_s" STEPS=weak PRESETS=none,fzgpu,cuszhi-cr MIB_PER_RANK="${MIB_PER_RANK:-4096}" \
-  LABEL="$label, malloc thresholds raised" GLIBC_TUNABLES=$raised "$gpus"
+if [[ $runs == *" malloc "* ]]; then
+  run malloc-as-is "$malloc_s" STEPS=weak PRESETS=none,fzgpu,cuszhi-cr MIB_PER_RANK="${MIB_PER_RANK:-4096}" \
+    LABEL="$label, malloc as it is" "$gpus"
+  run malloc-raised "$malloc_s" STEPS=weak PRESETS=none,fzgpu,cuszhi-cr MIB_PER_RANK="${MIB_PER_RANK:-4096}" \
+    LABEL="$label, malloc thresholds raised" GLIBC_TUNABLES=$raised "$gpus"
+fi
 exit $status
