@@ -20,8 +20,8 @@
 set -uo pipefail
 plugin=${1:?plugin folder}; out=${2:?output folder}; gpus=${3:?GPUS: 2 or 4}
 case $gpus in
-  2) limits="60 200 170 40" ;;
-  4) limits="60 240 200 50" ;;
+  2) limits="60 200 240 60" ;;
+  4) limits="60 240 240 60" ;;
   *) echo "multi_gpu_run.sh: GPUS is 2 or 4" >&2; exit 2 ;;
 esac
 read -r check_s weak_s strong_s malloc_s <<< "$limits"
