@@ -13,7 +13,8 @@
 #     as it is and once with glibc's malloc thresholds raised (GLIBC_TUNABLES,
 #     README "Several GPUs").
 # RUNS (default "check weak strong malloc") picks among them, RANKS (default
-# "4 2 1") the rank counts of weak and strong; PRESETS (default: uncompressed
+# "4 2 1") the rank counts of weak and STRONG_RANKS (default RANKS) those of
+# strong; PRESETS (default: uncompressed
 # and every lossy preset) is for weak and strong. Each run has its own folder under OUT_DIR (gpu_mpi_run.sh's logs,
 # JSON, summary.txt and tables.md), so a run stopped by its limit costs only
 # itself; OUT_DIR/summary.txt gathers them.
@@ -65,7 +66,7 @@ ranks=${RANKS:-4 2 1}
 [[ $runs == *" check "* ]] && run check "$check_s" STEPS=check MIXED=0 "$gpus"
 [[ $runs == *" weak "* ]] && run weak "$weak_s" STEPS=weak MIB_PER_RANK="${MIB_PER_RANK:-4096}" LABEL="$label" $ranks
 [[ $runs == *" strong "* ]] && run strong "$strong_s" STEPS=strong TOTAL_MIB="${TOTAL_MIB:-$((gpus * 4096))}" \
-  LABEL="$label" $ranks
+  LABEL="$label" ${STRONG_RANKS:-$ranks}
 raised=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296
 if [[ $runs == *" malloc "* ]]; then
   run malloc-as-is "$malloc_s" STEPS=weak PRESETS=none,fzgpu,cuszhi-cr MIB_PER_RANK="${MIB_PER_RANK:-4096}" \
