@@ -185,6 +185,9 @@ def test_c_scaling_benchmark_checks_every_chunk(fz_mpi, tmp_path, data_dir, scal
         assert "where the time goes" in r.stdout
         report = json.loads(report_path.read_text())
         assert report["passed"] and report["scaling"] == scaling and len(report["devices"]) == ranks
+        # the first filtered preset's untimed whole-slab write, before any timing
+        assert report["first_write_s"] > 0
+        assert r.stdout.index("untimed first write and read of the whole slab (lossless)") < r.stdout.index("scaling,")
         rows = {row["preset"]: row for row in report["results"]}
         assert list(rows) == ["none", "lossless", "pfpl", "fzgpu", "cuszhi-cr"]
         for name, row in rows.items():
@@ -213,3 +216,4 @@ def test_c_scaling_benchmark_checks_every_chunk(fz_mpi, tmp_path, data_dir, scal
     rows = [line for line in tables.stdout.splitlines() if line.startswith("| %s |" % scaling)]
     assert len(rows) == 2 * 2 * 5  # two tables, two rank counts, five presets
     assert "rank 1: auto" in tables.stdout
+    assert "untimed first write and read" in tables.stdout

@@ -66,6 +66,8 @@ def devices(reports):
     for report in reports:
         line = "- %s, %d rank(s): %s" % (report["scaling"], report["ranks"],
                                           "; ".join("rank %d: %s" % (i, d) for i, d in enumerate(report["devices"])))
+        if report.get("first_write_s"):
+            line += "; untimed first write and read %.3f s" % report["first_write_s"]
         seen.append(line)
     return "\n".join(seen)
 
@@ -83,7 +85,7 @@ def main():
     print()
     print(phases(reports, args.label))
     print()
-    print("Devices, as each rank reported them:")
+    print("Devices, as each rank reported them (and the untimed first write of the whole slab):")
     print()
     print(devices(reports))
     if failed:
