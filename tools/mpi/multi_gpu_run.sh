@@ -18,11 +18,6 @@
 # and every lossy preset) is for weak and strong. Each run has its own folder under OUT_DIR (gpu_mpi_run.sh's logs,
 # JSON, summary.txt and tables.md), so a run stopped by its limit costs only
 # itself; OUT_DIR/summary.txt gathers them.
-# PRETOUCH_GIB (default 0): first write to that much memory, in 4 processes,
-# and free it. The H200 machines' memory starts small and grows as it is first
-# used, a few seconds for each 8 GiB (device KINDS.md); without this the
-# first presets of the first runs pay for that growth (seen: the uncompressed
-# create at 8.8 s and pfpl's write at twice fzgpu's, in the first 2-GPU call).
 set -uo pipefail
 plugin=${1:?plugin folder}; out=${2:?output folder}; gpus=${3:?GPUS: 2 or 4}
 case $gpus in
@@ -52,14 +47,6 @@ run() {  # folder, seconds, then VAR=value settings and the rank counts
   [ -e "$out/$name/summary.txt" ] && cat "$out/$name/summary.txt" >> "$out/summary.txt"
   echo "#### $name: exit $rc, $((SECONDS - start)) s" | tee -a "$out/summary.txt"
 }
-if [ "${PRETOUCH_GIB:-0}" -gt 0 ]; then
-  start=$SECONDS
-  for i in 1 2 3 4; do
-    python3 -c "import numpy as np; held = [np.ones(1 << 30, np.uint8) for _ in range(${PRETOUCH_GIB} // 4)]" &
-  done
-  wait
-  echo "#### memory: ${PRETOUCH_GIB} GiB written and freed in $((SECONDS - start)) s" | tee -a "$out/summary.txt"
-fi
 label="$gpus GPUs"
 runs=" ${RUNS:-check weak strong malloc} "
 ranks=${RANKS:-4 2 1}
