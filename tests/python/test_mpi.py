@@ -217,3 +217,33 @@ def test_c_scaling_benchmark_checks_every_chunk(fz_mpi, tmp_path, data_dir, scal
     assert len(rows) == 2 * 2 * 5  # two tables, two rank counts, five presets
     assert "rank 1: auto" in tables.stdout
     assert "untimed first write and read" in tables.stdout
+
+
+def test_multi_gpu_script_runs_and_reaches_the_ranks(fz_mpi, tmp_path, data_dir, plugin):
+    """tools/mpi/multi_gpu_run.sh, the several-GPU runs of issue 17, at a
+    small size here: weak scaling with 2 and 1 ranks, then the malloc A/B.
+    Every run ends well, its tables hold the rank counts asked for, and the
+    raised malloc thresholds reach the ranks in the second run only (the A/B
+    would compare nothing otherwise)."""
+    env = dict(os.environ)
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_rmaps_base_oversubscribe": "1", "FZ_DATA": data_dir, "TMPDIR": str(tmp_path),
+                "FZ_MPI_BUILD": os.path.dirname(fz_mpi), "RUNS": "weak malloc", "RANKS": "2 1",
+                "MIB_PER_RANK": "8", "PRESETS": "none,fzgpu"})
+    env.pop("GLIBC_TUNABLES", None)
+    out = tmp_path / "out"
+    r = subprocess.run(["bash", os.path.join(REPO, "tools", "mpi", "multi_gpu_run.sh"), plugin, str(out), "2"],
+                       cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+    summary = (out / "summary.txt").read_text() if (out / "summary.txt").exists() else ""
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:] + summary[-3000:]
+    for run in ("weak", "malloc-as-is", "malloc-raised"):
+        assert "#### %s: exit 0" % run in summary, summary
+    weak = (out / "weak" / "tables.md").read_text()
+    for ranks in (1, 2):
+        assert "| weak | %d | fzgpu |" % ranks in weak, weak
+    as_is = (out / "malloc-as-is" / "tables.md").read_text()
+    raised = (out / "malloc-raised" / "tables.md").read_text()
+    assert "GLIBC_TUNABLES" not in as_is, as_is
+    assert "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296" in raised
+    assert "| weak | 2 | fzgpu |" in raised and "equal" in raised
+    assert not list(tmp_path.glob("fz_mpi_work_*")), "work folders left behind"

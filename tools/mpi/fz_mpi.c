@@ -852,6 +852,15 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
            chunk_rows * row_bytes / 1048576.0, mode, bound, "preset", "ranks", "ratio", "write s", "GB/s", "GB/s/rank",
            "filter s", "rest s", "read s", "GB/s", "GB/s/rank", "filter s", "rest s", "frames");
   if (json) fprintf(json, "\"first_write_s\": %.6f, ", first_write_s);
+  /* glibc's allocator settings as this rank sees them (the malloc A/B of
+   * tools/mpi/multi_gpu_run.sh is only an A/B if they reach the ranks) */
+  if (json) {
+    const char *tunables = getenv("GLIBC_TUNABLES");
+    fprintf(json, "\"glibc_tunables\": \"");
+    for (const char *c = tunables ? tunables : ""; *c; ++c)
+      if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20) fputc(*c, json);
+    fprintf(json, "\", ");
+  }
   if (json) fprintf(json, "\"results\": [");
   for (int p = 0; p < count; ++p) {
     const int preset = strcmp(presets[p], "none") == 0 ? -1 : preset_id(presets[p]);

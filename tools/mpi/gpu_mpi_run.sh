@@ -12,7 +12,9 @@
 #   - fz_mpi bench, weak (MIB_PER_RANK, default 1024) and strong (TOTAL_MIB,
 #     default 4096) scaling, under H5Z_FZ_DEVICE=auto (the default).
 # STEPS (default "check weak strong") picks among them; CUDA_VISIBLE_DEVICES
-# limits the GPUs (2 of a 4-GPU host); LABEL names the runs in tables.md
+# limits the GPUs (2 of a 4-GPU host); FZ_MPI_BUILD (default build-mpi) is
+# where fz_mpi is built, FZ_MPI_WORK where the ranks write; LABEL names the
+# runs in tables.md
 # (tools/mpi/scaling_tables.py, written beside the JSON). Logs and JSON go to
 # OUT_DIR, and every summary line and table also to OUT_DIR/summary.txt.
 set -uo pipefail
@@ -23,8 +25,9 @@ work=${FZ_MPI_WORK:-/tmp/fz_mpi_work}
 mkdir -p "$work"
 [ -e "$plugin/libH5Zfz.so" ] || { echo "gpu_mpi_run.sh: no libH5Zfz.so in $plugin (build the plugin first)" >&2; exit 1; }
 export HDF5_PLUGIN_PATH=$(cd "$plugin" && pwd)
-bash tools/mpi/build.sh build-mpi > "$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
-bin=build-mpi/fz_mpi
+build=${FZ_MPI_BUILD:-build-mpi}
+bash tools/mpi/build.sh "$build" > "$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
+bin=$build/fz_mpi
 presets=${PRESETS:-none,lossless,pfpl,fzgpu,cusz,cuszhi-tp,cuszhi-cr}
 status=0
 step() {  # name, then the command; keeps going, remembers a failure

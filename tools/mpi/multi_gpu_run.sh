@@ -36,7 +36,7 @@ run() {  # folder, seconds, then VAR=value settings and the rank counts
     if [[ $arg == *=* ]]; then settings+=("$arg"); else ranks+=("$arg"); fi
   done
   echo "#### $name (${settings[*]}; ranks ${ranks[*]}), limit $limit s" | tee -a "$out/summary.txt"
-  local start=$SECONDS work=/tmp/fz_mpi_work_$name
+  local start=$SECONDS work=${TMPDIR:-/tmp}/fz_mpi_work_$name
   env "${settings[@]}" FZ_MPI_WORK=$work timeout --kill-after=5 "$limit" bash tools/mpi/gpu_mpi_run.sh "$plugin" "$out/$name" "${ranks[@]}" \
     > "$out/$name.out" 2>&1
   local rc=$?
@@ -54,7 +54,7 @@ ranks=${RANKS:-4 2 1}
 [[ $runs == *" weak "* ]] && run weak "$weak_s" STEPS=weak MIB_PER_RANK="${MIB_PER_RANK:-4096}" LABEL="$label" $ranks
 [[ $runs == *" strong "* ]] && run strong "$strong_s" STEPS=strong TOTAL_MIB="${TOTAL_MIB:-$((gpus * 4096))}" \
   LABEL="$label" ${STRONG_RANKS:-$ranks}
-raised=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296
+raised=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
 if [[ $runs == *" malloc "* ]]; then
   run malloc-as-is "$malloc_s" STEPS=weak PRESETS=none,fzgpu,cuszhi-cr MIB_PER_RANK="${MIB_PER_RANK:-4096}" \
     LABEL="$label, malloc as it is" "$gpus"

@@ -68,6 +68,8 @@ def devices(reports):
                                           "; ".join("rank %d: %s" % (i, d) for i, d in enumerate(report["devices"])))
         if report.get("first_write_s"):
             line += "; untimed first write and read %.3f s" % report["first_write_s"]
+        if report.get("glibc_tunables"):
+            line += "; GLIBC_TUNABLES=%s" % report["glibc_tunables"]
         seen.append(line)
     return "\n".join(seen)
 
