@@ -823,7 +823,7 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
   hid_t fapl = mpio_fapl();
   /* The untimed first write (see the top of this file). Measured on 2 x H200,
    * 8 GiB from one rank: without it the first two filtered presets wrote in
-   * 10.3-10.7 s and the next three in 4.9-6.3 s, HDF5's own share tripling. */
+   * 10.3-10.7 s and the next three in 4.9-6.3 s, HDF5's own share 2.6-2.8x. */
   double first_write_s = 0;
   for (int p = 0; p < count && first_write; ++p) {
     if (strcmp(presets[p], "none") == 0) continue;
