@@ -14,15 +14,16 @@
 #     README "Several GPUs").
 # RUNS (default "check weak strong malloc") picks among them, RANKS (default
 # "4 2 1") the rank counts of weak and STRONG_RANKS (default RANKS) those of
-# strong; PRESETS (default: uncompressed
-# and every lossy preset) is for weak and strong. Each run has its own folder under OUT_DIR (gpu_mpi_run.sh's logs,
-# JSON, summary.txt and tables.md), so a run stopped by its limit costs only
-# itself; OUT_DIR/summary.txt gathers them.
+# strong; PRESETS (default: uncompressed and every lossy preset) is for weak
+# and strong. Each run has its own folder under OUT_DIR (gpu_mpi_run.sh's
+# logs, JSON, summary.txt and tables.md), so a run stopped by its limit costs
+# only itself; OUT_DIR/summary.txt gathers them. On 4 x H200 (3f57a86) check
+# took 5 s, weak 224 s and strong with 4 ranks 53 s.
 set -uo pipefail
 plugin=${1:?plugin folder}; out=${2:?output folder}; gpus=${3:?GPUS: 2 or 4}
 case $gpus in
   2) limits="60 200 240 60" ;;
-  4) limits="60 240 240 60" ;;
+  4) limits="60 300 240 60" ;;
   *) echo "multi_gpu_run.sh: GPUS is 2 or 4" >&2; exit 2 ;;
 esac
 read -r check_s weak_s strong_s malloc_s <<< "$limits"
