@@ -62,6 +62,7 @@ void advise_huge_pages(void* buffer, size_t size) {
 
 std::atomic<bool> said_compress{false};
 std::atomic<bool> said_not_set_up{false};
+std::atomic<bool> said_frame_sized{false};
 
 // A 64-bit FNV-1a hash of a dataset's stored cd_values: the filter callback
 // knows a dataset only by them.
@@ -195,6 +196,14 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
     make_room_for_raw_frame(api, nbytes, dims.size(), buf_size, buf);
     Bytes spill;
     const size_t written = compress_into(*buf, nbytes, dtype, dims, options, *buf, *buf_size, &spill);
+    // A rank of a parallel job: parallel HDF5 holds every chunk's buffer
+    // until its collective write (hand_back_frame_sized, environment.hpp).
+    const char* launcher = mpi_launcher_variable();
+    if (hand_back_frame_sized(written, *buf_size, launcher != nullptr)) {
+      say_once(said_frame_sized, std::string("a rank of a parallel job (") + launcher +
+                                     "): frames handed back in buffers of their own size");
+      return hand_back(api, *buf, written, buf_size, buf);
+    }
     if (written) return written;
     return hand_back(api, spill.data(), spill.size(), buf_size, buf);
   } catch (...) {

@@ -119,6 +119,15 @@ bool verbose_environment() {
   return enabled;
 }
 
+const char* mpi_launcher_variable() {
+  static const char* const variable = local_rank([](const char* name) { return value_of(name); }).variable;
+  return variable;
+}
+
+bool hand_back_frame_sized(size_t frame_bytes, size_t buffer_bytes, bool parallel_rank) {
+  return parallel_rank && frame_bytes > 0 && frame_bytes <= buffer_bytes / 2;
+}
+
 const Options& policy_from_environment() {
   static const Options policy = read_environment();
   return policy;

@@ -11,6 +11,7 @@
 // information only under H5Z_FZ_VERBOSE.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -49,5 +50,22 @@ void apply_policy(const Options& policy, Options& options);
 
 // H5Z_FZ_VERBOSE is set (and not "0").
 bool verbose_environment();
+
+// The launcher variable that makes this process a rank of a parallel job
+// (the first of those choose_device reads that holds a local rank), or null.
+// Read once per process.
+const char* mpi_launcher_variable();
+
+// Whether the filter hands HDF5 a new buffer the size of the frame instead of
+// the frame written over the chunk in HDF5's own buffer. Parallel HDF5's
+// collective filtered write keeps every chunk's buffer until one collective
+// write of them all (H5Dmpio.c), so a frame left in a chunk-sized buffer
+// keeps the whole chunk's memory: a rank holds its whole share of the data
+// again, freshly faulted in on every write. A frame-sized copy lets HDF5
+// hold only the stored bytes, and the next chunk reuse the freed buffer.
+// Only for ranks of a parallel job (elsewhere the chunk is written and its
+// buffer freed at once, and the copy would be pure cost), and only where
+// that saves at least half the buffer.
+bool hand_back_frame_sized(size_t frame_bytes, size_t buffer_bytes, bool parallel_rank);
 
 }  // namespace fz::filter

@@ -104,5 +104,30 @@ TEST(DeviceChoice, WithoutARankOrADeviceItSaysSoAndTheEngineFallsBack) {
   EXPECT_EQ(asked, 0);
 }
 
+// Parallel HDF5 keeps every chunk's buffer until its collective write, so a
+// rank hands back frame-sized buffers (environment.hpp); nowhere else, and
+// only where that frees at least half the buffer.
+TEST(FrameSizedHandBack, OnlyForRanksOfAParallelJobAndOnlyWhereItHalvesTheBuffer) {
+  constexpr size_t kChunk = size_t{4} << 20;
+  EXPECT_TRUE(hand_back_frame_sized(kChunk / 7, kChunk, true));  // a lossy frame, 7x
+  EXPECT_TRUE(hand_back_frame_sized(kChunk / 2, kChunk, true));
+  EXPECT_FALSE(hand_back_frame_sized(kChunk / 2 + 1, kChunk, true));  // lossless at 1.3x stays in place
+  EXPECT_FALSE(hand_back_frame_sized(kChunk / 7, kChunk, false));     // one process: written and freed at once
+  EXPECT_FALSE(hand_back_frame_sized(0, kChunk, true));               // no frame in the buffer (spilled)
+}
+
+TEST(FrameSizedHandBack, TheLauncherIsReadOnceFromTheSameVariablesAsTheDevice) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                           "PALS_LOCAL_RANKID", "SLURM_LOCALID"})
+    unsetenv(name);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "not a rank", 1);  // passed over, as choose_device does
+  setenv("SLURM_LOCALID", "2", 1);
+  ASSERT_NE(mpi_launcher_variable(), nullptr);
+  EXPECT_STREQ(mpi_launcher_variable(), "SLURM_LOCALID");
+  unsetenv("SLURM_LOCALID");
+  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  EXPECT_STREQ(mpi_launcher_variable(), "SLURM_LOCALID");  // once per process, as the device choice
+}
+
 }  // namespace
 }  // namespace fz::filter

@@ -247,3 +247,52 @@ def test_multi_gpu_script_runs_and_reaches_the_ranks(fz_mpi, tmp_path, data_dir,
     assert "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296" in raised
     assert "| weak | 2 | fzgpu |" in raised and "equal" in raised
     assert not list(tmp_path.glob("fz_mpi_work_*")), "work folders left behind"
+
+
+WRITE_CHUNKS = r"""
+import sys, h5py, numpy as np
+sys.path.insert(0, sys.argv[3])
+import h5fz
+field = np.fromfile(sys.argv[2] + "/wmag91.float", dtype="<f4").reshape(91, 91, 91)
+data = np.concatenate([field, field[::-1]])
+with h5py.File(sys.argv[1], "w") as f:
+    for preset in ("fzgpu", "cuszhi-cr", "lossless"):
+        f.create_dataset(preset, data=data, chunks=(26, 91, 91), **h5fz.FZ(preset=preset, noa=1e-3)
+                         if preset != "lossless" else h5fz.FZ(preset="lossless"))
+"""
+
+
+def test_a_rank_hands_back_frame_sized_buffers_with_the_same_bytes(tmp_path, data_dir, plugin):
+    """A process started by an MPI launcher hands HDF5 frames in buffers of
+    their own size (parallel HDF5 keeps every chunk's buffer until its
+    collective write), where one process leaves them in the chunk's buffer:
+    said under H5Z_FZ_VERBOSE for lossy presets only (lossless frames are
+    more than half the chunk), and the stored chunks are the same bytes."""
+    import sys
+    import h5py
+    launchers = ("OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                 "PALS_LOCAL_RANKID", "SLURM_LOCALID")
+    outputs = {}
+    for name, launcher in (("alone", None), ("rank", "PALS_LOCAL_RANKID")):
+        env = {k: v for k, v in os.environ.items() if k not in launchers}
+        env.update({"H5Z_FZ_VERBOSE": "1", "H5Z_FZ_DEVICE": "cpu"})
+        if launcher:
+            env[launcher] = "1"
+        path = tmp_path / (name + ".h5")
+        r = subprocess.run([sys.executable, "-c", WRITE_CHUNKS, str(path), data_dir,
+                            os.path.join(REPO, "tools", "python")],
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outputs[name] = (path, r.stderr)
+    said = "a rank of a parallel job (PALS_LOCAL_RANKID): frames handed back in buffers of their own size"
+    assert said in outputs["rank"][1], outputs["rank"][1][-2000:]
+    assert "frames handed back" not in outputs["alone"][1]
+    with h5py.File(outputs["alone"][0], "r") as a, h5py.File(outputs["rank"][0], "r") as b:
+        for preset in ("fzgpu", "cuszhi-cr", "lossless"):
+            da, db = a[preset], b[preset]
+            assert da.id.get_num_chunks() == db.id.get_num_chunks() == 7
+            for i in range(da.id.get_num_chunks()):
+                offset = da.id.get_chunk_info(i).chunk_offset
+                assert da.id.read_direct_chunk(offset) == db.id.read_direct_chunk(offset), (preset, offset)
+            if preset != "lossless":
+                assert da.id.get_storage_size() * 2 < da.size * da.dtype.itemsize  # lossy: under half a chunk
