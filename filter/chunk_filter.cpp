@@ -202,7 +202,12 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
     if (hand_back_frame_sized(written, *buf_size, launcher != nullptr)) {
       say_once(said_frame_sized, std::string("a rank of a parallel job (") + launcher +
                                      "): frames handed back in buffers of their own size");
-      return hand_back(api, *buf, written, buf_size, buf);
+      try {
+        return hand_back(api, *buf, written, buf_size, buf);
+      } catch (const std::bad_alloc&) {
+        // No memory for the copy (hand_back allocates before it touches
+        // *buf): the frame stays where it was written, as for one process.
+      }
     }
     if (written) return written;
     return hand_back(api, spill.data(), spill.size(), buf_size, buf);

@@ -197,7 +197,9 @@ def test_c_scaling_benchmark_checks_every_chunk(fz_mpi, tmp_path, data_dir, scal
             assert row["compress_s"] <= row["write_s"] + 1e-3, row
             # each phase is the slowest rank's, as is the whole write
             assert max(row["create_s"], row["h5dwrite_s"], row["close_s"]) <= row["write_s"] + 1e-3, row
-            assert row["compress_s"] <= row["h5dwrite_s"] + 1e-3, row
+            # the filter runs inside the write's phases: in H5Dwrite, and at
+            # H5Dcreate for the fill chunk parallel HDF5 allocates early
+            assert row["compress_s"] <= row["create_s"] + row["h5dwrite_s"] + row["close_s"] + 1e-3, row
             assert row["fs_write_s"] > 0 and row["fs_read_s"] > 0, row
         assert rows["none"]["ratio"] == pytest.approx(1.0, abs=0.01)
         assert rows["none"]["compress_s"] == 0
