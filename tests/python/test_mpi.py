@@ -43,12 +43,19 @@ def mpi_environment():
     return None
 
 
-def mpirun(ranks, *args):
+def mpi_environment_variables():
+    """This process's environment for mpirun: root allowed (Open MPI refuses
+    root without these; CI and the device machines run as root), and more
+    ranks than cores."""
     env = dict(os.environ)
-    # Open MPI refuses root without these; CI and the device machines run as root.
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    return env
+
+
+def mpirun(ranks, *args):
+    env = mpi_environment_variables()
     return subprocess.run(["mpirun", "-np", str(ranks), "--oversubscribe", MPI_PYTHON] + list(args),
                           capture_output=True, text=True, timeout=600, env=env)
 
@@ -104,10 +111,7 @@ def fz_mpi(tmp_path_factory):
 
 def run_c(args, timeout=600):
     """mpirun with ARGS (ranks and programs, MPMD with ':'); root allowed, oversubscribed."""
-    env = dict(os.environ)
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    env = mpi_environment_variables()
     return subprocess.run(["mpirun", "--oversubscribe"] + [str(a) for a in args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
@@ -227,9 +231,8 @@ def test_multi_gpu_script_runs_and_reaches_the_ranks(fz_mpi, tmp_path, data_dir,
     Every run ends well, its tables hold the rank counts asked for, and the
     raised malloc thresholds reach the ranks in the second run only (the A/B
     would compare nothing otherwise)."""
-    env = dict(os.environ)
-    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-                "OMPI_MCA_rmaps_base_oversubscribe": "1", "FZ_DATA": data_dir, "TMPDIR": str(tmp_path),
+    env = mpi_environment_variables()
+    env.update({"FZ_DATA": data_dir, "TMPDIR": str(tmp_path),
                 "FZ_MPI_BUILD": os.path.dirname(fz_mpi), "RUNS": "weak malloc", "RANKS": "2 1",
                 "MIB_PER_RANK": "8", "PRESETS": "none,fzgpu"})
     env.pop("GLIBC_TUNABLES", None)
