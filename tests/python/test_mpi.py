@@ -227,22 +227,30 @@ def test_c_scaling_benchmark_checks_every_chunk(fz_mpi, tmp_path, data_dir, scal
 
 def test_multi_gpu_script_runs_and_reaches_the_ranks(fz_mpi, tmp_path, data_dir, plugin):
     """tools/mpi/multi_gpu_run.sh, the several-GPU runs of issue 17, at a
-    small size here: weak scaling with 2 and 1 ranks, then the malloc A/B.
-    Every run ends well, its tables hold the rank counts asked for, and the
-    raised malloc thresholds reach the ranks in the second run only (the A/B
-    would compare nothing otherwise)."""
+    small size here: weak scaling with 2 and 1 ranks, then the memory A/Bs.
+    Every run ends well, its tables hold the rank counts asked for, the
+    frames-in-place run's ranks write in place (frames_in_place.sh) where the
+    others hand frames back in buffers of their own size, with equal frames,
+    and the raised malloc thresholds reach the ranks of their run only (an
+    A/B would compare nothing otherwise)."""
     env = mpi_environment_variables()
     env.update({"FZ_DATA": data_dir, "TMPDIR": str(tmp_path),
-                "FZ_MPI_BUILD": os.path.dirname(fz_mpi), "RUNS": "weak malloc", "RANKS": "2 1",
-                "MIB_PER_RANK": "8", "PRESETS": "none,fzgpu"})
+                "FZ_MPI_BUILD": os.path.dirname(fz_mpi), "RUNS": "weak malloc frames", "RANKS": "2 1",
+                "MIB_PER_RANK": "8", "PRESETS": "none,fzgpu", "H5Z_FZ_VERBOSE": "1", "H5Z_FZ_DEVICE": "cpu"})
     env.pop("GLIBC_TUNABLES", None)
     out = tmp_path / "out"
     r = subprocess.run(["bash", os.path.join(REPO, "tools", "mpi", "multi_gpu_run.sh"), plugin, str(out), "2"],
                        cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     summary = (out / "summary.txt").read_text() if (out / "summary.txt").exists() else ""
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:] + summary[-3000:]
-    for run in ("weak", "malloc-as-is", "malloc-raised"):
+    for run in ("weak", "malloc-as-is", "frames-in-place", "malloc-raised"):
         assert "#### %s: exit 0" % run in summary, summary
+    handed_back = "frames handed back in buffers of their own size"
+    for run in ("weak", "malloc-as-is", "malloc-raised"):
+        assert handed_back in (out / run / "weak-2.log").read_text(), run
+    assert "frames handed back" not in (out / "frames-in-place" / "weak-2.log").read_text()
+    in_place = (out / "frames-in-place" / "tables.md").read_text()
+    assert "| weak | 2 | fzgpu |" in in_place and "equal" in in_place, in_place
     weak = (out / "weak" / "tables.md").read_text()
     for ranks in (1, 2):
         assert "| weak | %d | fzgpu |" % ranks in weak, weak
