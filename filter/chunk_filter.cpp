@@ -197,11 +197,10 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
     Bytes spill;
     const size_t written = compress_into(*buf, nbytes, dtype, dims, options, *buf, *buf_size, &spill);
     // A rank of a parallel job: parallel HDF5 holds every chunk's buffer
-    // until its collective write (hand_back_frame_sized, environment.hpp).
-    const char* launcher = mpi_launcher_variable();
-    if (hand_back_frame_sized(written, *buf_size, launcher != nullptr)) {
-      say_once(said_frame_sized, std::string("a rank of a parallel job (") + launcher +
-                                     "): frames handed back in buffers of their own size");
+    // until its collective write (FrameBufferChoice, environment.hpp).
+    const FrameBufferChoice& frame_buffers = frame_buffers_from_environment();
+    if (hand_back_frame_sized(written, *buf_size, frame_buffers.own)) {
+      say_once(said_frame_sized, frame_buffers.reason + ": frames handed back in buffers of their own size");
       try {
         return hand_back(api, *buf, written, buf_size, buf);
       } catch (const std::bad_alloc&) {

@@ -124,8 +124,33 @@ const char* mpi_launcher_variable() {
   return variable;
 }
 
-bool hand_back_frame_sized(size_t frame_bytes, size_t buffer_bytes, bool parallel_rank) {
-  return parallel_rank && frame_bytes > 0 && frame_bytes <= buffer_bytes / 2;
+FrameBufferChoice choose_frame_buffers(const char* wanted, const char* launcher) {
+  FrameBufferChoice choice;
+  const std::string asked = wanted != nullptr ? wanted : "auto";
+  if (asked == "own") {
+    choice.own = true;
+    choice.reason = "H5Z_FZ_FRAME_BUFFERS=own";
+  } else if (asked == "in-place") {
+    choice.own = false;
+  } else {
+    if (asked != "auto") choice.ignored = "ignoring H5Z_FZ_FRAME_BUFFERS=" + asked + " (not auto, own or in-place)";
+    choice.own = launcher != nullptr;
+    if (choice.own) choice.reason = std::string("a rank of a parallel job (") + launcher + ")";
+  }
+  return choice;
+}
+
+const FrameBufferChoice& frame_buffers_from_environment() {
+  static const FrameBufferChoice choice = [] {
+    FrameBufferChoice c = choose_frame_buffers(value_of("H5Z_FZ_FRAME_BUFFERS"), mpi_launcher_variable());
+    if (!c.ignored.empty() && verbose_environment()) say(c.ignored);
+    return c;
+  }();
+  return choice;
+}
+
+bool hand_back_frame_sized(size_t frame_bytes, size_t buffer_bytes, bool own_buffers) {
+  return own_buffers && frame_bytes > 0 && frame_bytes <= buffer_bytes / 2;
 }
 
 const Options& policy_from_environment() {

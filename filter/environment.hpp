@@ -56,16 +56,31 @@ bool verbose_environment();
 // Read once per process.
 const char* mpi_launcher_variable();
 
-// Whether the filter hands HDF5 a new buffer the size of the frame instead of
-// the frame written over the chunk in HDF5's own buffer. Parallel HDF5's
+// Where a compressed chunk's frame is handed to HDF5. Parallel HDF5's
 // collective filtered write keeps every chunk's buffer until one collective
-// write of them all (H5Dmpio.c), so a frame left in a chunk-sized buffer
-// keeps the whole chunk's memory: a rank holds its whole share of the data
-// again, freshly faulted in on every write. A frame-sized copy lets HDF5
-// hold only the stored bytes, and the next chunk reuse the freed buffer.
-// Only for ranks of a parallel job (elsewhere the chunk is written and its
-// buffer freed at once, and the copy would be pure cost), and only where
-// that saves at least half the buffer.
-bool hand_back_frame_sized(size_t frame_bytes, size_t buffer_bytes, bool parallel_rank);
+// write of them all (H5Dmpio.c), so a frame left in the chunk-sized buffer it
+// was written over keeps the whole chunk's memory: during a write a rank
+// holds its whole share of the data a second time. A copy of the frame in a
+// buffer of its own size lets HDF5 hold only the stored bytes (4 GiB per
+// rank became 0.6 GiB for fzgpu on 2 x H200), at a cost in speed: the
+// copies are fresh memory, and the chunk buffers a write no longer keeps are
+// not there, already faulted in, for the next read's decoded chunks
+// (docs/PERFORMANCE.md, "Frame-sized buffers").
+//   H5Z_FZ_FRAME_BUFFERS=auto (or unset): own buffers for a rank of a
+//     parallel job (mpi_launcher_variable), in place for one process (which
+//     writes each chunk and frees its buffer at once: a copy is pure cost);
+//   own: own buffers always; in-place: never.
+// Any other value is ignored (said under H5Z_FZ_VERBOSE).
+struct FrameBufferChoice {
+  bool own = false;    // hand back frame-sized buffers
+  std::string reason;  // said once when they are, e.g. "a rank of a parallel job (SLURM_LOCALID)"
+  std::string ignored; // a value that means nothing, for the verbose message
+};
+FrameBufferChoice choose_frame_buffers(const char* wanted, const char* launcher);
+const FrameBufferChoice& frame_buffers_from_environment();  // read once per process
+
+// Whether this frame goes back in a buffer of its own: where buffers are own
+// (FrameBufferChoice) and the frame is at most half of HDF5's buffer.
+bool hand_back_frame_sized(size_t frame_bytes, size_t buffer_bytes, bool own_buffers);
 
 }  // namespace fz::filter

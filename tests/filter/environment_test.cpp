@@ -116,6 +116,25 @@ TEST(FrameSizedHandBack, OnlyForRanksOfAParallelJobAndOnlyWhereItHalvesTheBuffer
   EXPECT_FALSE(hand_back_frame_sized(0, kChunk, true));               // no frame in the buffer (spilled)
 }
 
+// H5Z_FZ_FRAME_BUFFERS: auto follows the launcher, own and in-place override
+// it, anything else is auto and said.
+TEST(FrameSizedHandBack, TheSettingChoosesOwnBuffersOrInPlace) {
+  EXPECT_FALSE(choose_frame_buffers(nullptr, nullptr).own);  // one process
+  const FrameBufferChoice rank = choose_frame_buffers(nullptr, "PALS_LOCAL_RANKID");
+  EXPECT_TRUE(rank.own);
+  EXPECT_EQ(rank.reason, "a rank of a parallel job (PALS_LOCAL_RANKID)");
+  EXPECT_TRUE(choose_frame_buffers("auto", "SLURM_LOCALID").own);
+  EXPECT_FALSE(choose_frame_buffers("auto", nullptr).own);
+  EXPECT_FALSE(choose_frame_buffers("in-place", "SLURM_LOCALID").own);
+  const FrameBufferChoice own = choose_frame_buffers("own", nullptr);
+  EXPECT_TRUE(own.own);
+  EXPECT_EQ(own.reason, "H5Z_FZ_FRAME_BUFFERS=own");
+  const FrameBufferChoice odd = choose_frame_buffers("inplace", "SLURM_LOCALID");
+  EXPECT_TRUE(odd.own);  // as auto
+  EXPECT_NE(odd.ignored.find("ignoring H5Z_FZ_FRAME_BUFFERS=inplace"), std::string::npos);
+  EXPECT_TRUE(choose_frame_buffers("own", nullptr).ignored.empty());
+}
+
 TEST(FrameSizedHandBack, TheLauncherIsReadOnceFromTheSameVariablesAsTheDevice) {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
                            "PALS_LOCAL_RANKID", "SLURM_LOCALID"})

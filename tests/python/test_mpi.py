@@ -186,7 +186,7 @@ def test_c_scaling_benchmark_checks_every_chunk(fz_mpi, tmp_path, data_dir, scal
                    "--presets", "none,lossless,pfpl,fzgpu,cuszhi-cr", "--chunk-mib", "1", "--json", report_path] + size)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         assert "%s scaling, %d rank(s)" % (scaling, ranks) in r.stdout
-        assert "where the time goes" in r.stdout
+        assert "where the time goes" in r.stdout and "memory (the largest rank each)" in r.stdout
         report = json.loads(report_path.read_text())
         assert report["passed"] and report["scaling"] == scaling and len(report["devices"]) == ranks
         # the first filtered preset's untimed whole-slab write, before any timing
@@ -205,6 +205,7 @@ def test_c_scaling_benchmark_checks_every_chunk(fz_mpi, tmp_path, data_dir, scal
             # H5Dcreate for the fill chunk parallel HDF5 allocates early
             assert row["compress_s"] <= row["create_s"] + row["h5dwrite_s"] + row["close_s"] + 1e-3, row
             assert row["fs_write_s"] > 0 and row["fs_read_s"] > 0, row
+            assert min(row["write_faults"], row["write_rss_mib"], row["read_faults"], row["read_rss_mib"]) >= 0, row
         assert rows["none"]["ratio"] == pytest.approx(1.0, abs=0.01)
         assert rows["none"]["compress_s"] == 0
         assert rows["fzgpu"]["ratio"] > 4 and rows["fzgpu"]["compress_s"] > 0
@@ -220,7 +221,7 @@ def test_c_scaling_benchmark_checks_every_chunk(fz_mpi, tmp_path, data_dir, scal
                             capture_output=True, text=True, timeout=60)
     assert tables.returncode == 0, tables.stderr
     rows = [line for line in tables.stdout.splitlines() if line.startswith("| %s |" % scaling)]
-    assert len(rows) == 2 * 2 * 5  # two tables, two rank counts, five presets
+    assert len(rows) == 3 * 2 * 5  # rates, phases and memory; two rank counts, five presets
     assert "rank 1: auto" in tables.stdout
     assert "untimed first write and read" in tables.stdout
 
@@ -229,15 +230,17 @@ def test_multi_gpu_script_runs_and_reaches_the_ranks(fz_mpi, tmp_path, data_dir,
     """tools/mpi/multi_gpu_run.sh, the several-GPU runs of issue 17, at a
     small size here: weak scaling with 2 and 1 ranks, then the memory A/Bs.
     Every run ends well, its tables hold the rank counts asked for, the
-    frames-in-place run's ranks write in place (frames_in_place.sh) where the
-    others hand frames back in buffers of their own size, with equal frames,
+    frames-in-place run's ranks write in place (H5Z_FZ_FRAME_BUFFERS=in-place)
+    where the others hand frames back in buffers of their own size, with
+    equal frames, every run's tables carry the memory each phase took,
     and the raised malloc thresholds reach the ranks of their run only (an
     A/B would compare nothing otherwise)."""
     env = mpi_environment_variables()
     env.update({"FZ_DATA": data_dir, "TMPDIR": str(tmp_path),
                 "FZ_MPI_BUILD": os.path.dirname(fz_mpi), "RUNS": "weak malloc frames", "RANKS": "2 1",
-                "MIB_PER_RANK": "8", "PRESETS": "none,fzgpu", "H5Z_FZ_VERBOSE": "1", "H5Z_FZ_DEVICE": "cpu"})
+                "MIB_PER_RANK": "8", "PRESETS": "none,fzgpu", "H5Z_FZ_VERBOSE": "1"})
     env.pop("GLIBC_TUNABLES", None)
+    env.pop("H5Z_FZ_FRAME_BUFFERS", None)
     out = tmp_path / "out"
     r = subprocess.run(["bash", os.path.join(REPO, "tools", "mpi", "multi_gpu_run.sh"), plugin, str(out), "2"],
                        cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
@@ -251,6 +254,10 @@ def test_multi_gpu_script_runs_and_reaches_the_ranks(fz_mpi, tmp_path, data_dir,
     assert "frames handed back" not in (out / "frames-in-place" / "weak-2.log").read_text()
     in_place = (out / "frames-in-place" / "tables.md").read_text()
     assert "| weak | 2 | fzgpu |" in in_place and "equal" in in_place, in_place
+    assert "H5Z_FZ_FRAME_BUFFERS=in-place" in in_place
+    for run in ("weak", "malloc-as-is", "malloc-raised"):
+        tables = (out / run / "tables.md").read_text()
+        assert "H5Z_FZ_FRAME_BUFFERS" not in tables and "Memory (the largest rank each)" in tables, run
     weak = (out / "weak" / "tables.md").read_text()
     for ranks in (1, 2):
         assert "| weak | %d | fzgpu |" % ranks in weak, weak
@@ -278,19 +285,23 @@ with h5py.File(sys.argv[1], "w") as f:
 def test_a_rank_hands_back_frame_sized_buffers_with_the_same_bytes(tmp_path, data_dir, plugin):
     """A process started by an MPI launcher hands HDF5 frames in buffers of
     their own size (parallel HDF5 keeps every chunk's buffer until its
-    collective write), where one process leaves them in the chunk's buffer:
-    said under H5Z_FZ_VERBOSE for lossy presets only (lossless frames are
-    more than half the chunk), and the stored chunks are the same bytes."""
+    collective write), where one process leaves them in the chunk's buffer;
+    H5Z_FZ_FRAME_BUFFERS=in-place and =own override either. Said under
+    H5Z_FZ_VERBOSE for lossy presets only (lossless frames are more than half
+    the chunk), and the stored chunks are the same bytes every way."""
     import sys
     import h5py
     launchers = ("OMPI_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
                  "PALS_LOCAL_RANKID", "SLURM_LOCALID")
     outputs = {}
-    for name, launcher in (("alone", None), ("rank", "PALS_LOCAL_RANKID")):
-        env = {k: v for k, v in os.environ.items() if k not in launchers}
+    for name, launcher, setting in (("alone", None, None), ("rank", "PALS_LOCAL_RANKID", None),
+                                    ("rank-in-place", "PALS_LOCAL_RANKID", "in-place"), ("alone-own", None, "own")):
+        env = {k: v for k, v in os.environ.items() if k not in launchers and k != "H5Z_FZ_FRAME_BUFFERS"}
         env.update({"H5Z_FZ_VERBOSE": "1", "H5Z_FZ_DEVICE": "cpu"})
         if launcher:
             env[launcher] = "1"
+        if setting:
+            env["H5Z_FZ_FRAME_BUFFERS"] = setting
         path = tmp_path / (name + ".h5")
         r = subprocess.run([sys.executable, "-c", WRITE_CHUNKS, str(path), data_dir,
                             os.path.join(REPO, "tools", "python")],
@@ -300,12 +311,15 @@ def test_a_rank_hands_back_frame_sized_buffers_with_the_same_bytes(tmp_path, dat
     said = "a rank of a parallel job (PALS_LOCAL_RANKID): frames handed back in buffers of their own size"
     assert said in outputs["rank"][1], outputs["rank"][1][-2000:]
     assert "frames handed back" not in outputs["alone"][1]
-    with h5py.File(outputs["alone"][0], "r") as a, h5py.File(outputs["rank"][0], "r") as b:
-        for preset in ("fzgpu", "cuszhi-cr", "lossless"):
-            da, db = a[preset], b[preset]
-            assert da.id.get_num_chunks() == db.id.get_num_chunks() == 7
-            for i in range(da.id.get_num_chunks()):
-                offset = da.id.get_chunk_info(i).chunk_offset
-                assert da.id.read_direct_chunk(offset) == db.id.read_direct_chunk(offset), (preset, offset)
-            if preset != "lossless":
-                assert da.id.get_storage_size() * 2 < da.size * da.dtype.itemsize  # lossy: under half a chunk
+    assert "frames handed back" not in outputs["rank-in-place"][1]
+    assert "H5Z_FZ_FRAME_BUFFERS=own: frames handed back in buffers of their own size" in outputs["alone-own"][1]
+    for other in ("rank", "rank-in-place", "alone-own"):
+        with h5py.File(outputs["alone"][0], "r") as a, h5py.File(outputs[other][0], "r") as b:
+            for preset in ("fzgpu", "cuszhi-cr", "lossless"):
+                da, db = a[preset], b[preset]
+                assert da.id.get_num_chunks() == db.id.get_num_chunks() == 7
+                for i in range(da.id.get_num_chunks()):
+                    offset = da.id.get_chunk_info(i).chunk_offset
+                    assert da.id.read_direct_chunk(offset) == db.id.read_direct_chunk(offset), (preset, offset)
+                if preset != "lossless":
+                    assert da.id.get_storage_size() * 2 < da.size * da.dtype.itemsize  # lossy: under half a chunk

@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #define FILTER_ID 32850
@@ -102,6 +103,53 @@ static double filter_seconds(int decompress) {
   double c = 0, d = 0;
   g_filter_totals(&c, &d, NULL, NULL);
   return decompress ? d : c;
+}
+
+/* Memory a rank's write or read costs, beyond the slabs it already holds:
+ * the minor page faults it took (each is a page the kernel had to find and
+ * zero, seconds per GiB on the GPU machines) and how far its resident set
+ * rose above where it started (Linux's peak, VmHWM, reset through
+ * /proc/self/clear_refs before the phase; 0 where /proc lacks it). */
+typedef struct {
+  long faults;
+  long start_kib;
+} MemoryMark;
+
+static long status_kib(const char *key) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  long kib = 0;
+  const size_t n = strlen(key);
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, key, n) == 0 && line[n] == ':') {
+      kib = strtol(line + n + 1, NULL, 10);
+      break;
+    }
+  fclose(f);
+  return kib;
+}
+
+static long minor_faults(void) {
+  struct rusage usage;
+  return getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_minflt : 0;
+}
+
+static MemoryMark memory_mark(void) {
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (f) {
+    fputs("5", f);  /* resets VmHWM to the present resident set */
+    fclose(f);
+  }
+  MemoryMark mark = {minor_faults(), status_kib("VmRSS")};
+  return mark;
+}
+
+/* {faults, MiB above the start} since `mark`, for this rank */
+static void memory_since(MemoryMark mark, double out[2]) {
+  const long peak = status_kib("VmHWM");
+  out[0] = (double)(minor_faults() - mark.faults);
+  out[1] = peak > mark.start_kib ? (peak - mark.start_kib) / 1024.0 : 0;
 }
 
 /* Every rank says, in rank order, which device the filter uses for it. */
@@ -760,6 +808,7 @@ static void warm_up(const Shape *s, hid_t dcpl, const void *rows) {
 typedef struct {
   double write_s, read_s, compress_s, decompress_s;  /* slowest rank's */
   WritePhases phases;                                /* of the best write, slowest rank's each */
+  double write_memory[2], read_memory[2];            /* memory_since: largest rank's each */
 } Timing;
 
 static void split_commas(char *list, char **items, int *count, int capacity) {
@@ -811,8 +860,8 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
   print_devices(json, &first_key);
   if (json) fprintf(json, ", ");
   char *presets[16];
-  static char phase_lines[4096];
-  phase_lines[0] = '\0';
+  static char phase_lines[4096], memory_lines[4096];
+  phase_lines[0] = memory_lines[0] = '\0';
   int count = 0, pass = 1;
   split_commas(preset_list, presets, &count, 16);
   char path[4096], reference[4096];
@@ -852,12 +901,14 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
            chunk_rows * row_bytes / 1048576.0, mode, bound, "preset", "ranks", "ratio", "write s", "GB/s", "GB/s/rank",
            "filter s", "rest s", "read s", "GB/s", "GB/s/rank", "filter s", "rest s", "frames");
   if (json) fprintf(json, "\"first_write_s\": %.6f, ", first_write_s);
-  /* glibc's allocator settings as this rank sees them (the malloc A/B of
-   * tools/mpi/multi_gpu_run.sh is only an A/B if they reach the ranks) */
-  if (json) {
-    const char *tunables = getenv("GLIBC_TUNABLES");
-    fprintf(json, "\"glibc_tunables\": \"");
-    for (const char *c = tunables ? tunables : ""; *c; ++c)
+  /* glibc's allocator settings and the filter's frame buffers as this rank
+   * sees them (the memory A/Bs of tools/mpi/multi_gpu_run.sh are only A/Bs
+   * if they reach the ranks) */
+  const char *settings[][2] = {{"glibc_tunables", "GLIBC_TUNABLES"}, {"frame_buffers", "H5Z_FZ_FRAME_BUFFERS"}};
+  for (int i = 0; json && i < 2; ++i) {
+    const char *value = getenv(settings[i][1]);
+    fprintf(json, "\"%s\": \"", settings[i][0]);
+    for (const char *c = value ? value : ""; *c; ++c)
       if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20) fputc(*c, json);
     fprintf(json, "\", ");
   }
@@ -867,27 +918,39 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
     if (preset < 0 && strcmp(presets[p], "none") != 0) die("unknown preset %s", presets[p]);
     hid_t dcpl = filtered_dcpl(&s, preset, mode_id(mode), bound);
     if (preset >= 0) warm_up(&s, dcpl, slab);
-    Timing best = {1e300, 1e300, 0, 0, {0, 0, 0}};
+    Timing best = {1e300, 1e300, 0, 0, {0, 0, 0}, {0, 0}, {0, 0}};
     for (int rep = 0; rep < reps; ++rep) {
       Timing t;
       double c0 = filter_seconds(0), d0 = filter_seconds(1);
+      MemoryMark mark = memory_mark();
       MPI_Barrier(MPI_COMM_WORLD);
       double start = now();
       WritePhases phases;
       write_dataset_timed(path, fapl, &s, dcpl, slab, first, rows_per_rank, &phases);
       double mine = now() - start, compress = filter_seconds(0) - c0;
+      memory_since(mark, t.write_memory);
       MPI_Allreduce(MPI_IN_PLACE, &phases, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, t.write_memory, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       t.phases = phases;
+      mark = memory_mark();
       MPI_Barrier(MPI_COMM_WORLD);
       start = now();
       read_rows(path, fapl, &s, back, first, rows_per_rank);
       double mine_read = now() - start, decompress = filter_seconds(1) - d0;
+      memory_since(mark, t.read_memory);
+      MPI_Allreduce(MPI_IN_PLACE, t.read_memory, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       MPI_Allreduce(&mine, &t.write_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       MPI_Allreduce(&mine_read, &t.read_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       MPI_Allreduce(&compress, &t.compress_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       MPI_Allreduce(&decompress, &t.decompress_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      if (t.write_s < best.write_s) best.write_s = t.write_s, best.compress_s = t.compress_s, best.phases = t.phases;
-      if (t.read_s < best.read_s) best.read_s = t.read_s, best.decompress_s = t.decompress_s;
+      if (t.write_s < best.write_s) {
+        best.write_s = t.write_s, best.compress_s = t.compress_s, best.phases = t.phases;
+        memcpy(best.write_memory, t.write_memory, sizeof t.write_memory);
+      }
+      if (t.read_s < best.read_s) {
+        best.read_s = t.read_s, best.decompress_s = t.decompress_s;
+        memcpy(best.read_memory, t.read_memory, sizeof t.read_memory);
+      }
     }
     /* The file system's share, measured after the checks below (its read
      * lands in `back`): the stored bytes, split over the ranks, through plain
@@ -950,6 +1013,9 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
                "%-10s %5d | %8.3f %10.3f %8.3f | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f\n", presets[p], g_size,
                best.phases.create_s, best.phases.write_s, best.phases.close_s, best.compress_s, raw_write_s,
                best.write_s, best.decompress_s, raw_read_s, best.read_s);
+      snprintf(memory_lines + strlen(memory_lines), sizeof memory_lines - strlen(memory_lines),
+               "%-10s %5d | %10.0f %10.0f | %10.0f %10.0f\n", presets[p], g_size, best.write_memory[0] / 1000,
+               best.write_memory[1], best.read_memory[0] / 1000, best.read_memory[1]);
       printf("%-10s %5d %7.2f | %8.3f %8.2f %9.2f %8.3f %8.3f | %8.3f %8.2f %9.2f %8.3f %8.3f | %s\n", presets[p],
              g_size, ratio, best.write_s, total / best.write_s / 1e9, slab_bytes / best.write_s / 1e9, best.compress_s,
              best.write_s - best.compress_s, best.read_s, total / best.read_s / 1e9, slab_bytes / best.read_s / 1e9,
@@ -960,11 +1026,12 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
                 "%s{\"preset\": \"%s\", \"ranks\": %d, \"bytes_per_rank\": %zu, \"ratio\": %.4f, \"write_s\": %.6f, "
                 "\"read_s\": %.6f, \"compress_s\": %.6f, \"decompress_s\": %.6f, \"write_gbs\": %.4f, "
                 "\"read_gbs\": %.4f, \"create_s\": %.6f, \"h5dwrite_s\": %.6f, \"close_s\": %.6f, "
-                "\"fs_write_s\": %.6f, \"fs_read_s\": %.6f, "
-                "\"checked\": %s, \"equal\": %s}",
+                "\"fs_write_s\": %.6f, \"fs_read_s\": %.6f, \"write_faults\": %.0f, \"write_rss_mib\": %.1f, "
+                "\"read_faults\": %.0f, \"read_rss_mib\": %.1f, \"checked\": %s, \"equal\": %s}",
                 p ? ", " : "", presets[p], g_size, slab_bytes, ratio, best.write_s, best.read_s, best.compress_s,
                 best.decompress_s, total / best.write_s / 1e9, total / best.read_s / 1e9, best.phases.create_s,
-                best.phases.write_s, best.phases.close_s, raw_write_s, raw_read_s, checked ? "true" : "false",
+                best.phases.write_s, best.phases.close_s, raw_write_s, raw_read_s, best.write_memory[0],
+                best.write_memory[1], best.read_memory[0], best.read_memory[1], checked ? "true" : "false",
                 ok ? "true" : "false");
       remove(path);
       remove(reference);
@@ -978,6 +1045,10 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
            "for the read\n%-10s %5s | %8s %10s %8s | %8s %8s %8s | %8s %8s %8s\n%s",
            "preset", "ranks", "create", "H5Dwrite", "close", "filter", "fs", "write", "filter", "fs", "read",
            phase_lines);
+  if (g_rank == 0)
+    printf("memory (the largest rank each): thousands of minor page faults and MiB of resident memory above the\n"
+           "rank's start (its slabs), during the write and during the read\n%-10s %5s | %10s %10s | %10s %10s\n%s",
+           "preset", "ranks", "w faults k", "w MiB", "r faults k", "r MiB", memory_lines);
   if (json) {
     fprintf(json, "], \"passed\": %s}\n", pass ? "true" : "false");
     fclose(json);

@@ -13,9 +13,8 @@
 #     default 4096) scaling, under H5Z_FZ_DEVICE=auto (the default).
 # STEPS (default "check weak strong") picks among them; CUDA_VISIBLE_DEVICES
 # limits the GPUs (2 of a 4-GPU host); FZ_MPI_BUILD (default build-mpi) is
-# where fz_mpi is built, FZ_MPI_WORK where the ranks write; RANK_WRAPPER, a
-# command each rank of weak and strong runs under (frames_in_place.sh); LABEL
-# names the runs in tables.md
+# where fz_mpi is built, FZ_MPI_WORK where the ranks write; LABEL names the
+# runs in tables.md
 # (tools/mpi/scaling_tables.py, written beside the JSON). Logs and JSON go to
 # OUT_DIR, and every summary line and table also to OUT_DIR/summary.txt.
 set -uo pipefail
@@ -59,13 +58,13 @@ cores=$(nproc)
 mapping() { echo "--map-by slot:PE=$(( cores / $1 > 0 ? cores / $1 : 1 )) --bind-to core"; }
 for n in $ranks; do
   [[ " $steps " == *" weak "* ]] || continue
-  step "weak-$n" mpirun -np "$n" $(mapping "$n") ${RANK_WRAPPER:-} $bin bench --out "$work" --presets "$presets" --mib-per-rank "${MIB_PER_RANK:-1024}" \
+  step "weak-$n" mpirun -np "$n" $(mapping "$n") $bin bench --out "$work" --presets "$presets" --mib-per-rank "${MIB_PER_RANK:-1024}" \
     --json "$out/weak-$n.json"
   table "weak-$n"
 done
 for n in $ranks; do
   [[ " $steps " == *" strong "* ]] || continue
-  step "strong-$n" mpirun -np "$n" $(mapping "$n") ${RANK_WRAPPER:-} $bin bench --out "$work" --presets "$presets" --total-mib "${TOTAL_MIB:-4096}" \
+  step "strong-$n" mpirun -np "$n" $(mapping "$n") $bin bench --out "$work" --presets "$presets" --total-mib "${TOTAL_MIB:-4096}" \
     --json "$out/strong-$n.json"
   table "strong-$n"
 done

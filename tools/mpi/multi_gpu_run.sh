@@ -11,10 +11,10 @@
 #   - strong scaling, TOTAL_MIB (default GPUS x 4096) in all, the same ranks;
 #   - weak scaling with GPUS ranks of uncompressed, fzgpu and cuszhi-cr, once
 #     as it is (malloc-as-is), once with the filter's frames left in the
-#     chunk's buffer as one process leaves them (frames-in-place, through
-#     frames_in_place.sh: the "before" of the frame-sized buffers) and once
-#     with glibc's malloc thresholds raised (malloc-raised, GLIBC_TUNABLES,
-#     README "Several GPUs").
+#     chunk's buffer as one process leaves them (frames-in-place,
+#     H5Z_FZ_FRAME_BUFFERS=in-place) and once with glibc's malloc thresholds
+#     raised (malloc-raised, GLIBC_TUNABLES; docs/PERFORMANCE.md, "Frame-sized
+#     buffers").
 # RUNS (default "check weak strong malloc") picks among them ("frames" for
 # frames-in-place, "malloc" for malloc-raised; either runs malloc-as-is), RANKS (default
 # "4 2 1") the rank counts of weak and STRONG_RANKS (default RANKS) those of
@@ -69,7 +69,7 @@ memory_runs() {  # name, label, then settings: weak with GPUS ranks of three pre
 }
 if [[ $runs == *" malloc "* || $runs == *" frames "* ]]; then
   memory_runs malloc-as-is "malloc as it is"
-  [[ $runs == *" frames "* ]] && memory_runs frames-in-place "frames in place" RANK_WRAPPER="$PWD/tools/mpi/frames_in_place.sh"
+  [[ $runs == *" frames "* ]] && memory_runs frames-in-place "frames in place" H5Z_FZ_FRAME_BUFFERS=in-place
   [[ $runs == *" malloc "* ]] && memory_runs malloc-raised "malloc thresholds raised" GLIBC_TUNABLES=$raised
 fi
 exit $status

@@ -61,6 +61,15 @@ def phases(reports, label):
     return table(reports, label, columns, cells)
 
 
+def memory(reports, label):
+    def cells(row):
+        return ["%.0f" % (row["write_faults"] / 1000), "%.0f" % row["write_rss_mib"],
+                "%.0f" % (row["read_faults"] / 1000), "%.0f" % row["read_rss_mib"]]
+    columns = [("write: page faults (k)", "r"), ("MiB above start", "r"), ("read: page faults (k)", "r"),
+               ("MiB above start", "r")]
+    return table(reports, label, columns, cells)
+
+
 def devices(reports):
     seen = []
     for report in reports:
@@ -70,6 +79,8 @@ def devices(reports):
             line += "; untimed first write and read %.3f s" % report["first_write_s"]
         if report.get("glibc_tunables"):
             line += "; GLIBC_TUNABLES=%s" % report["glibc_tunables"]
+        if report.get("frame_buffers"):
+            line += "; H5Z_FZ_FRAME_BUFFERS=%s" % report["frame_buffers"]
         seen.append(line)
     return "\n".join(seen)
 
@@ -87,6 +98,12 @@ def main():
     print()
     print(phases(reports, args.label))
     print()
+    if all("write_faults" in row for report in reports for row in report["results"]):
+        print("Memory (the largest rank each): minor page faults, and resident memory above the rank's start "
+              "(its slabs), during the write and during the read:")
+        print()
+        print(memory(reports, args.label))
+        print()
     print("Devices, as each rank reported them (and the untimed first write of the whole slab):")
     print()
     print(devices(reports))
