@@ -29,7 +29,7 @@ set -uo pipefail
 plugin=${1:?plugin folder}; out=${2:?output folder}; gpus=${3:?GPUS: 2 or 4}
 case $gpus in
   2) limits="60 260 240 60" ;;
-  4) limits="60 300 240 60" ;;
+  4) limits="60 300 240 90" ;;
   *) echo "multi_gpu_run.sh: GPUS is 2 or 4" >&2; exit 2 ;;
 esac
 read -r check_s weak_s strong_s malloc_s <<< "$limits"
