@@ -196,8 +196,9 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
     make_room_for_raw_frame(api, nbytes, dims.size(), buf_size, buf);
     Bytes spill;
     const size_t written = compress_into(*buf, nbytes, dtype, dims, options, *buf, *buf_size, &spill);
-    // A rank of a parallel job: parallel HDF5 holds every chunk's buffer
-    // until its collective write (FrameBufferChoice, environment.hpp).
+    // A rank of a parallel job (or H5Z_FZ_FRAME_BUFFERS=own): parallel HDF5
+    // holds every chunk's buffer until its collective write, so the frame
+    // goes back in a buffer of its own size (FrameBufferChoice, environment.hpp).
     const FrameBufferChoice& frame_buffers = frame_buffers_from_environment();
     if (hand_back_frame_sized(written, *buf_size, frame_buffers.own)) {
       say_once(said_frame_sized, frame_buffers.reason + ": frames handed back in buffers of their own size");

@@ -16,15 +16,16 @@
 #     raised (malloc-raised, GLIBC_TUNABLES; docs/PERFORMANCE.md, "Frame-sized
 #     buffers").
 # RUNS (default "check weak strong malloc") picks among them ("frames" for
-# frames-in-place, "malloc" for malloc-raised; either runs malloc-as-is), RANKS (default
-# "4 2 1") the rank counts of weak and STRONG_RANKS (default RANKS) those of
+# frames-in-place, "malloc" for malloc-raised; either runs malloc-as-is, the
+# baseline of both), RANKS (default "4 2 1") the rank counts of weak and STRONG_RANKS (default RANKS) those of
 # strong; PRESETS (default: uncompressed and every lossy preset) is for weak
 # and strong. Each run has its own folder under OUT_DIR (gpu_mpi_run.sh's
 # logs, JSON, summary.txt and tables.md), so a run stopped by its limit costs
 # only itself; OUT_DIR/summary.txt gathers them. On 4 x H200 (3f57a86) check
 # took 5 s, weak 224 s and strong with 4 ranks 53 s; on 2 x H200 (0bd676a)
 # weak took 109 s with 4 ranks and 63 s with 2, and 1 rank did not finish in
-# the 200 s limit then set.
+# the 200 s limit then set; on 4 x H200 (a226823) each memory run took 53-61
+# s, weak with 4 ranks 81 s, with 2 and 1 115 s, strong with 1 rank 98 s.
 set -uo pipefail
 plugin=${1:?plugin folder}; out=${2:?output folder}; gpus=${3:?GPUS: 2 or 4}
 case $gpus in
