@@ -18,8 +18,9 @@
  *       Collective write and read of wmag91 rows tiled to M MiB per rank
  *       (weak scaling) or M MiB in all (strong scaling): seconds, GB/s per
  *       rank and in total, ratio, and the part of each that the filter spent
- *       (h5z_fz_filter_totals) and the file system (the stored bytes through
- *       plain MPI-IO) against HDF5's own. Each preset is warmed up untimed on
+  *       (h5z_fz_filter_totals) and the file system (the stored bytes through
+ *       plain MPI-IO) against HDF5's own, and the memory each phase took
+ *       (page faults, resident memory above the rank's start). Each preset is warmed up untimed on
  *       one chunk first, and the first filtered preset also writes and reads
  *       the whole slab once untimed (--no-first-write skips it): a process's
  *       first large filtered write pays for growing its heap, since HDF5 holds
