@@ -105,8 +105,9 @@ TEST(DeviceChoice, WithoutARankOrADeviceItSaysSoAndTheEngineFallsBack) {
 }
 
 // Parallel HDF5 keeps every chunk's buffer until its collective write, so a
-// rank hands back frame-sized buffers (environment.hpp); nowhere else, and
-// only where that frees at least half the buffer.
+// rank hands back frame-sized buffers (environment.hpp): only where buffers
+// are own (FrameBufferChoice), and only where that frees at least half the
+// buffer.
 TEST(FrameSizedHandBack, OnlyForRanksOfAParallelJobAndOnlyWhereItHalvesTheBuffer) {
   constexpr size_t kChunk = size_t{4} << 20;
   EXPECT_TRUE(hand_back_frame_sized(kChunk / 7, kChunk, true));  // a lossy frame, 7x

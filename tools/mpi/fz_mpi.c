@@ -18,14 +18,14 @@
  *       Collective write and read of wmag91 rows tiled to M MiB per rank
  *       (weak scaling) or M MiB in all (strong scaling): seconds, GB/s per
  *       rank and in total, ratio, and the part of each that the filter spent
-  *       (h5z_fz_filter_totals) and the file system (the stored bytes through
+ *       (h5z_fz_filter_totals) and the file system (the stored bytes through
  *       plain MPI-IO) against HDF5's own, and the memory each phase took
- *       (page faults, resident memory above the rank's start). Each preset is warmed up untimed on
- *       one chunk first, and the first filtered preset also writes and reads
- *       the whole slab once untimed (--no-first-write skips it): a process's
- *       first large filtered write pays for growing its heap, since HDF5 holds
- *       all of a rank's chunks at once, and that would fall on whichever
- *       preset came first. Every chunk is compared, frame for frame, with a
+ *       (page faults, resident memory above the rank's start). Each preset
+ *       is warmed up untimed on one chunk first, and the first filtered
+ *       preset also writes and reads the whole slab once untimed
+ *       (--no-first-write skips it): a process's first large filtered write
+ *       pays for growing its heap, since HDF5 holds all of a rank's chunks
+ *       at once, and that would fall on whichever preset came first. Every chunk is compared, frame for frame, with a
  *       one-process write of the same rows.
  *
  * Each rank prints the device the filter chose for it (h5z_fz_device_in_use:
@@ -146,11 +146,13 @@ static MemoryMark memory_mark(void) {
   return mark;
 }
 
-/* {faults, MiB above the start} since `mark`, for this rank */
+/* {faults, MiB above the start} since each rank's `mark`, the largest
+ * rank's each (collective) */
 static void memory_since(MemoryMark mark, double out[2]) {
   const long peak = status_kib("VmHWM");
   out[0] = (double)(minor_faults() - mark.faults);
   out[1] = peak > mark.start_kib ? (peak - mark.start_kib) / 1024.0 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, out, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 }
 
 /* Every rank says, in rank order, which device the filter uses for it. */
@@ -931,7 +933,6 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
       double mine = now() - start, compress = filter_seconds(0) - c0;
       memory_since(mark, t.write_memory);
       MPI_Allreduce(MPI_IN_PLACE, &phases, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      MPI_Allreduce(MPI_IN_PLACE, t.write_memory, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       t.phases = phases;
       mark = memory_mark();
       MPI_Barrier(MPI_COMM_WORLD);
@@ -939,7 +940,6 @@ static int run_bench(const char *out, const char *data_dir, char *preset_list, c
       read_rows(path, fapl, &s, back, first, rows_per_rank);
       double mine_read = now() - start, decompress = filter_seconds(1) - d0;
       memory_since(mark, t.read_memory);
-      MPI_Allreduce(MPI_IN_PLACE, t.read_memory, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       MPI_Allreduce(&mine, &t.write_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       MPI_Allreduce(&mine_read, &t.read_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       MPI_Allreduce(&compress, &t.compress_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

@@ -17,8 +17,8 @@
 #     buffers").
 # RUNS (default "check weak strong malloc") picks among them ("frames" for
 # frames-in-place, "malloc" for malloc-raised; either runs malloc-as-is, the
-# baseline of both), RANKS (default "4 2 1") the rank counts of weak and STRONG_RANKS (default RANKS) those of
-# strong; PRESETS (default: uncompressed and every lossy preset) is for weak
+# baseline of both), RANKS (default "4 2 1") the rank counts of weak and
+# STRONG_RANKS (default RANKS) those of strong; PRESETS (default: uncompressed and every lossy preset) is for weak
 # and strong. Each run has its own folder under OUT_DIR (gpu_mpi_run.sh's
 # logs, JSON, summary.txt and tables.md), so a run stopped by its limit costs
 # only itself; OUT_DIR/summary.txt gathers them. On 4 x H200 (3f57a86) check
