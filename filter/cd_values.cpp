@@ -498,6 +498,13 @@ Options to_options(const UserParams& params) {
   return options;
 }
 
+Options dataset_options(const StoredParams& params) {
+  Options options = to_options(params.user);
+  options.fill_value = params.dataset.fill_value;
+  options.missing_value = missing_value_element(params.user, params.dataset.dtype);
+  return options;
+}
+
 UserParams from_options(const Options& options) {
   UserParams params;
   params.preset = options.preset;

@@ -172,6 +172,12 @@ std::string h5repack_filter_argument(const Options& options, bool optional = fal
 // presets 5 and 6, the spline tuning (fill value and policy left empty).
 Options to_options(const UserParams& params);
 UserParams from_options(const Options& options);
+// The engine options a dataset's chunks are compressed with: to_options of
+// the user's choice, with HDF5's fill value (dataset.fill_value) and the
+// missing value (cd[4..5], as an element of the dataset's type) as the two
+// special values; neither displaces the other (policy left empty). Throws
+// as missing_value_element does.
+Options dataset_options(const StoredParams& params);
 
 // The element type HDF5 would describe for the 1-D byte fallback.
 DataType bytes_type();
@@ -189,8 +195,9 @@ size_t max_tuning_values(Preset preset);
 
 // Lossy presets' tuning words cd[4], cd[5] (user layout; stored after the
 // chunk dims): a "missing value" as an IEEE-754 double, low/high 32 bits split
-// like the bound. It becomes the stored fill value and takes precedence over
-// HDF5's fill value (netCDF files in no-fill mode carry only _FillValue).
+// like the bound. It is kept exactly and left out of NOA's range beside
+// HDF5's fill value, which it never displaces (the fill value pads edge
+// chunks and never-written elements: docs/FORMAT.md section 0, rule 6).
 constexpr size_t kTuningMissingLow = 0;
 constexpr size_t kTuningMissingHigh = 1;
 constexpr size_t kMissingValueWords = 2;

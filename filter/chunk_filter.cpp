@@ -108,7 +108,8 @@ void warn_if_range_stretched(const unsigned cd[], size_t cd_count, const StoredP
     if (index >= kEveryChunk && index % kEveryChunk != 0) return;
   }
   const std::optional<RangeStretch> stretch =
-      find_range_stretch(chunk, nbytes, params.dataset.dtype, params.dataset.fill_value);
+      find_range_stretch(chunk, nbytes, params.dataset.dtype, params.dataset.fill_value,
+                         missing_value_element(params.user, params.dataset.dtype));
   if (!stretch) return;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -168,8 +169,7 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
   }
   try {
     warn_if_range_stretched(cd, cd_count, params, *buf, nbytes);
-    Options options = to_options(params.user);
-    options.fill_value = params.dataset.fill_value;
+    Options options = dataset_options(params);  // HDF5's fill value and the missing value, both kept
     // Where and how the engine works: H5Z_FZ_DEVICE, _THREADS, _CPU, _GPU_COPY (environment.hpp).
     apply_policy(policy_from_environment(), options);
     DataType dtype = params.dataset.dtype;
@@ -184,6 +184,7 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
       dims = {static_cast<uint64_t>(nbytes)};
       options.preset = Preset::Lossless;
       options.fill_value.clear();
+      options.missing_value.clear();
     }
     say_once(said_compress, "compressing chunks: " + describe(params) + ", threads " +
                                 (options.threads ? std::to_string(options.threads) : std::string("default")));

@@ -29,16 +29,20 @@ Bits element_bits(const uint8_t* element, bool swap) {
 
 // The sampled values NOA's range is taken over, ascending.
 template <typename Float, typename Bits>
-std::vector<double> sorted_sample(const uint8_t* chunk, size_t count, bool swap, const Bytes& fill_value) {
+std::vector<double> sorted_sample(const uint8_t* chunk, size_t count, bool swap, const Bytes& fill_value,
+                                  const Bytes& missing_value) {
   const bool has_fill = fill_value.size() == sizeof(Bits);
   const Bits fill = has_fill ? element_bits<Bits>(fill_value.data(), swap) : Bits{0};
+  const bool has_missing = missing_value.size() == sizeof(Bits);
+  const Bits missing = has_missing ? element_bits<Bits>(missing_value.data(), swap) : Bits{0};
   const size_t taken = std::min(count, kRangeStretchSample);
   const size_t stride = count / taken;  // >= 1; the same elements every time
   std::vector<double> values;
   values.reserve(taken);
   for (size_t i = 0; i < taken; ++i) {
     const Bits bits = element_bits<Bits>(chunk + i * stride * sizeof(Bits), swap);
-    if (bits == 0 || (has_fill && bits == fill)) continue;  // +0.0 and the fill value are outside the range
+    // +0.0 and the special values are outside the range
+    if (bits == 0 || (has_fill && bits == fill) || (has_missing && bits == missing)) continue;
     Float value;
     std::memcpy(&value, &bits, sizeof value);
     if (!std::isfinite(value)) continue;
@@ -60,14 +64,15 @@ double spread_of(const double* rest, size_t count) {
 }  // namespace
 
 std::optional<RangeStretch> find_range_stretch(const void* chunk, size_t bytes, const DataType& dtype,
-                                               const Bytes& fill_value) {
+                                               const Bytes& fill_value, const Bytes& missing_value) {
   if (dtype.element_class != ElementClass::Float || (dtype.size != 4 && dtype.size != 8)) return std::nullopt;
   const size_t count = bytes / dtype.size;
   if (chunk == nullptr || count == 0) return std::nullopt;
   const bool swap = host_is_little_endian() != (dtype.order == ByteOrder::Little);
   const auto* data = static_cast<const uint8_t*>(chunk);
-  const std::vector<double> values = dtype.size == 4 ? sorted_sample<float, uint32_t>(data, count, swap, fill_value)
-                                                     : sorted_sample<double, uint64_t>(data, count, swap, fill_value);
+  const std::vector<double> values =
+      dtype.size == 4 ? sorted_sample<float, uint32_t>(data, count, swap, fill_value, missing_value)
+                      : sorted_sample<double, uint64_t>(data, count, swap, fill_value, missing_value);
   // Too few values to call any of them an outlier.
   constexpr size_t kFewest = 8;
   if (values.size() < kFewest) return std::nullopt;

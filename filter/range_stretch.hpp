@@ -19,7 +19,8 @@ namespace fz::filter {
 // from the nearest quartile of the other values than kRangeStretchFactor times
 // their interquartile spread (their whole spread when the quartiles coincide,
 // their magnitude when they are all one value). Only the values NOA's range
-// is taken over count (finite, not the fill value, not +0.0).
+// is taken over count (finite, not the fill value, not the missing value,
+// not +0.0).
 //
 // Cost: a strided sample of at most kRangeStretchSample elements, sorted
 // (about 15 us; 4096 elements took 0.2-0.3 ms, more than compressing a
@@ -34,9 +35,9 @@ struct RangeStretch {
 };
 
 // `chunk` holds `bytes` bytes of `dtype` elements (IEEE float32/float64; any
-// other type gives nothing); `fill_value` is one element in the data's byte
-// order, or empty.
+// other type gives nothing); `fill_value` (HDF5's) and `missing_value`
+// (cd_values[4..5]) are one element each in the data's byte order, or empty.
 std::optional<RangeStretch> find_range_stretch(const void* chunk, size_t bytes, const DataType& dtype,
-                                               const Bytes& fill_value);
+                                               const Bytes& fill_value, const Bytes& missing_value = {});
 
 }  // namespace fz::filter

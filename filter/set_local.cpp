@@ -280,19 +280,15 @@ herr_t set_local(const Hdf5Api& api, hid_t dcpl, hid_t type, hid_t) {
   refuse_chunk_larger_than_memory(params.dataset);
   std::vector<unsigned> stored;
   try {
-    // The missing-value tuning words take precedence over HDF5's fill value
-    // (netCDF files in no-fill mode have only a _FillValue attribute).
-    if (has_missing_value(params.user)) {
-      Bytes missing = missing_value_element(params.user, params.dataset.dtype);
-      if (!missing.empty()) {
-        params.dataset.fill_value = std::move(missing);
-      } else if (verbose()) {
-        std::fprintf(stderr, "H5Z-FZ: missing value in cd_values[4..5] ignored for %s elements (not float32/float64)\n",
-                     describe(params.dataset.dtype).c_str());
-      }
+    // HDF5's fill value stays the stored fill value whatever missing value
+    // cd_values[4..5] give: it pads edge chunks and never-written elements,
+    // so both must come back exactly and stay out of NOA's range
+    // (dataset_options gives the engine both).
+    const Options options = dataset_options(params);
+    if (has_missing_value(params.user) && options.missing_value.empty() && verbose()) {
+      std::fprintf(stderr, "H5Z-FZ: missing value in cd_values[4..5] ignored for %s elements (not float32/float64)\n",
+                   describe(params.dataset.dtype).c_str());
     }
-    Options options = to_options(params.user);
-    options.fill_value = params.dataset.fill_value;
     validate(options, params.dataset.dtype);
     stored = encode_stored(params);
   } catch (...) {

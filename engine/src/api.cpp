@@ -66,6 +66,8 @@ void validate(const Options& options, const DataType& dtype) {
     throw Error("float elements must be 2, 4 or 8 bytes");
   if (!options.fill_value.empty() && options.fill_value.size() != dtype.size)
     throw Error("fill value size differs from the element size");
+  if (!options.missing_value.empty() && options.missing_value.size() != dtype.size)
+    throw Error("missing value size differs from the element size");
 }
 
 std::vector<uint64_t> checked_chunk_dims(const void* data, size_t bytes, const DataType& dtype,

@@ -98,6 +98,7 @@ std::string forward_pipeline_key(const DataType& dtype, const std::vector<uint64
   key.put(static_cast<uint32_t>(options.mode));
   key.put(options.bound);
   key.put_all(options.fill_value);
+  key.put_all(options.missing_value);
   // Presets 5 and 6 build their spline stage from these (cuszhi.cpp).
   key.put(static_cast<uint32_t>(options.spline_tuning));
   key.put(options.spline_alpha);
@@ -106,6 +107,7 @@ std::string forward_pipeline_key(const DataType& dtype, const std::vector<uint64
   key.put(values.min);
   key.put(values.max);
   key.put(values.has_fill);
+  key.put(values.has_missing);
   return key.take();
 }
 

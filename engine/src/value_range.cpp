@@ -19,7 +19,8 @@ namespace fz::engine {
 namespace {
 
 template <typename T, typename U>
-FiniteRange block_range(const uint8_t* p, size_t n, bool big_endian, std::optional<uint64_t> fill) {
+FiniteRange block_range(const uint8_t* p, size_t n, bool big_endian, std::optional<uint64_t> fill,
+                        std::optional<uint64_t> missing) {
   FiniteRange r;
   for (size_t i = 0; i < n; ++i) {
     U bits;
@@ -27,6 +28,10 @@ FiniteRange block_range(const uint8_t* p, size_t n, bool big_endian, std::option
     if (big_endian) bits = sizeof(U) == 4 ? U(__builtin_bswap32(uint32_t(bits))) : U(__builtin_bswap64(uint64_t(bits)));
     if (fill && bits == static_cast<U>(*fill)) {
       r.has_fill = true;
+      continue;
+    }
+    if (missing && bits == static_cast<U>(*missing)) {
+      r.has_missing = true;
       continue;
     }
     if (bits == 0) continue;  // +0.0: possibly padding
@@ -66,12 +71,13 @@ void add_lanes(FiniteRange& r, const T* lows, const T* highs, int lanes) {
 // float32, little-endian: the same set of values in SSE2, four at a time (GCC
 // does not vectorise the loop above). min/max of a set do not depend on the
 // order; -0.0 and +0.0 compare equal, and either gives the same range.
-FiniteRange block_range_f32(const uint8_t* p, size_t n, std::optional<uint64_t> fill) {
+FiniteRange block_range_f32(const uint8_t* p, size_t n, std::optional<uint64_t> fill, std::optional<uint64_t> missing) {
   const __m128i exponent = _mm_set1_epi32(0x7F800000);
   const __m128i fill4 = _mm_set1_epi32(static_cast<int>(fill.value_or(0)));
+  const __m128i missing4 = _mm_set1_epi32(static_cast<int>(missing.value_or(0)));
   const __m128 none_low = _mm_set1_ps(INFINITY), none_high = _mm_set1_ps(-INFINITY);
   __m128 low = none_low, high = none_high;
-  __m128i fills = _mm_setzero_si128();
+  __m128i fills = _mm_setzero_si128(), missings = _mm_setzero_si128();
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
     const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * i));
@@ -82,6 +88,11 @@ FiniteRange block_range_f32(const uint8_t* p, size_t n, std::optional<uint64_t> 
       fills = _mm_or_si128(fills, is_fill);
       skip = _mm_or_si128(skip, is_fill);
     }
+    if (missing) {
+      const __m128i is_missing = _mm_cmpeq_epi32(bits, missing4);
+      missings = _mm_or_si128(missings, is_missing);
+      skip = _mm_or_si128(skip, is_missing);
+    }
     const __m128 x = _mm_castsi128_ps(bits);
     const __m128 keep = _mm_castsi128_ps(skip);
     low = _mm_min_ps(low, _mm_or_ps(_mm_and_ps(keep, none_low), _mm_andnot_ps(keep, x)));
@@ -90,8 +101,9 @@ FiniteRange block_range_f32(const uint8_t* p, size_t n, std::optional<uint64_t> 
   alignas(16) float lows[4], highs[4];
   _mm_store_ps(lows, low);
   _mm_store_ps(highs, high);
-  FiniteRange r = block_range<float, uint32_t>(p + 4 * i, n - i, false, fill);
+  FiniteRange r = block_range<float, uint32_t>(p + 4 * i, n - i, false, fill, missing);
   r.has_fill |= _mm_movemask_epi8(fills) != 0;
+  r.has_missing |= _mm_movemask_epi8(missings) != 0;
   add_lanes(r, lows, highs, 4);
   return r;
 }
@@ -99,8 +111,9 @@ FiniteRange block_range_f32(const uint8_t* p, size_t n, std::optional<uint64_t> 
 // float64, little-endian: two at a time. SSE2 has no 64-bit integer compare:
 // +0.0 and the fill value are found with 32-bit compares of both halves, and
 // finiteness with |x| <= DBL_MAX (false for NaN and inf).
-FiniteRange block_range_f64(const uint8_t* p, size_t n, std::optional<uint64_t> fill) {
+FiniteRange block_range_f64(const uint8_t* p, size_t n, std::optional<uint64_t> fill, std::optional<uint64_t> missing) {
   const __m128i fill2 = _mm_set1_epi64x(static_cast<long long>(fill.value_or(0)));
+  const __m128i missing2 = _mm_set1_epi64x(static_cast<long long>(missing.value_or(0)));
   const __m128d abs_mask = _mm_castsi128_pd(_mm_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
   const __m128d largest = _mm_set1_pd(DBL_MAX);
   const __m128d none_low = _mm_set1_pd(INFINITY), none_high = _mm_set1_pd(-INFINITY);
@@ -109,7 +122,7 @@ FiniteRange block_range_f64(const uint8_t* p, size_t n, std::optional<uint64_t> 
     return _mm_and_si128(halves, _mm_shuffle_epi32(halves, 0xB1));
   };
   __m128d low = none_low, high = none_high;
-  __m128i fills = _mm_setzero_si128();
+  __m128i fills = _mm_setzero_si128(), missings = _mm_setzero_si128();
   size_t i = 0;
   for (; i + 2 <= n; i += 2) {
     const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * i));
@@ -121,33 +134,40 @@ FiniteRange block_range_f64(const uint8_t* p, size_t n, std::optional<uint64_t> 
       fills = _mm_or_si128(fills, is_fill);
       skip = _mm_or_pd(skip, _mm_castsi128_pd(is_fill));
     }
+    if (missing) {
+      const __m128i is_missing = equal64(bits, missing2);
+      missings = _mm_or_si128(missings, is_missing);
+      skip = _mm_or_pd(skip, _mm_castsi128_pd(is_missing));
+    }
     low = _mm_min_pd(low, _mm_or_pd(_mm_and_pd(skip, none_low), _mm_andnot_pd(skip, x)));
     high = _mm_max_pd(high, _mm_or_pd(_mm_and_pd(skip, none_high), _mm_andnot_pd(skip, x)));
   }
   alignas(16) double lows[2], highs[2];
   _mm_store_pd(lows, low);
   _mm_store_pd(highs, high);
-  FiniteRange r = block_range<double, uint64_t>(p + 8 * i, n - i, false, fill);
+  FiniteRange r = block_range<double, uint64_t>(p + 8 * i, n - i, false, fill, missing);
   r.has_fill |= _mm_movemask_epi8(fills) != 0;
+  r.has_missing |= _mm_movemask_epi8(missings) != 0;
   add_lanes(r, lows, highs, 2);
   return r;
 }
 #endif
 
 FiniteRange any_block_range(const uint8_t* p, size_t n, unsigned width, bool big_endian,
-                            std::optional<uint64_t> fill) {
+                            std::optional<uint64_t> fill, std::optional<uint64_t> missing) {
 #if defined(__SSE2__)
-  if (width == 4 && !big_endian) return block_range_f32(p, n, fill);
-  if (width == 8 && !big_endian) return block_range_f64(p, n, fill);
+  if (width == 4 && !big_endian) return block_range_f32(p, n, fill, missing);
+  if (width == 8 && !big_endian) return block_range_f64(p, n, fill, missing);
 #endif
-  return width == 4 ? block_range<float, uint32_t>(p, n, big_endian, fill)
-                    : block_range<double, uint64_t>(p, n, big_endian, fill);
+  return width == 4 ? block_range<float, uint32_t>(p, n, big_endian, fill, missing)
+                    : block_range<double, uint64_t>(p, n, big_endian, fill, missing);
 }
 
 }  // namespace
 
 FiniteRange finite_range(ByteSpan data, unsigned width, bool big_endian, std::optional<uint64_t> fill,
-                         const Executor& exec) {
+                         std::optional<uint64_t> missing, const Executor& exec) {
+  if (missing && fill && *missing == *fill) missing.reset();  // one special value, counted as the fill
   const size_t n = data.size / width;
   const size_t per_block = kBlockBytes / width * 16;  // 256 KiB of elements per work item
   const size_t blocks = (n + per_block - 1) / per_block;
@@ -155,16 +175,18 @@ FiniteRange finite_range(ByteSpan data, unsigned width, bool big_endian, std::op
   exec.parallel_for(blocks, [&](size_t b) {
     const size_t begin = b * per_block, count = std::min(per_block, n - begin);
     FloatStateGuard guard;  // DAZ would read denormals as 0 (decision 5)
-    partial[b] = any_block_range(data.data + begin * width, count, width, big_endian, fill);
+    partial[b] = any_block_range(data.data + begin * width, count, width, big_endian, fill, missing);
   });
   FiniteRange total;
   for (const FiniteRange& r : partial) {
     total.has_fill |= r.has_fill;
+    total.has_missing |= r.has_missing;
     if (!r.any) continue;
     if (!total.any) {
-      const bool has_fill = total.has_fill;
+      const bool has_fill = total.has_fill, has_missing = total.has_missing;
       total = r;
       total.has_fill = has_fill;
+      total.has_missing = has_missing;
     } else {
       total.min = std::min(total.min, r.min);
       total.max = std::max(total.max, r.max);

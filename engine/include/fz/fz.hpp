@@ -110,7 +110,15 @@ struct Options {
   Preset preset = Preset::Lossless;
   ErrorMode mode = ErrorMode::Abs;
   double bound = 0.0;           // lossy presets only
-  Bytes fill_value;             // one element in the data's byte order; empty = none
+  // The special values of lossy presets on float32/float64: elements equal to
+  // either (bit for bit) come back exactly and are left out of NOA's value
+  // range (docs/FORMAT.md section 0, rule 6). fill_value is HDF5's fill
+  // value, which pads edge chunks and never-written elements; missing_value a
+  // second one the data marks gaps with (a netCDF missing_value, land), which
+  // never displaces the fill value. Each is one element in the data's byte
+  // order; empty = none. Equal values count once.
+  Bytes fill_value;
+  Bytes missing_value;
   // Presets 5 and 6 only (other presets ignore them). alpha and beta are
   // used with kManual: finite, >= 1 and at most kMaxSplineAlphaBeta.
   SplineTuning spline_tuning = SplineTuning::kRatioFirst;

@@ -44,19 +44,32 @@ FiniteRange device_chunk_values(const uint8_t* chunk, size_t bytes, const DataTy
   const FactsNeeded needed = facts_needed(dtype, options);
   if (needed == FactsNeeded::kNone) return values;
   const auto fill = fill_bits(dtype, options);
+  const auto missing = missing_bits(dtype, options);
   const bool big_endian = dtype.order == ByteOrder::Big;
   if (needed == FactsNeeded::kFillOnly) {
-    auto* found = reinterpret_cast<uint32_t*>(work.allocate(sizeof(uint32_t)));
-    work.check(contains_element(chunk, bytes, dtype.size, big_endian, *fill, found, lane.stream),
-               "fill test (GPU)");
-    uint32_t host_found = 0;
-    work.read_back(reinterpret_cast<const uint8_t*>(found), sizeof host_found, reinterpret_cast<uint8_t*>(&host_found));
-    values.has_fill = host_found != 0;
+    // One word per special value, both read back in one copy.
+    auto* found = reinterpret_cast<uint32_t*>(work.allocate(2 * sizeof(uint32_t)));
+    uint32_t host_found[2] = {0, 0};
+    if (fill) {
+      work.check(contains_element(chunk, bytes, dtype.size, big_endian, *fill, found, lane.stream),
+                 "fill test (GPU)");
+    } else {
+      work.check(cudaMemsetAsync(found, 0, sizeof(uint32_t), lane.stream), "fill test (GPU)");
+    }
+    if (missing) {
+      work.check(contains_element(chunk, bytes, dtype.size, big_endian, *missing, found + 1, lane.stream),
+                 "missing value test (GPU)");
+    } else {
+      work.check(cudaMemsetAsync(found + 1, 0, sizeof(uint32_t), lane.stream), "missing value test (GPU)");
+    }
+    work.read_back(reinterpret_cast<const uint8_t*>(found), sizeof host_found, reinterpret_cast<uint8_t*>(host_found));
+    values.has_fill = host_found[0] != 0;
+    values.has_missing = host_found[1] != 0;
     return values;
   }
   auto* range = reinterpret_cast<DeviceRange*>(work.allocate(sizeof(DeviceRange)));
   void* scratch = work.allocate(finite_range_scratch_bytes(bytes, dtype.size));
-  work.check(finite_range(chunk, bytes, dtype.size, big_endian, fill, range, scratch, lane.stream),
+  work.check(finite_range(chunk, bytes, dtype.size, big_endian, fill, missing, range, scratch, lane.stream),
              "NOA range (GPU)");
   DeviceRange host_range;
   work.read_back(reinterpret_cast<const uint8_t*>(range), sizeof host_range, reinterpret_cast<uint8_t*>(&host_range));

@@ -6,7 +6,7 @@
 // kVectorsPerStep of them in flight per thread (enough bytes in flight to
 // cover HBM latency), the few elements before the first 16-byte boundary and
 // after the last whole vector one at a time. Each block writes its minimum
-// and maximum key and whether it met the fill value to scratch; the second
+// and maximum key and whether it met the fill and the missing value to scratch; the second
 // kernel reduces those. Keys, not values: min and max of integers are exact
 // and need no floating-point state (no denormal flushing can enter).
 #include "cuda/value_range_cuda.hpp"
@@ -36,7 +36,8 @@ constexpr U kExponentBits = sizeof(U) == 4 ? static_cast<U>(0x7F800000u) : stati
 struct BlockRange {
   uint64_t low;   // smallest key met (~0: none)
   uint64_t high;  // largest key met (0: none)
-  uint32_t fill;  // 1 when the fill value was met
+  uint32_t fill;     // 1 when the fill value was met
+  uint32_t missing;  // 1 when the missing value was met
 };
 
 // Integer min and max, spelled out: uint64_t is unsigned long here, and no
@@ -73,16 +74,21 @@ template <typename U, bool kSwap>
 struct RangeVisitor {
   U fill;
   bool use_fill;
+  U missing;
+  bool use_missing;
   U low = static_cast<U>(~U{0});
   U high = 0;
   bool fill_seen = false;
+  bool missing_seen = false;
 
   __device__ __forceinline__ void operator()(U bits) {
     if (kSwap) bits = byte_swap(bits);
     const bool is_fill = use_fill && bits == fill;
+    const bool is_missing = use_missing && bits == missing;
     fill_seen |= is_fill;
-    // Left out: the fill value, +0.0 (possibly padding), NaN and inf.
-    const bool keep = !is_fill && bits != 0 && (bits & kExponentBits<U>) != kExponentBits<U>;
+    missing_seen |= is_missing;
+    // Left out: the fill value, the missing value, +0.0 (possibly padding), NaN and inf.
+    const bool keep = !is_fill && !is_missing && bits != 0 && (bits & kExponentBits<U>) != kExponentBits<U>;
     const U key = key_of(bits);
     low = smaller(low, keep ? key : static_cast<U>(~U{0}));
     high = larger(high, keep ? key : U{0});
@@ -139,22 +145,24 @@ __device__ __forceinline__ void visit_elements(const uint8_t* data, size_t n, Vi
   for (; v < vectors; v += stride) visit_vector<U>(__ldcs(body + v), visit);
 }
 
-// Block-wide min, max and OR through warp shuffles and one shared slot per warp.
+// Block-wide min, max and two ORs through warp shuffles and one shared slot per warp.
 template <typename U>
-__device__ __forceinline__ void reduce_block(U& low, U& high, bool& fill) {
+__device__ __forceinline__ void reduce_block(U& low, U& high, bool& fill, bool& missing) {
   constexpr unsigned kWarps = kThreads / 32;
   __shared__ U lows[kWarps], highs[kWarps];
-  __shared__ bool fills[kWarps];
+  __shared__ bool fills[kWarps], missings[kWarps];
   for (unsigned offset = 16; offset > 0; offset /= 2) {
     low = smaller(low, __shfl_xor_sync(0xFFFFFFFFu, low, offset));
     high = larger(high, __shfl_xor_sync(0xFFFFFFFFu, high, offset));
   }
   fill = __any_sync(0xFFFFFFFFu, fill);
+  missing = __any_sync(0xFFFFFFFFu, missing);
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) {
     lows[warp] = low;
     highs[warp] = high;
     fills[warp] = fill;
+    missings[warp] = missing;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -162,33 +170,36 @@ __device__ __forceinline__ void reduce_block(U& low, U& high, bool& fill) {
       low = smaller(low, lows[w]);
       high = larger(high, highs[w]);
       fill = fill || fills[w];
+      missing = missing || missings[w];
     }
   }
 }
 
 template <typename U, bool kSwap>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
-    range_blocks(const uint8_t* data, size_t n, bool use_fill, U fill, BlockRange* blocks) {
-  RangeVisitor<U, kSwap> visitor{fill, use_fill};
+    range_blocks(const uint8_t* data, size_t n, bool use_fill, U fill, bool use_missing, U missing,
+                 BlockRange* blocks) {
+  RangeVisitor<U, kSwap> visitor{fill, use_fill, missing, use_missing};
   visit_elements<U>(data, n, visitor);
-  reduce_block<U>(visitor.low, visitor.high, visitor.fill_seen);
+  reduce_block<U>(visitor.low, visitor.high, visitor.fill_seen, visitor.missing_seen);
   if (threadIdx.x == 0) {
     // Widened so that "none" stays ~0 in the 64-bit slot.
     const uint64_t low = visitor.low == static_cast<U>(~U{0}) ? ~uint64_t{0} : visitor.low;
-    blocks[blockIdx.x] = {low, visitor.high, visitor.fill_seen ? 1u : 0u};
+    blocks[blockIdx.x] = {low, visitor.high, visitor.fill_seen ? 1u : 0u, visitor.missing_seen ? 1u : 0u};
   }
 }
 
 template <typename U>
 __global__ void __launch_bounds__(kThreads) finish_range(const BlockRange* blocks, size_t count, DeviceRange* result) {
   uint64_t low = ~uint64_t{0}, high = 0;
-  bool fill = false;
+  bool fill = false, missing = false;
   for (size_t b = threadIdx.x; b < count; b += kThreads) {
     low = smaller(low, blocks[b].low);
     high = larger(high, blocks[b].high);
     fill = fill || blocks[b].fill != 0;
+    missing = missing || blocks[b].missing != 0;
   }
-  reduce_block<uint64_t>(low, high, fill);
+  reduce_block<uint64_t>(low, high, fill, missing);
   if (threadIdx.x == 0) {
     const bool any = low <= high;  // only a kept element gives a key, and low <= high then
     DeviceRange r;
@@ -196,6 +207,7 @@ __global__ void __launch_bounds__(kThreads) finish_range(const BlockRange* block
     r.max_bits = any ? bits_of(static_cast<U>(high)) : 0;
     r.any = any ? 1 : 0;
     r.has_fill = fill ? 1 : 0;
+    r.has_missing = missing ? 1 : 0;
     *result = r;
   }
 }
@@ -227,17 +239,22 @@ cudaError_t grid_for(size_t elements, unsigned& grid) {
 
 template <typename U>
 cudaError_t range_typed(const uint8_t* data, size_t n, bool big_endian, std::optional<uint64_t> fill,
-                        DeviceRange* result, void* scratch, cudaStream_t stream) {
+                        std::optional<uint64_t> missing, DeviceRange* result, void* scratch, cudaStream_t stream) {
   auto* blocks = static_cast<BlockRange*>(scratch);
   unsigned grid = 0;
   if (n > 0) {
     const cudaError_t err = grid_for(n, grid);
     if (err != cudaSuccess) return err;
     const U fill_bits = static_cast<U>(fill.value_or(0));  // float32: its low 32 bits, as the CPU
+    const U missing_bits = static_cast<U>(missing.value_or(0));
+    // A missing value equal to the fill value is the fill value, as on the CPU.
+    const bool use_missing = missing.has_value() && !(fill.has_value() && missing_bits == fill_bits);
     if (big_endian)
-      range_blocks<U, true><<<grid, kThreads, 0, stream>>>(data, n, fill.has_value(), fill_bits, blocks);
+      range_blocks<U, true><<<grid, kThreads, 0, stream>>>(data, n, fill.has_value(), fill_bits, use_missing,
+                                                            missing_bits, blocks);
     else
-      range_blocks<U, false><<<grid, kThreads, 0, stream>>>(data, n, fill.has_value(), fill_bits, blocks);
+      range_blocks<U, false><<<grid, kThreads, 0, stream>>>(data, n, fill.has_value(), fill_bits, use_missing,
+                                                             missing_bits, blocks);
     const cudaError_t launch = cudaGetLastError();
     if (launch != cudaSuccess) return launch;
   }
@@ -261,16 +278,18 @@ size_t finite_range_scratch_bytes(size_t bytes, unsigned width) {
 }
 
 cudaError_t finite_range(const uint8_t* data, size_t bytes, unsigned width, bool big_endian,
-                         std::optional<uint64_t> fill, DeviceRange* result, void* scratch, cudaStream_t stream) {
+                         std::optional<uint64_t> fill, std::optional<uint64_t> missing, DeviceRange* result,
+                         void* scratch, cudaStream_t stream) {
   if (width != 4 && width != 8) return cudaErrorInvalidValue;
   const size_t n = bytes / width;
-  return width == 4 ? range_typed<uint32_t>(data, n, big_endian, fill, result, scratch, stream)
-                    : range_typed<uint64_t>(data, n, big_endian, fill, result, scratch, stream);
+  return width == 4 ? range_typed<uint32_t>(data, n, big_endian, fill, missing, result, scratch, stream)
+                    : range_typed<uint64_t>(data, n, big_endian, fill, missing, result, scratch, stream);
 }
 
 FiniteRange to_finite_range(const DeviceRange& range, unsigned width) {
   FiniteRange r;
   r.has_fill = range.has_fill != 0;
+  r.has_missing = range.has_missing != 0;
   if (range.any == 0) return r;
   r.any = true;
   if (width == 4) {

@@ -2,7 +2,7 @@
 // finite_range and contains_element, for a chunk already in device memory, so
 // that a chunk compressed on the GPU needs no pass over it on the host.
 //
-// finite_range enqueues two kernels on `stream` and writes a DeviceRange (24
+// finite_range enqueues two kernels on `stream` and writes a DeviceRange (32
 // bytes of device memory) that the caller downloads with its other small
 // values, in the same copy, and turns into the CPU's FiniteRange with
 // to_finite_range(). The range is found on the elements' bits: each kept
@@ -36,17 +36,25 @@ namespace fz::engine::cuda {
 struct DeviceRange {
   uint64_t min_bits = 0;
   uint64_t max_bits = 0;
-  uint32_t any = 0;       // some element is finite, not +0.0 and not the fill value
-  uint32_t has_fill = 0;  // some element is the fill value
+  uint32_t any = 0;          // some element is finite, not +0.0 and neither special value
+  uint32_t has_fill = 0;     // some element is the fill value
+  uint32_t has_missing = 0;  // some element is the missing value (0 when it equals the fill value)
 };
 
 size_t finite_range_scratch_bytes(size_t bytes, unsigned width);
 
 // As fz::engine::finite_range over data[0, bytes): width 4 (float32) or 8
-// (float64); big_endian: elements stored big-endian; fill: the fill value's
-// bits in native order (for width 4 its low 32 bits count, as on the CPU).
+// (float64); big_endian: elements stored big-endian; fill, missing: the
+// special values' bits in native order (for width 4 their low 32 bits count,
+// as on the CPU); both are left out of the range.
 cudaError_t finite_range(const uint8_t* data, size_t bytes, unsigned width, bool big_endian,
-                         std::optional<uint64_t> fill, DeviceRange* result, void* scratch, cudaStream_t stream);
+                         std::optional<uint64_t> fill, std::optional<uint64_t> missing, DeviceRange* result,
+                         void* scratch, cudaStream_t stream);
+inline cudaError_t finite_range(const uint8_t* data, size_t bytes, unsigned width, bool big_endian,
+                                std::optional<uint64_t> fill, DeviceRange* result, void* scratch,
+                                cudaStream_t stream) {
+  return finite_range(data, bytes, width, big_endian, fill, std::nullopt, result, scratch, stream);
+}
 
 // The CPU's FiniteRange from a downloaded DeviceRange (exact: float to double).
 FiniteRange to_finite_range(const DeviceRange& range, unsigned width);

@@ -25,17 +25,19 @@ Pipeline pipeline_for(const DataType& dtype, const std::vector<uint64_t>& dims, 
 FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan chunk, const Executor& exec) {
   if (facts_needed(dtype, options) == FactsNeeded::kNone) return {};
   const auto fill = fill_bits(dtype, options);
+  const auto missing = missing_bits(dtype, options);
   const bool big_endian = dtype.order == ByteOrder::Big;
-  if (options.mode == ErrorMode::Noa) return finite_range(chunk, dtype.size, big_endian, fill, exec);
+  if (options.mode == ErrorMode::Noa) return finite_range(chunk, dtype.size, big_endian, fill, missing, exec);
   FiniteRange values;
   values.has_fill = fill && contains_element(chunk, dtype.size, big_endian, *fill);
+  values.has_missing = missing && contains_element(chunk, dtype.size, big_endian, *missing);
   return values;
 }
 
 FactsNeeded facts_needed(const DataType& dtype, const Options& options) {
   if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return FactsNeeded::kNone;
   if (options.mode == ErrorMode::Noa) return FactsNeeded::kRangeAndFill;
-  return fill_bits(dtype, options) ? FactsNeeded::kFillOnly : FactsNeeded::kNone;
+  return fill_bits(dtype, options) || missing_bits(dtype, options) ? FactsNeeded::kFillOnly : FactsNeeded::kNone;
 }
 
 Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,

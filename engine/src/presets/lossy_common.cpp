@@ -11,14 +11,29 @@
 
 namespace fz::engine {
 
-std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options) {
-  if (options.fill_value.size() != dtype.size || dtype.size > 8) return std::nullopt;
+namespace {
+
+// One element in the data's byte order as a native-order integer.
+std::optional<uint64_t> element_bits(const DataType& dtype, const Bytes& element) {
+  if (element.size() != dtype.size || dtype.size > 8) return std::nullopt;
   uint64_t bits = 0;
   for (unsigned i = 0; i < dtype.size; ++i) {
     const unsigned byte = dtype.order == ByteOrder::Big ? dtype.size - 1 - i : i;
-    bits |= uint64_t(options.fill_value[byte]) << (8 * i);
+    bits |= uint64_t(element[byte]) << (8 * i);
   }
   return bits;
+}
+
+}  // namespace
+
+std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options) {
+  return element_bits(dtype, options.fill_value);
+}
+
+std::optional<uint64_t> missing_bits(const DataType& dtype, const Options& options) {
+  const auto missing = element_bits(dtype, options.missing_value);
+  if (missing && missing == fill_bits(dtype, options)) return std::nullopt;
+  return missing;
 }
 
 // Big-endian words are swapped first so the arithmetic stages see their value.
@@ -36,13 +51,29 @@ uint8_t native_order(Pipeline& p, const DataType& dtype, unsigned width) {
 // without the size RRE leaves on the device). A chunk without fill elements skips the mask: it
 // would cost a pass each way for nothing (HDF5's default fill value 0.0 rarely
 // occurs inside data; decoding a float64 field took 30% longer with the mask).
+// Two special values in one chunk (HDF5's fill value pads an edge chunk of a
+// variable whose missing value marks land) take two FILLMASK stages in a
+// chain, the fill value's first: the second sees the first's values, where
+// fill runs repeat a neighbour that may be the missing value, and masks those
+// too; decoding puts the missing value back, then the fill value over its own
+// elements, so both come back exactly. No new stage type, so every reader
+// that decodes one mask decodes two, and a chunk with one special value gets
+// the one-mask frame it always had. The caller gets the second (inner) mask:
+// the spline codes the elements it marks cheaply; the first is stored here.
 LossySource lossy_source_and_mask(Pipeline& p, const DataType& dtype, const Options& options,
                                   const ChunkFacts& facts) {
-  const uint8_t native = native_order(p, dtype, dtype.size);
-  const auto fill = fill_bits(dtype, options);
-  if (!fill || !facts.has_fill) return {native, std::nullopt};
-  const auto streams = p.add(make_fillmask(dtype.size, *fill), {native});
-  return {streams[0], streams[1]};
+  uint8_t values = native_order(p, dtype, dtype.size);
+  std::optional<uint8_t> outer_mask, mask;
+  for (const auto& [bits, present] : {std::pair{fill_bits(dtype, options), facts.has_fill},
+                                      std::pair{missing_bits(dtype, options), facts.has_missing}}) {
+    if (!bits || !present) continue;
+    const auto streams = p.add(make_fillmask(dtype.size, *bits), {values});
+    values = streams[0];
+    if (mask) outer_mask = mask;
+    mask = streams[1];
+  }
+  if (outer_mask) store_fill_mask(p, *outer_mask);
+  return {values, mask};
 }
 
 void store_fill_mask(Pipeline& p, uint8_t mask) { p.add(make_rre(1), {mask}); }
@@ -57,13 +88,14 @@ uint8_t lossy_source(Pipeline& p, const DataType& dtype, const Options& options,
 // known of its values (`range`: NOA's range and the fill test, found on the
 // host by chunk_values or on the GPU): the user's bound (ABS, REL), or the
 // largest double <= bound x (max - min) over the chunk's finite values other
-// than the fill value and +0.0 (NOA; see finite_range). Empty when NOA has
+// than the fill value, the missing value and +0.0 (NOA; see finite_range). Empty when NOA has
 // nothing to be relative to (no such value, or zero range): the chunk is then
 // stored losslessly. Resolving NOA here gives every preset one definition of
 // the range.
 ChunkFacts facts_from_range(const Options& options, const FiniteRange& range) {
   ChunkFacts facts;
   facts.has_fill = range.has_fill;
+  facts.has_missing = range.has_missing;
   if (options.mode != ErrorMode::Noa) {
     facts.enforced = options.bound;
     return facts;

@@ -13,10 +13,11 @@ namespace fz::engine {
 
 // What the lossy presets learn from one look at the chunk: the absolute bound
 // to enforce (empty: store the chunk losslessly) and whether any element is the
-// fill value.
+// fill value or the missing value.
 struct ChunkFacts {
   std::optional<double> enforced;
   bool has_fill = false;
+  bool has_missing = false;
 };
 
 // The chunk's facts from its NOA range and fill test (see facts_from_range in
@@ -28,13 +29,14 @@ ChunkFacts facts_from_range(const Options& options, const FiniteRange& range);
 uint8_t native_order(Pipeline& p, const DataType& dtype, unsigned width);
 
 // The buffer a lossy stage quantizes: the chunk in native order, the fill
-// value's elements taken out by a fill mask when the chunk holds any.
+// value's and the missing value's elements taken out by a fill mask each
+// when the chunk holds any.
 uint8_t lossy_source(Pipeline& p, const DataType& dtype, const Options& options, const ChunkFacts& facts);
 
-// The same with the fill mask left to the caller, for a stage that reads it
-// (the spline codes fill elements cheaply when it knows them): values, and
-// the mask's buffer when the chunk has fill elements, which the caller must
-// consume and finally pass to store_fill_mask.
+// The same with the (last) fill mask left to the caller, for a stage that
+// reads it (the spline codes fill elements cheaply when it knows them):
+// values, and the mask's buffer when the chunk has special elements, which
+// the caller must consume and finally pass to store_fill_mask.
 struct LossySource {
   uint8_t values;
   std::optional<uint8_t> fill_mask;

@@ -26,15 +26,19 @@ Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims
 
 // What a lossy preset must know of the chunk's values before it can build its
 // pipeline: the chunk's NOA range (mode NOA) and whether it holds the fill
-// value, as a FiniteRange (value_range.hpp; for other modes only has_fill
-// counts). build_pipeline finds them on the CPU; the GPU path finds them on
+// value and the missing value, as a FiniteRange (value_range.hpp; for other
+// modes only has_fill and has_missing count). build_pipeline finds them on the CPU; the GPU path finds them on
 // the device (cuda/value_range_cuda.hpp) and calls build_pipeline_from_range.
 // Which of them `options` needs for this data type: none (lossless, or not
-// quantizable), the range (NOA), or only the fill test (a fill value is set).
+// quantizable), the range (NOA), or only the fill test (a fill or a missing
+// value is set).
 enum class FactsNeeded { kNone, kFillOnly, kRangeAndFill };
 FactsNeeded facts_needed(const DataType& dtype, const Options& options);
 // The fill value's bits as a native-order integer, if the dataset has one.
 std::optional<uint64_t> fill_bits(const DataType& dtype, const Options& options);
+// The missing value's bits likewise; empty when there is none or it equals
+// the fill value (then it is the fill value: one special value, one mask).
+std::optional<uint64_t> missing_bits(const DataType& dtype, const Options& options);
 Pipeline build_pipeline_from_range(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                                    const FiniteRange& range);
 
