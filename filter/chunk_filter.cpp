@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "frame_check.hpp"
 #include "plugin_internal.hpp"
 #include "range_stretch.hpp"
 
@@ -217,59 +218,6 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
   }
 }
 
-namespace {
-
-// What the frame must decode to for this dataset, from its stored cd_values.
-// HDF5 copies a whole chunk out of what the filter hands back without asking
-// how long it is, so the decoded size is checked against the dataset, never
-// taken from the frame alone.
-struct DecodeTarget {
-  // The chunk's bytes when known: the output buffer is never smaller, so
-  // HDF5 cannot read past it even when the frame is allowed to be shorter.
-  std::optional<uint64_t> chunk;
-  // The frame must decode to exactly `chunk` bytes.
-  bool exact = false;
-};
-
-DecodeTarget decode_target(const unsigned cd[], size_t cd_count, const FrameInfo& info) {
-  // set_local rewrites every dataset's values into the stored layout before
-  // any chunk is written; values in the user layout mean it never ran (the
-  // filter was unavailable or refused the type), so no chunk of this dataset
-  // can hold an H5Z-FZ frame.
-  if (!is_stored_layout(cd, cd_count)) {
-    throw Error("cd_values are not in the stored layout, so H5Z-FZ never compressed a chunk of this dataset; "
-                "the chunk is not an H5Z-FZ frame it wrote");
-  }
-  StoredParams params;
-  try {
-    params = decode_stored(cd, cd_count);
-  } catch (const Error&) {
-    // A layout from a later version: the frame alone says how to decode it.
-    return {};
-  }
-  DecodeTarget target;
-  target.chunk = chunk_bytes(params.dataset);
-  // A frame of plain bytes with another filter before ours holds that
-  // filter's output (compress_chunk's byte fallback), whose length is not the
-  // chunk's. Layouts written before the first-filter flag existed cannot say
-  // which filter comes first; they get the same allowance, and the output is
-  // still padded to a whole chunk.
-  const bool other_filter_first = !params.dataset.first_filter;
-  if (other_filter_first && info.dtype == bytes_type()) return target;
-  if (info.dtype.size != params.dataset.dtype.size) {
-    throw Error("frame holds " + std::to_string(info.dtype.size) + "-byte elements but the dataset's are " +
-                std::to_string(params.dataset.dtype.size) + " bytes");
-  }
-  if (!target.chunk || info.original_bytes != *target.chunk) {
-    throw Error("frame decodes to " + std::to_string(info.original_bytes) + " bytes but a chunk of this dataset is " +
-                (target.chunk ? std::to_string(*target.chunk) : std::string("over 2^64")) + " bytes");
-  }
-  target.exact = true;
-  return target;
-}
-
-}  // namespace
-
 size_t decompress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], size_t nbytes, size_t* buf_size,
                         void** buf) {
   void* output = nullptr;
@@ -282,12 +230,14 @@ size_t decompress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[]
       throw Error("frame claims " + std::to_string(info.original_bytes) +
                   " decoded bytes, more than an HDF5 chunk can hold");
     }
-    const DecodeTarget target = decode_target(cd, cd_count, info);
+    // The frame against the dataset's stored parameters (frame_check.hpp,
+    // shared with the batch readers).
+    const FrameExpectation target = check_frame(cd, cd_count, info);
     say_once(said_decompress, "decompressing chunks (frame format " + std::to_string(info.version_major) + "." +
                                   std::to_string(info.version_minor) + ", preset " + preset_name(info.preset) + ", " +
                                   describe(info.dtype) + ")");
     const size_t size = static_cast<size_t>(info.original_bytes);
-    // A frame allowed to be shorter than the chunk (see decode_target) still
+    // A frame allowed to be shorter than the chunk (see check_frame) still
     // gets a whole chunk of buffer, zeros past its end, so that HDF5 copying
     // a chunk out of it never reads past the allocation.
     size_t allocated = size;
@@ -303,6 +253,7 @@ size_t decompress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[]
       throw Error("frame decoded to " + std::to_string(decoded) + " bytes, its header says " + std::to_string(size));
     }
     if (allocated > size) std::memset(static_cast<uint8_t*>(output) + size, 0, allocated - size);
+    check_decoded(cd, cd_count, info, output, size);
     api.free_memory(*buf);
     *buf = output;
     *buf_size = allocated;

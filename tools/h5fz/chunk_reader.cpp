@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli.hpp"
 #include "filter_params.hpp"
+#include "frame_check.hpp"
 #include "hdf5_handle.hpp"
+#include "plugin_lookup.hpp"
 #include "repack_copy.hpp"
 
 namespace h5fz {
@@ -20,11 +23,55 @@ std::string name_of(hid_t dataset) {
   return name;
 }
 
-bool fz_alone(hid_t dcpl) {
-  if (H5Pget_layout(dcpl) != H5D_CHUNKED || H5Pget_nfilters(dcpl) != 1) return false;
+// The filter's stored cd_values when H5Z-FZ is the dataset's only filter
+// (then its chunks are decoded here), else nothing.
+std::optional<std::vector<unsigned>> fz_alone(hid_t dcpl) {
+  if (H5Pget_layout(dcpl) != H5D_CHUNKED || H5Pget_nfilters(dcpl) != 1) return std::nullopt;
   unsigned flags = 0;
-  size_t n = 0;
-  return H5Pget_filter2(dcpl, 0, &flags, &n, nullptr, 0, nullptr, nullptr) == kFzFilterId;
+  std::vector<unsigned> cd(256);
+  size_t n = cd.size();
+  if (H5Pget_filter2(dcpl, 0, &flags, &n, cd.data(), 0, nullptr, nullptr) != kFzFilterId) return std::nullopt;
+  cd.resize(std::min(n, cd.size()));
+  return cd;
+}
+
+// Variable-length elements (strings, sequences, anywhere in the type) are
+// references to a heap, not data: their stored chunks hold heap IDs, which
+// only HDF5 can turn into values.
+bool variable_length(hid_t type) {
+  const htri_t vlen = H5Tdetect_class(type, H5T_VLEN);
+  const htri_t string = H5Tis_variable_str(type);
+  if (vlen > 0 || string > 0) return true;
+  const H5T_class_t type_class = H5Tget_class(type);
+  if (type_class == H5T_COMPOUND) {
+    const int members = H5Tget_nmembers(type);
+    for (int i = 0; i < members; ++i) {
+      Handle member(H5Tget_member_type(type, static_cast<unsigned>(i)), H5Tclose);
+      if (member.ok() && variable_length(member.get())) return true;
+    }
+  } else if (type_class == H5T_ARRAY || type_class == H5T_ENUM) {
+    Handle base(H5Tget_super(type), H5Tclose);
+    if (base.ok() && variable_length(base.get())) return true;
+  }
+  H5Eclear2(H5E_DEFAULT);
+  return false;
+}
+
+// The frame's header against the dataset's stored parameters, as the
+// filter checks it (filter/frame_check.hpp).
+fz::FrameInfo checked_header(const std::vector<unsigned>& cd, const fz::Bytes& frame, const std::string& name,
+                             size_t chunk_bytes) {
+  try {
+    const fz::FrameInfo info = fz::inspect_header(frame.data(), frame.size());
+    const fz::filter::FrameExpectation target = fz::filter::check_frame(cd.data(), cd.size(), info);
+    if (!target.exact && info.original_bytes != chunk_bytes) {
+      throw fz::Error("frame decodes to " + std::to_string(info.original_bytes) + " bytes, a chunk holds " +
+                      std::to_string(chunk_bytes) + " (another filter before H5Z-FZ: read through HDF5)");
+    }
+    return info;
+  } catch (const fz::Error& e) {
+    throw ToolError(name + ": " + e.what());
+  }
 }
 
 // Where one chunk's part of the box lies: in the result and in the chunk.
@@ -33,7 +80,9 @@ struct Piece {
   std::vector<hsize_t> lo, hi;           // the part inside the box, dataset coordinates
   bool contiguous = false;               // the whole chunk is one run of the result
   fz::Bytes frame;
+  fz::FrameInfo info;                    // the frame's header, checked against the dataset
   uint8_t* scratch = nullptr;            // the decoded chunk when it is not contiguous
+  uint8_t* target = nullptr;             // where it was decoded
 };
 
 // Copies the part of a whole decoded chunk into the result.
@@ -60,6 +109,31 @@ void place(const Piece& piece, const uint8_t* chunk, const std::vector<hsize_t>&
 
 }  // namespace
 
+uint64_t box_bytes(const std::vector<hsize_t>& count, size_t element, const std::string& name) {
+  uint64_t elements = 1;
+  bool overflow = false;
+  for (hsize_t c : count) overflow |= __builtin_mul_overflow(elements, uint64_t{c}, &elements);
+  uint64_t bytes = 0;
+  overflow |= __builtin_mul_overflow(elements, uint64_t{element}, &bytes);
+  if (overflow || bytes > SIZE_MAX)
+    throw ToolError(name + ": the box [" + shape_text(std::vector<uint64_t>(count.begin(), count.end())) + "] of " +
+                    std::to_string(element) + "-byte elements is over 2^64 bytes: read a smaller box (--start, --count)");
+  if (bytes == 0) return 0;
+  const uint64_t memory = fz::total_memory();
+  if (memory != 0 && bytes > memory)
+    throw ToolError(name + ": the box [" + shape_text(std::vector<uint64_t>(count.begin(), count.end())) + "] is " +
+                    human_bytes(bytes) + ", more than this machine's memory (" + human_bytes(memory) +
+                    "): read a smaller box (--start, --count)");
+  return bytes;
+}
+
+std::string variable_length_refusal(const std::string& name) {
+  return name + " has a variable-length type (strings or sequences): its chunks hold references into the file's "
+         "heap, not values, and no raw bytes stand for it; read it with h5py or h5dump";
+}
+
+bool has_variable_length(hid_t type) { return variable_length(type); }
+
 ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, const fz::Options& policy) {
   const std::string name = name_of(dataset);
   Handle space(H5Dget_space(dataset), H5Sclose);
@@ -82,23 +156,30 @@ ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, con
       throw ToolError(name + ": the box leaves the dataset in axis " + std::to_string(a));
   }
   ReadStats stats;
-  uint64_t elements = 1;
-  for (hsize_t c : box.count) elements *= c;
-  if (elements == 0) return stats;
   const size_t element = H5Tget_size(type.get());
+  if (variable_length(type.get())) throw ToolError(variable_length_refusal(name));
+  if (box_bytes(box.count, element, name) == 0) return stats;
   auto* out = static_cast<uint8_t*>(out_bytes);
-  if (!fz_alone(dcpl.get())) {
+  const std::optional<std::vector<unsigned>> cd = fz_alone(dcpl.get());
+  if (!cd) {
     stats.through_filter = true;
     Handle memory(H5Screate_simple(rank, box.count.data(), nullptr), H5Sclose);
     require_hdf5(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, box.start.data(), nullptr, box.count.data(), nullptr),
                  name + ": cannot select the box");
-    require_hdf5(H5Dread(dataset, type.get(), memory.get(), space.get(), H5P_DEFAULT, out), "cannot read " + name);
+    if (H5Dread(dataset, type.get(), memory.get(), space.get(), H5P_DEFAULT, out) < 0) {
+      const std::string missing = missing_filters(dcpl.get());
+      require_hdf5(-1, "cannot read " + name + (missing.empty() ? std::string() : ": " + missing));
+    }
     return stats;
   }
   std::vector<hsize_t> chunks(dims.size());
   H5Pget_chunk(dcpl.get(), rank, chunks.data());
+  // HDF5 keeps a chunk under 4 GiB; the product is checked all the same.
   size_t chunk_bytes = element;
-  for (hsize_t c : chunks) chunk_bytes *= static_cast<size_t>(c);
+  for (hsize_t c : chunks) {
+    if (c == 0 || __builtin_mul_overflow(chunk_bytes, static_cast<size_t>(c), &chunk_bytes))
+      throw ToolError(name + ": the chunk shape's size does not fit 64 bits (a damaged file)");
+  }
   fz::Bytes fill(element, 0);
   H5Pget_fill_value(dcpl.get(), type.get(), fill.data());
   H5Eclear2(H5E_DEFAULT);
@@ -114,6 +195,7 @@ ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, con
   // Chunks only partly in the box are decoded into these, reused from group
   // to group (fresh memory per chunk would cost its page faults every time).
   std::vector<std::unique_ptr<uint8_t[]>> scratch_pool;
+  fz::Bytes filled;
   bool more = true;
   while (more) {
     std::vector<Piece> group;
@@ -136,9 +218,11 @@ ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, con
       const bool written = H5Dget_chunk_storage_size(dataset, piece.offset.data(), &stored) >= 0 && stored > 0;
       H5Eclear2(H5E_DEFAULT);
       if (!written) {
-        // Never written: HDF5's fill value.
-        fz::Bytes filled(chunk_bytes);
-        for (size_t at = 0; at < chunk_bytes; at += element) std::memcpy(filled.data() + at, fill.data(), element);
+        // Never written: HDF5's fill value (one chunk of it, made once).
+        if (filled.empty()) {
+          filled.resize(chunk_bytes);
+          for (size_t at = 0; at < chunk_bytes; at += element) std::memcpy(filled.data() + at, fill.data(), element);
+        }
         place(piece, filled.data(), chunks, box, element, out);
       } else {
         // The size comes from the file: no frame of a chunk is longer than
@@ -156,6 +240,7 @@ ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, con
           if (piece.frame.size() < chunk_bytes) throw ToolError(name + ": an unfiltered chunk is short");
           place(piece, piece.frame.data(), chunks, box, element, out);
         } else {
+          piece.info = checked_header(*cd, piece.frame, name, chunk_bytes);
           group.push_back(std::move(piece));
         }
       }
@@ -180,6 +265,7 @@ ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, con
         piece.scratch = scratch_pool[scratch_used++].get();
         target = piece.scratch;
       }
+      piece.target = target;
       views.push_back({piece.frame.data(), piece.frame.size(), target, chunk_bytes});
     }
     std::vector<size_t> lengths;
@@ -192,6 +278,11 @@ ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, con
       if (lengths[i] != chunk_bytes)
         throw ToolError(name + ": a frame decoded to " + std::to_string(lengths[i]) + " bytes, a chunk holds " +
                         std::to_string(chunk_bytes));
+      try {
+        fz::filter::check_decoded(cd->data(), cd->size(), group[i].info, group[i].target, chunk_bytes);
+      } catch (const fz::Error& e) {
+        throw ToolError(name + ": " + e.what());
+      }
       if (!group[i].contiguous) place(group[i], group[i].scratch, chunks, box, element, out);
     }
     stats.decoded += group.size();

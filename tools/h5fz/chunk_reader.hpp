@@ -8,6 +8,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "fz/fz.hpp"
@@ -26,9 +27,21 @@ struct ReadStats {
   bool through_filter = false;  // not H5Z-FZ alone: read with H5Dread instead
 };
 
+// The bytes of a box of `count` elements of `element` bytes, overflow
+// checked: ToolError naming `name` when the product passes 2^64 (or size_t)
+// or the machine's memory (fz::total_memory), so that nothing allocates a
+// wrapped size or more than there is.
+uint64_t box_bytes(const std::vector<hsize_t>& count, size_t element, const std::string& name);
+
+// A type with variable-length parts (strings, sequences): no raw bytes.
+bool has_variable_length(hid_t type);
+std::string variable_length_refusal(const std::string& name);
+
 // Fills `out` (count[0] x ... elements of the dataset's type, C order, in the
 // file's byte order) with the box. `policy`: the engine's policy fields
-// (threads, device). Throws ToolError naming the dataset on any failure.
+// (threads, device). Throws ToolError naming the dataset on any failure;
+// a frame is checked against the dataset's stored parameters as the filter
+// checks it (filter/frame_check.hpp), so what the filter refuses is refused.
 ReadStats read_box(hid_t dataset, const ReadBox& box, void* out, const fz::Options& policy);
 
 }  // namespace h5fz

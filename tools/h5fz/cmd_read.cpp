@@ -9,6 +9,7 @@
 #include "cli.hpp"
 #include "environment.hpp"
 #include "hdf5_handle.hpp"
+#include "plugin_lookup.hpp"
 #include "repack_copy.hpp"
 
 namespace h5fz {
@@ -22,12 +23,18 @@ const char* kHelp =
     "touches are read as stored (H5Dread_chunk) and decoded together by the engine, on\n"
     "all cores or the GPU, instead of HDF5 calling the filter one chunk at a time.\n"
     "Prints the size, the chunks and the speed (MB/s of decoded bytes, MB = 1e6).\n"
+    "Each frame is checked against the dataset's stored parameters as the filter checks\n"
+    "it (element type, preset, error-bound mode and bound): a chunk the filter would\n"
+    "refuse is an error here too. A box larger than this machine's memory, or a dataset\n"
+    "of variable-length elements (no raw bytes stand for them), is refused. A dataset\n"
+    "with other filters is read through HDF5; a filter HDF5 cannot find is named.\n"
     "\n"
     "  --start A,B,...  first element per axis (default 0)\n"
     "  --count X,Y,...  elements per axis (default: to the end)\n"
     "  --output RAW     write the box as raw bytes (C order, the file's byte order)\n"
     "  --compare        also read the box with H5Dread through the filter (needs the\n"
-    "                   plugin): the bytes must be identical (else exit 1); both speeds\n"
+    "                   plugin: HDF5_PLUGIN_PATH, else the one beside this program): the\n"
+    "                   bytes must be identical (else exit 1); both speeds\n"
     "  --threads N      CPU threads (default: H5Z_FZ_THREADS, else all cores)\n"
     "  --device D       auto (default), cpu, cuda or cuda:N\n";
 
@@ -78,9 +85,22 @@ int run_read(const std::vector<std::string>& args) {
     if (box.count.size() != dims.size()) throw UsageError("--count needs " + std::to_string(rank) + " values");
   }
   const size_t element = H5Tget_size(type.get());
-  uint64_t elements = 1;
-  for (hsize_t c : box.count) elements *= c;
-  fz::Bytes out(static_cast<size_t>(elements * element));
+  if (has_variable_length(type.get())) throw ToolError(variable_length_refusal(parsed.positional[1]));
+  // Checked before anything is allocated: a count that wraps would make a
+  // small buffer for a huge box (issue 28 item 7).
+  const uint64_t bytes = box_bytes(box.count, element, parsed.positional[1]);
+  if (parsed.has("--compare") && bytes > fz::total_memory() / 2 && fz::total_memory() != 0)
+    throw ToolError(parsed.positional[1] + ": --compare needs the box twice (" + human_bytes(2 * bytes) +
+                    "), more than this machine's memory: read a smaller box (--start, --count)");
+  for (size_t a = 0; a < dims.size(); ++a) {
+    if (box.start[a] > dims[a] || box.count[a] > dims[a] - box.start[a])
+      throw UsageError("the box leaves the dataset in axis " + std::to_string(a) + " (extent " +
+                       std::to_string(dims[a]) + ")");
+  }
+  if (parsed.has("--compare") && !find_plugin())
+    throw ToolError("--compare reads through the H5Z-FZ filter, and its plugin (libH5Zfz.so) was not found: set "
+                    "HDF5_PLUGIN_PATH to the folder that holds it");
+  fz::Bytes out(static_cast<size_t>(bytes));
   Stopwatch batch_clock;
   const ReadStats stats = read_box(dataset.get(), box, out.data(), policy);
   const double batch_seconds = batch_clock.seconds();
@@ -98,9 +118,10 @@ int run_read(const std::vector<std::string>& args) {
     Handle memory(H5Screate_simple(rank, box.count.data(), nullptr), H5Sclose);
     require_hdf5(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, box.start.data(), nullptr, box.count.data(), nullptr),
                  "cannot select the box");
-    if (elements) {
-      require_hdf5(H5Dread(dataset.get(), type.get(), memory.get(), space.get(), H5P_DEFAULT, through.data()),
-                   "cannot read through the filter");
+    if (bytes && H5Dread(dataset.get(), type.get(), memory.get(), space.get(), H5P_DEFAULT, through.data()) < 0) {
+      Handle dcpl(H5Dget_create_plist(dataset.get()), H5Pclose);
+      const std::string missing = missing_filters(dcpl.get());
+      require_hdf5(-1, "cannot read through the filter" + (missing.empty() ? std::string() : ": " + missing));
     }
     const double seconds = clock.seconds();
     const bool identical = through == out;

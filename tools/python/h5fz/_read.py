@@ -11,8 +11,12 @@ exactly those of ``dataset[selection]``.
 import concurrent.futures
 import ctypes
 import itertools
+import math
+import os
 
-_READER_VERSION = 1
+# 2: the decoders that check each frame against the dataset's cd_values as
+# the filter does (h5z_fz_decode_dataset_batch).
+_READER_VERSION = 2
 _LIB = None
 # Decoded bytes per group of chunks handed to the decoder at once: enough
 # chunks in flight for every core or the GPU, and a bounded amount of memory
@@ -36,17 +40,20 @@ def _library():
         except AttributeError:
             raise RuntimeError("h5fz.read: the plugin %s has no decoding interface (built before it "
                                "existed); rebuild it" % path) from None
-        if version != _READER_VERSION:
+        if version < _READER_VERSION:
             raise RuntimeError("h5fz.read: the plugin %s has decoding interface %d, this package needs %d"
                                % (path, version, _READER_VERSION))
         sizes = ctypes.POINTER(ctypes.c_size_t)
         pointers = ctypes.POINTER(ctypes.c_void_p)
-        lib.h5z_fz_decode_batch.argtypes = [ctypes.c_size_t, pointers, sizes, pointers, sizes, sizes,
-                                            ctypes.c_char_p, ctypes.c_uint, ctypes.c_char_p, ctypes.c_size_t]
-        lib.h5z_fz_decode_batch.restype = ctypes.c_int
-        lib.h5z_fz_decode_batch_to_device.argtypes = [ctypes.c_size_t, pointers, sizes, pointers, sizes, sizes,
-                                                      ctypes.c_char_p, ctypes.c_size_t]
-        lib.h5z_fz_decode_batch_to_device.restype = ctypes.c_int
+        words = ctypes.POINTER(ctypes.c_uint)
+        lib.h5z_fz_decode_dataset_batch.argtypes = [ctypes.c_size_t, words, ctypes.c_size_t, pointers, sizes,
+                                                    pointers, sizes, sizes, ctypes.c_char_p, ctypes.c_uint,
+                                                    ctypes.c_char_p, ctypes.c_size_t]
+        lib.h5z_fz_decode_dataset_batch.restype = ctypes.c_int
+        lib.h5z_fz_decode_dataset_batch_to_device.argtypes = [ctypes.c_size_t, words, ctypes.c_size_t, pointers,
+                                                              sizes, pointers, sizes, sizes, ctypes.c_char_p,
+                                                              ctypes.c_size_t]
+        lib.h5z_fz_decode_dataset_batch_to_device.restype = ctypes.c_int
         lib.h5z_fz_device_available.restype = ctypes.c_int
         _LIB = lib
     return _LIB
@@ -91,12 +98,44 @@ def _normalize(selection, shape):
     return starts, stops, dropped
 
 
-def _is_fz_only(dataset):
+def _fz_cd_values(dataset):
+    """The filter's stored cd_values when H5Z-FZ is the dataset's only filter
+    (its chunks are then decoded here), else None."""
     from . import FILTER_ID
     if dataset.chunks is None:
-        return False
+        return None
     dcpl = dataset.id.get_create_plist()
-    return dcpl.get_nfilters() == 1 and dcpl.get_filter(0)[0] == FILTER_ID
+    if dcpl.get_nfilters() != 1:
+        return None
+    code, _flags, values, _name = dcpl.get_filter(0)
+    return tuple(values) if code == FILTER_ID else None
+
+
+def _variable_length(dtype):
+    """Variable-length elements (strings, sequences): h5py gives them as
+    objects; their stored chunks hold heap references, which only HDF5 can
+    read, so such datasets are read through HDF5."""
+    return dtype.hasobject
+
+
+def _memory_bytes():
+    """This machine's memory (0 if unknown)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _check_size(dataset, region, itemsize):
+    """The result's bytes, in exact integers: a selection larger than the
+    machine's memory is refused before anything is allocated."""
+    nbytes = math.prod(region) * itemsize
+    memory = _memory_bytes()
+    if nbytes >= 2 ** 63 or (memory and nbytes > memory):
+        raise MemoryError("h5fz.read: %s: the selection %s of %d-byte elements is %d bytes, more than this "
+                          "machine's memory (%d bytes); read a smaller selection"
+                          % (dataset.name, "x".join(str(n) for n in region) or "()", itemsize, nbytes, memory))
+    return nbytes
 
 
 def _device_module(device):
@@ -160,7 +199,12 @@ def read(dataset, selection=None, device=None, threads=0):
     as a CuPy array (``torch.from_dlpack(a)`` and ``jax.dlpack`` take it
     without a copy). The values are exactly those of ``dataset[selection]``
     (reading through the filter), which is what a dataset that does not use
-    H5Z-FZ alone is read with (uploaded to the GPU for ``device="cuda"``).
+    H5Z-FZ alone, or has variable-length elements, is read with (uploaded to
+    the GPU for ``device="cuda"``). Each frame is checked against the
+    dataset's stored parameters as the filter checks it (element type,
+    preset, error-bound mode and bound): a chunk the filter refuses raises
+    OSError with the filter's message. A selection larger than the machine's
+    memory raises MemoryError before anything is allocated.
     """
     import numpy as np
     cupy = _device_module(device)
@@ -168,7 +212,11 @@ def read(dataset, selection=None, device=None, threads=0):
     starts, stops, dropped = _normalize(selection, shape)
     keep = tuple(0 if a in dropped else slice(None) for a in range(len(shape)))
     region = tuple(b - a for a, b in zip(starts, stops))
-    if not shape or not _is_fz_only(dataset) or 0 in region:
+    dtype = np.dtype(dataset.dtype)
+    if shape:
+        _check_size(dataset, region, dtype.itemsize)
+    cd_values = _fz_cd_values(dataset)
+    if not shape or cd_values is None or _variable_length(dtype) or 0 in region:
         data = dataset[tuple(slice(a, b) for a, b in zip(starts, stops))] if shape else dataset[()]
         data = np.asarray(data)[keep] if shape else np.asarray(data)
         if cupy is None:
@@ -179,14 +227,14 @@ def read(dataset, selection=None, device=None, threads=0):
     if cupy is not None and not lib.h5z_fz_device_available():
         raise RuntimeError("h5fz.read(device=%r): the plugin finds no usable CUDA device (or was built "
                            "without CUDA)" % device)
-    dtype = np.dtype(dataset.dtype)
     chunks = tuple(dataset.chunks)
-    chunk_bytes = int(np.prod(chunks)) * dtype.itemsize
+    chunk_bytes = math.prod(chunks) * dtype.itemsize
+    cd = (ctypes.c_uint * len(cd_values))(*cd_values)
     xp = cupy if cupy is not None else np
     with _cuda_device(cupy, device):
         out = xp.empty(region, dtype=dtype)
         base = out.data.ptr if cupy is not None else out.ctypes.data
-        row_bytes = int(np.prod(region[1:])) * dtype.itemsize if len(region) > 1 else dtype.itemsize
+        row_bytes = math.prod(region[1:]) * dtype.itemsize
         fill = dataset.fillvalue
         dsid = dataset.id
         per_group = max(1, _GROUP_BYTES // chunk_bytes)
@@ -204,7 +252,7 @@ def read(dataset, selection=None, device=None, threads=0):
                 mask, frame = got
                 if mask & 1:
                     # HDF5 stored this chunk without running the filter.
-                    raw = np.frombuffer(frame, dtype=dtype, count=int(np.prod(chunks))).reshape(chunks)
+                    raw = np.frombuffer(frame, dtype=dtype, count=math.prod(chunks)).reshape(chunks)
                     out[dst] = xp.asarray(raw[src])
                     continue
                 group.append((frame, dst, src, contiguous))
@@ -230,11 +278,11 @@ def read(dataset, selection=None, device=None, threads=0):
                     targets[i] = scratch.data.ptr if cupy is not None else scratch.ctypes.data
             error = ctypes.create_string_buffer(1024)
             if cupy is None:
-                status = lib.h5z_fz_decode_batch(n, frames, frame_bytes, targets, capacities, decoded, b"auto",
-                                                 int(threads), error, len(error))
+                status = lib.h5z_fz_decode_dataset_batch(len(cd), cd, n, frames, frame_bytes, targets, capacities,
+                                                         decoded, b"auto", int(threads), error, len(error))
             else:
-                status = lib.h5z_fz_decode_batch_to_device(n, frames, frame_bytes, targets, capacities, decoded,
-                                                           error, len(error))
+                status = lib.h5z_fz_decode_dataset_batch_to_device(len(cd), cd, n, frames, frame_bytes, targets,
+                                                                   capacities, decoded, error, len(error))
             if status != 0:
                 raise OSError("h5fz.read: %s: %s" % (dataset.name, error.value.decode(errors="replace")))
             short = [i for i in range(n) if decoded[i] != chunk_bytes]
