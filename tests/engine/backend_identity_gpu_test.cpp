@@ -184,6 +184,20 @@ TEST(BackendIdentity, ByteOrderFillAndSpecials) {
     filled.fill_value.resize(4);
     std::memcpy(filled.fill_value.data(), &fill, 4);
     expect_backends_agree(with_fill, DataType::of<float>(), {91, 91, 91}, filled, label("wmag91 with fill", s));
+    // HDF5's fill value and a missing value in one chunk (two FILLMASK
+    // stages), each alone, and the missing value absent (issue 28 item 1).
+    Options both = filled;
+    const float missing = -999.0f;
+    both.missing_value.resize(4);
+    std::memcpy(both.missing_value.data(), &missing, 4);
+    Bytes with_both = with_fill;
+    for (size_t i = 3; i < with_both.size() / 8; i += 5) std::memcpy(with_both.data() + 4 * i, &missing, 4);
+    expect_backends_agree(with_both, DataType::of<float>(), {91, 91, 91}, both, label("wmag91 fill and missing", s));
+    expect_backends_agree(with_fill, DataType::of<float>(), {91, 91, 91}, both, label("wmag91 fill, no missing", s));
+    Options missing_only = o;
+    missing_only.missing_value = both.missing_value;
+    expect_backends_agree(with_both, DataType::of<float>(), {91, 91, 91}, missing_only,
+                          label("wmag91 missing only", s));
     expect_backends_agree(specials, DataType::of<float>(), {91, 91, 91}, o, label("wmag91 with specials", s));
     // A small ragged chunk, as HDF5 hands edge chunks over.
     const Bytes slab(wmag.begin(), wmag.begin() + 4 * 7 * 23 * 11);

@@ -49,12 +49,13 @@ uint64_t bits_of(double d) {
 // Equal as the engine uses them: flags, and min/max with their exact bits
 // (so -0.0 and +0.0 differ).
 ::testing::AssertionResult same_range(const FiniteRange& gpu, const FiniteRange& cpu) {
-  if (gpu.any == cpu.any && gpu.has_fill == cpu.has_fill && bits_of(gpu.min) == bits_of(cpu.min) &&
-      bits_of(gpu.max) == bits_of(cpu.max))
+  if (gpu.any == cpu.any && gpu.has_fill == cpu.has_fill && gpu.has_missing == cpu.has_missing &&
+      bits_of(gpu.min) == bits_of(cpu.min) && bits_of(gpu.max) == bits_of(cpu.max))
     return ::testing::AssertionSuccess();
   char text[256];
-  std::snprintf(text, sizeof text, "GPU any %d fill %d [%a, %a] vs CPU any %d fill %d [%a, %a]", gpu.any, gpu.has_fill,
-                gpu.min, gpu.max, cpu.any, cpu.has_fill, cpu.min, cpu.max);
+  std::snprintf(text, sizeof text, "GPU any %d fill %d missing %d [%a, %a] vs CPU any %d fill %d missing %d [%a, %a]",
+                gpu.any, gpu.has_fill, gpu.has_missing, gpu.min, gpu.max, cpu.any, cpu.has_fill, cpu.has_missing,
+                cpu.min, cpu.max);
   return ::testing::AssertionFailure() << text;
 }
 
@@ -71,7 +72,7 @@ struct Runner {
   };
 
   Result run(const Bytes& bytes, size_t offset, unsigned width, bool big_endian, std::optional<uint64_t> fill,
-             uint64_t pattern) {
+             uint64_t pattern, std::optional<uint64_t> missing = std::nullopt) {
     struct Downloaded {
       cuda::DeviceRange range;
       uint32_t found;
@@ -87,7 +88,8 @@ struct Runner {
       EXPECT_EQ(cudaMemcpyAsync(data.p + offset, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, stream),
                 cudaSuccess);
     }
-    EXPECT_EQ(cuda::finite_range(data.p + offset, bytes.size(), width, big_endian, fill, &out->range, scratch.p, stream),
+    EXPECT_EQ(cuda::finite_range(data.p + offset, bytes.size(), width, big_endian, fill, missing, &out->range, scratch.p,
+                                 stream),
               cudaSuccess);
     EXPECT_EQ(cuda::contains_element(data.p + offset, bytes.size(), width, big_endian, pattern, &out->found, stream),
               cudaSuccess);
@@ -97,21 +99,23 @@ struct Runner {
     EXPECT_LE(host.found, 1u);
     EXPECT_LE(host.range.any, 1u);
     EXPECT_LE(host.range.has_fill, 1u);
+    EXPECT_LE(host.range.has_missing, 1u);
     return {cuda::to_finite_range(host.range, width), host.found == 1};
   }
 };
 
 // Checks one input against the CPU at several offsets, both byte orders.
 void check_input(Runner& runner, const std::string& what, const Bytes& native, unsigned width,
-                 std::optional<uint64_t> fill, uint64_t pattern, const std::vector<size_t>& offsets) {
+                 std::optional<uint64_t> fill, uint64_t pattern, const std::vector<size_t>& offsets,
+                 std::optional<uint64_t> missing = std::nullopt) {
   for (bool big : {false, true}) {
     Bytes bytes = native;
     if (big)
       for (size_t i = 0; i + width <= bytes.size(); i += width) std::reverse(bytes.begin() + i, bytes.begin() + i + width);
-    const FiniteRange cpu = finite_range(ByteSpan(bytes), width, big, fill, serial_executor());
+    const FiniteRange cpu = finite_range(ByteSpan(bytes), width, big, fill, missing, serial_executor());
     const bool cpu_contains = contains_element(ByteSpan(bytes), width, big, pattern);
     for (size_t offset : offsets) {
-      const Runner::Result gpu = runner.run(bytes, offset, width, big, fill, pattern);
+      const Runner::Result gpu = runner.run(bytes, offset, width, big, fill, pattern, missing);
       EXPECT_TRUE(same_range(gpu.range, cpu)) << what << (big ? " big-endian" : "") << " offset " << offset;
       EXPECT_EQ(gpu.contains, cpu_contains) << what << (big ? " big-endian" : "") << " offset " << offset;
     }
@@ -146,6 +150,29 @@ TEST(ValueRangeGpu, RealFieldsMatchTheCpu) {
                                          std::optional<uint64_t>{absent}})
       check_input(runner, name, field, width, fill, present, {0, 3, static_cast<size_t>(width)});
     check_input(runner, name + " absent pattern", field, width, std::nullopt, absent, {0});
+  }
+}
+
+// Two special values (HDF5's fill value and a missing value, issue 28 item
+// 1): both left out of the range and both reported, on the GPU as on the
+// CPU; present, absent, equal to each other, and the missing value alone.
+TEST(ValueRangeGpu, FillAndMissingValuesMatchTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  Runner runner;
+  for (const std::string& name : testing::field_names()) {
+    Bytes field = testing::read_field(name);
+    const unsigned width = name.find("f64") != std::string::npos ? 8 : 4;
+    const uint64_t fill = width == 4 ? element_bits(9.96921e36f) : element_bits(9.969209968386869e36);
+    const uint64_t missing = width == 4 ? element_bits(-1e30f) : element_bits(-1e300);
+    const uint64_t absent = width == 4 ? element_bits(-7.5e20f) : element_bits(-7.5e200);
+    const size_t n = field.size() / width;
+    for (size_t i = 0; i < n; i += 11) std::memcpy(field.data() + i * width, &fill, width);
+    for (size_t i = 5; i < n / 2; i += 13) std::memcpy(field.data() + i * width, &missing, width);
+    using F = std::optional<uint64_t>;
+    const std::pair<F, F> cases[] = {{F{fill}, F{missing}}, {F{fill}, F{absent}}, {F{absent}, F{missing}},
+                                     {F{}, F{missing}},     {F{fill}, F{fill}},   {F{missing}, F{fill}}};
+    for (const auto& [f, m] : cases)
+      check_input(runner, name + " fill and missing", field, width, f, missing, {0, 3, static_cast<size_t>(width)}, m);
   }
 }
 

@@ -173,6 +173,32 @@ Decoded decompress(const void* frame, size_t frame_bytes, const Options& policy 
 size_t decompress_into(const void* frame, size_t frame_bytes, void* out, size_t capacity,
                        const Options& policy = {});
 
+// ---- The bound one chunk holds ----------------------------------------------
+// What compress() guarantees for one chunk under `options`, by the one rule
+// every lossy preset enforces (docs/FORMAT.md section 0): an element whose
+// bits equal a special value (options.fill_value, options.missing_value) or
+// that is not finite comes back bit for bit; every other element x comes back
+// within `bound` (ABS, NOA: absolute) or `bound` x |x| (REL). NOA's absolute
+// bound is the largest double <= options.bound x (max - min) over the chunk's
+// finite elements other than the special values and +0.0 (HDF5 pads edge
+// chunks with its fill value, or with zeros where it has none, so padding
+// never widens it). `lossy` is false where the chunk is stored bit for bit: a
+// lossless preset, elements other than float32/float64, a NOA chunk without
+// two different such values. Tools that check round trips (h5fz repack
+// --verify) take the bound from here, so they check exactly what the filter
+// guarantees. Throws Error for invalid options (as validate()).
+struct ChunkBound {
+  bool lossy = false;
+  ErrorMode mode = ErrorMode::Abs;  // Noa arrives resolved: mode Abs, bound absolute
+  double bound = 0;
+  bool range_any = false;  // NOA: the range the bound was taken over
+  double range_min = 0, range_max = 0;
+  // The special values' bits as native-order integers (the low dtype.size
+  // bytes): elements with these bits come back exactly.
+  std::vector<uint64_t> exact_bits;
+};
+ChunkBound chunk_bound(const void* data, size_t bytes, const DataType& dtype, const Options& options);
+
 // ---- Batches: many chunks, several in flight --------------------------------
 // Each chunk gives exactly the frame compress() gives it, and each frame
 // decodes exactly as decompress_into() decodes it; what a batch adds is
