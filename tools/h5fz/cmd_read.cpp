@@ -1,7 +1,9 @@
 // h5fz read FILE DATASET: a box of a dataset read many chunks at a time
 // (chunk_reader.cpp), written as a raw file and/or compared with HDF5's own
 // read through the filter, with both speeds.
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -38,10 +40,18 @@ const char* kHelp =
     "  --threads N      CPU threads (default: H5Z_FZ_THREADS, else all cores)\n"
     "  --device D       auto (default), cpu, cuda or cuda:N\n";
 
-// "5,3,7": whole numbers, zero allowed (unlike a shape).
+// "5,3,7": whole numbers up to 2^64 - 1 (a dataset's extent may be that
+// large), zero allowed (unlike a shape).
 std::vector<hsize_t> parse_numbers(const std::string& option, const std::string& text) {
   std::vector<hsize_t> values;
-  for (const std::string& item : split_commas(text)) values.push_back(parse_unsigned(option, item));
+  for (const std::string& item : split_commas(text)) {
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(item.c_str(), &end, 10);
+    if (item.empty() || item[0] == '-' || item[0] == '+' || *end != '\0' || errno == ERANGE)
+      throw UsageError(option + " needs whole numbers below 2^64, got '" + item + "'");
+    values.push_back(static_cast<hsize_t>(value));
+  }
   if (values.empty()) throw UsageError(option + " needs comma-separated whole numbers");
   return values;
 }
