@@ -4,8 +4,10 @@ dataset (issue 15, item 6); ``python -m h5fz compare A B [--plot out.png]``.
 For every numeric dataset present in both files with the same shape: the
 largest absolute error, the largest error relative to the element (over the
 nonzero originals), the PSNR over A's finite value range, and both files'
-storage ratios (elements' bytes over the bytes each file stores for the
-dataset). Datasets are read a block at a time along the first axis, so files
+storage ratios (each file's elements' bytes over the bytes it stores for the
+dataset). Integer datasets are compared exactly (a difference of uint64
+values above 2^53 is not lost to float64); a dataset whose element type
+differs between A and B is flagged. Datasets are read a block at a time along the first axis, so files
 larger than memory compare in bounded memory. The picture (needs matplotlib)
 shows, per dataset, a slice of A, the same slice of B, their difference and
 the histogram of the errors.
@@ -39,7 +41,14 @@ def dataset_stats(dset_a, dset_b, block_bytes=_BLOCK_BYTES):
     count = 0
     lo, hi = math.inf, -math.inf
     mismatched_special = 0
+    integers = dset_a.dtype.kind in "iu" and dset_b.dtype.kind in "iu"
+    if integers:
+        max_abs = 0
     for a, b in _blocks(dset_a, dset_b, block_bytes):
+        if integers:
+            d_exact = _integer_differences(a, b)
+            if d_exact.size:
+                max_abs = max(max_abs, int(d_exact.max()))
         x = a.astype(np.float64)
         y = b.astype(np.float64)
         fx, fy = np.isfinite(x), np.isfinite(y)
@@ -49,8 +58,9 @@ def dataset_stats(dset_a, dset_b, block_bytes=_BLOCK_BYTES):
         mismatched_special += int(np.count_nonzero(fx & ~fy))
         if not both.any():
             continue
-        d = np.abs(x[both] - y[both])
-        max_abs = max(max_abs, float(d.max()))
+        d = np.abs(x[both] - y[both]) if not integers else d_exact.ravel().astype(np.float64)
+        if not integers:
+            max_abs = max(max_abs, float(d.max()))
         nz = x[both] != 0
         if nz.any():
             max_rel = max(max_rel, float((d[nz] / np.abs(x[both][nz])).max()))
@@ -58,15 +68,34 @@ def dataset_stats(dset_a, dset_b, block_bytes=_BLOCK_BYTES):
         count += int(d.size)
         lo = min(lo, float(x[both].min()))
         hi = max(hi, float(x[both].max()))
-    raw = int(dset_a.size) * dset_a.dtype.itemsize
+    # Each file's ratio over its own elements' bytes (B may store another type).
+    raw_a = int(dset_a.size) * dset_a.dtype.itemsize
+    raw_b = int(dset_b.size) * dset_b.dtype.itemsize
     stored_a, stored_b = int(dset_a.id.get_storage_size()), int(dset_b.id.get_storage_size())
     rmse = math.sqrt(sq / count) if count else 0.0
     value_range = hi - lo if count else 0.0
     psnr = math.inf if rmse == 0 else (20 * math.log10(value_range / rmse) if value_range > 0 else -math.inf)
-    return {"shape": tuple(dset_a.shape), "dtype": str(dset_a.dtype), "max_abs_error": max_abs,
+    return {"shape": tuple(dset_a.shape), "dtype": str(dset_a.dtype), "dtype_b": str(dset_b.dtype),
+            "dtype_changed": dset_a.dtype != dset_b.dtype, "max_abs_error": max_abs,
             "max_rel_error": max_rel, "rmse": rmse, "psnr": psnr, "value_range": value_range,
             "special_values_changed": mismatched_special,
-            "ratio_a": raw / stored_a if stored_a else None, "ratio_b": raw / stored_b if stored_b else None}
+            "ratio_a": raw_a / stored_a if stored_a else None, "ratio_b": raw_b / stored_b if stored_b else None}
+
+
+def _integer_differences(a, b):
+    """|a - b| of two integer arrays, exactly, as uint64 (or Python ints
+    where uint64 cannot hold a mix of int64 and uint64 values)."""
+    import numpy as np
+    if a.dtype.kind == "u" and b.dtype.kind == "u":
+        ua, ub = a.astype(np.uint64), b.astype(np.uint64)
+        return np.where(ua >= ub, ua - ub, ub - ua)
+    if a.dtype.kind == "i" and b.dtype.kind == "i" or max(a.dtype.itemsize, b.dtype.itemsize) < 8:
+        # Offset binary: the order of int64 values is that of these uint64.
+        flip = np.uint64(1 << 63)
+        ua = a.astype(np.int64).view(np.uint64) ^ flip
+        ub = b.astype(np.int64).view(np.uint64) ^ flip
+        return np.where(ua >= ub, ua - ub, ub - ua)
+    return np.abs(a.astype(object) - b.astype(object))
 
 
 def compare(path_a, path_b, plot=None, block_bytes=_BLOCK_BYTES):
@@ -153,9 +182,13 @@ def format_table(results):
         if name == "skipped":
             continue
         ratio = lambda r: "-" if r is None else "%.2f" % r  # noqa: E731
-        lines.append("| %s | %s | %.6g | %.6g | %.2f | %s | %s |" % (
-            name, "x".join(map(str, s["shape"])), s["max_abs_error"], s["max_rel_error"], s["psnr"],
+        error = s["max_abs_error"]
+        error = "%d" % error if isinstance(error, int) else "%.6g" % error  # integers exactly
+        lines.append("| %s | %s | %s | %.6g | %.2f | %s | %s |" % (
+            name, "x".join(map(str, s["shape"])), error, s["max_rel_error"], s["psnr"],
             ratio(s["ratio_a"]), ratio(s["ratio_b"])))
+        if s.get("dtype_changed"):
+            lines.append("|   element type changed: %s in A, %s in B |||||||" % (s["dtype"], s["dtype_b"]))
         if s["special_values_changed"]:
             lines.append("|   %d NaN/Inf elements changed |||||||" % s["special_values_changed"])
     for name, why in results.get("skipped", {}).items():
