@@ -410,8 +410,7 @@ WrittenAs written_as(hid_t dataset, hid_t file_type, const std::string& path) {
                path + ": cannot read the H5Z-FZ filter's parameters");
   const fz::filter::StoredParams params = fz::filter::decode_stored(stored.data(), stored_count);
   WrittenAs written;
-  written.options = fz::filter::to_options(params.user);
-  written.options.fill_value = params.dataset.fill_value;
+  written.options = fz::filter::dataset_options(params);  // HDF5's fill value and the missing value
   ChunkPlan& plan = written.plan;
   plan.type = file_type;
   plan.dtype = params.dataset.dtype;
@@ -442,27 +441,6 @@ void parallel_for(size_t count, Body body) {
   for (std::thread& t : threads) t.join();
 }
 
-uint64_t fill_bits_of(const fz::Bytes& element, const fz::DataType& dtype) {
-  uint64_t bits = 0;
-  for (size_t k = 0; k < element.size() && k < 8; ++k) {
-    const size_t byte = dtype.order == fz::ByteOrder::Little ? k : element.size() - 1 - k;
-    bits |= static_cast<uint64_t>(element[byte]) << (8 * k);
-  }
-  return bits;
-}
-
-// The bound a chunk is checked against: the options' (noa: each chunk's own
-// range) for lossy presets on floats; bit for bit otherwise.
-BoundSpec bound_spec(const fz::Options& options, const fz::DataType& dtype) {
-  BoundSpec spec;
-  spec.known = fz::preset_is_lossy(options.preset) && dtype.element_class == fz::ElementClass::Float;
-  spec.mode = options.mode;
-  spec.bound = options.bound;
-  spec.has_fill = !options.fill_value.empty();
-  if (spec.has_fill) spec.fill_bits = fill_bits_of(options.fill_value, dtype);
-  return spec;
-}
-
 void account(DatasetReport& report, const ChunkCheck& check) {
   report.max_abs_error = std::max(report.max_abs_error, check.max_abs_error);
   report.violations += check.violations;
@@ -488,11 +466,20 @@ class Repack {
   }
   void verify(hid_t written_file, Progress& progress);
   const std::vector<DatasetReport>& reports() const { return reports_; }
-  const std::vector<std::string>& warnings() const { return copy_.warnings(); }
+  std::vector<std::string> warnings() const {
+    std::vector<std::string> all = notes_;
+    all.insert(all.end(), copy_.warnings().begin(), copy_.warnings().end());
+    return all;
+  }
 
  private:
   bool create_dataset(hid_t in, hid_t parent, const std::string& name, const std::string& path);
-  double global_abs_bound(hid_t in, const ChunkPlan& plan, const fz::Bytes& exclude, double noa, const std::string& path);
+  struct GlobalBound {
+    std::optional<double> bound;  // empty: none holds in every chunk, for `why`
+    std::string why;
+  };
+  GlobalBound global_abs_bound(hid_t in, const ChunkPlan& plan, const std::vector<fz::Bytes>& exclude, double noa,
+                               const std::string& path);
   void write_chunks(hid_t in, hid_t out, const ChunkPlan& plan, const fz::Options& options, DatasetReport& report);
 
   const Settings& settings_;
@@ -500,6 +487,7 @@ class Repack {
   StructureCopy copy_;
   Progress* progress_ = nullptr;
   std::vector<DatasetReport> reports_;
+  std::vector<std::string> notes_;  // datasets that could not take the mode asked for
 };
 
 // H5Ovisit's callback signature changed twice (1.10.3 fields argument, 1.12
@@ -569,31 +557,43 @@ bool Repack::create_dataset(hid_t in, hid_t parent, const std::string& name, con
   const bool lossy = fz::preset_is_lossy(choice.preset) && dtype.element_class == fz::ElementClass::Float;
   report.lossy = lossy;
   std::optional<double> missing = lossy ? netcdf_missing_value(in, dtype) : std::nullopt;
-  if (lossy && settings_.noa_global) {
-    // The fill values the filter keeps exactly stay out of the range: the
-    // missing value, else HDF5's user-defined fill value.
-    fz::Bytes exclude;
+  bool noa_global = lossy && settings_.noa_global;
+  if (noa_global) {
+    // The values the filter keeps exactly stay out of the range, as it
+    // leaves them out: the missing value and HDF5's user-defined fill value
+    // (both: a netCDF missing_value beside the default fill 9.97e36).
+    std::vector<fz::Bytes> exclude;
     if (missing) {
-      exclude.resize(dtype.size);
+      fz::Bytes element(dtype.size);
       if (dtype.size == 4) {
         const float value = static_cast<float>(*missing);
-        std::memcpy(exclude.data(), &value, 4);
+        std::memcpy(element.data(), &value, 4);
       } else {
-        std::memcpy(exclude.data(), &*missing, 8);
+        std::memcpy(element.data(), &*missing, 8);
       }
-      if (dtype.order == fz::ByteOrder::Big) std::reverse(exclude.begin(), exclude.end());
-    } else {
-      H5D_fill_value_t status;
-      if (H5Pfill_value_defined(in_dcpl.get(), &status) >= 0 && status == H5D_FILL_VALUE_USER_DEFINED) {
-        exclude.resize(dtype.size);
-        H5Pget_fill_value(in_dcpl.get(), type.get(), exclude.data());
-      }
+      if (dtype.order == fz::ByteOrder::Big) std::reverse(element.begin(), element.end());
+      exclude.push_back(element);
     }
+    H5D_fill_value_t status;
+    if (H5Pfill_value_defined(in_dcpl.get(), &status) >= 0 && status == H5D_FILL_VALUE_USER_DEFINED) {
+      fz::Bytes fill(dtype.size);
+      if (H5Pget_fill_value(in_dcpl.get(), type.get(), fill.data()) >= 0) exclude.push_back(fill);
+    }
+    H5Eclear2(H5E_DEFAULT);
     ChunkPlan range_plan = plan;
     range_plan.type = type.get();
-    choice.mode = fz::ErrorMode::Abs;
-    choice.bound = global_abs_bound(in, range_plan, exclude, settings_.options.bound, path);
-    report.abs_bound = choice.bound;
+    const GlobalBound global = global_abs_bound(in, range_plan, exclude, settings_.options.bound, path);
+    if (global.bound) {
+      choice.mode = fz::ErrorMode::Abs;
+      choice.bound = *global.bound;
+      report.abs_bound = choice.bound;
+    } else {
+      // No absolute bound means the same in every chunk (issue 28 item 13):
+      // this dataset alone takes each chunk's own range (noa), said at the end.
+      noa_global = false;
+      notes_.push_back(path + ": --mode noa-global cannot hold here (" + global.why +
+                       "): compressed with noa (bound x each chunk's own range) instead");
+    }
   } else if (lossy && choice.mode == fz::ErrorMode::Abs) {
     report.abs_bound = choice.bound;
   }
@@ -605,9 +605,9 @@ bool Repack::create_dataset(hid_t in, hid_t parent, const std::string& name, con
   }
   report.stored_as = !lossy ? std::string("lossless") + (scale ? " (dimension scale)" : "")
                             : std::string(fz::preset_name(choice.preset)) + " " +
-                                  (settings_.noa_global ? "noa-global" : fz::mode_name(settings_.options.mode)) + " " +
+                                  (noa_global ? "noa-global" : fz::mode_name(choice.mode)) + " " +
                                   shortest_double(settings_.options.bound) +
-                                  (settings_.noa_global ? " = abs " + short_number(choice.bound) : "") +
+                                  (noa_global ? " = abs " + short_number(choice.bound) : "") +
                                   (missing ? " (missing value)" : "");
 
   // The input's creation properties (fill value and time, attribute order)
@@ -638,14 +638,14 @@ bool Repack::create_dataset(hid_t in, hid_t parent, const std::string& name, con
   return true;
 }
 
-double Repack::global_abs_bound(hid_t in, const ChunkPlan& plan, const fz::Bytes& exclude, double noa,
-                                const std::string& path) {
+Repack::GlobalBound Repack::global_abs_bound(hid_t in, const ChunkPlan& plan, const std::vector<fz::Bytes>& exclude,
+                                             double noa, const std::string& path) {
   const ChunkGrid grid(plan.dims, plan.chunks);
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   fz::Bytes chunk;
-  // Padding takes the excluded value, or all ones (a NaN), so it never counts.
+  // Padding takes all ones (a NaN), so it never counts.
   ChunkPlan unpadded = plan;
-  unpadded.fill_element = exclude.empty() ? fz::Bytes(plan.dtype.size, 0xFF) : exclude;
+  unpadded.fill_element = fz::Bytes(plan.dtype.size, 0xFF);
   const bool big = plan.dtype.order == fz::ByteOrder::Big;
   for (uint64_t index = 0; index < grid.count(); ++index) {
     check_interrupted();
@@ -654,7 +654,9 @@ double Repack::global_abs_bound(hid_t in, const ChunkPlan& plan, const fz::Bytes
     for (size_t at = 0; at + size <= chunk.size(); at += size) {
       unsigned char element[8];
       for (size_t k = 0; k < size; ++k) element[k] = chunk[at + (big ? size - 1 - k : k)];
-      if (!exclude.empty() && std::memcmp(chunk.data() + at, exclude.data(), size) == 0) continue;
+      if (std::any_of(exclude.begin(), exclude.end(),
+                      [&](const fz::Bytes& e) { return std::memcmp(chunk.data() + at, e.data(), size) == 0; }))
+        continue;
       double value;
       if (size == 4) {
         float f;
@@ -671,8 +673,23 @@ double Repack::global_abs_bound(hid_t in, const ChunkPlan& plan, const fz::Bytes
     }
     progress_->advance(0, path + " (range)");
   }
-  if (!(hi > lo)) return plan.dtype.size == 4 ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
-  return noa * (hi - lo);
+  GlobalBound global;
+  if (!(hi > lo)) {  // one value (or none): every value comes back exactly
+    global.bound = plan.dtype.size == 4 ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
+    return global;
+  }
+  // Near the type's limits the product leaves what the filter accepts: a
+  // range of +-1.5e308 is inf, one of denormals gives a bound of 0.
+  const double bound = noa * (hi - lo);
+  if (!std::isfinite(bound)) {
+    global.why = "the value range " + short_number(lo) + " .. " + short_number(hi) + " overflows a double";
+  } else if (!(bound > 0)) {
+    global.why = "the value range " + short_number(lo) + " .. " + short_number(hi) + " times " + short_number(noa) +
+                 " is 0 in floating point";
+  } else {
+    global.bound = bound;
+  }
+  return global;
 }
 
 void Repack::write_chunks(hid_t in, hid_t out, const ChunkPlan& plan, const fz::Options& options,
@@ -680,7 +697,6 @@ void Repack::write_chunks(hid_t in, hid_t out, const ChunkPlan& plan, const fz::
   const ChunkGrid grid(plan.dims, plan.chunks);
   const size_t per_batch = std::max<size_t>(1, settings_.batch_bytes / plan.chunk_bytes);
   const std::vector<uint64_t> chunk_dims(plan.chunks.begin(), plan.chunks.end());
-  const BoundSpec spec = bound_spec(options, plan.dtype);
   // Bytes of the dataset inside its extent, per chunk, for the progress line.
   auto inside_bytes = [&](const std::vector<hsize_t>& offset) {
     uint64_t bytes = plan.dtype.size;
@@ -720,7 +736,7 @@ void Repack::write_chunks(hid_t in, hid_t out, const ChunkPlan& plan, const fz::
     fz::filter::apply_policy(options, policy);
     fz::decompress_batch(frame_views, policy);
     std::vector<ChunkCheck> checks(batch->size());
-    parallel_for(batch->size(), [&](size_t i) { checks[i] = check_chunk((*batch)[i].data, decoded[i], plan.dtype, spec); });
+    parallel_for(batch->size(), [&](size_t i) { checks[i] = check_chunk((*batch)[i].data, decoded[i], plan.dtype, options); });
     for (const ChunkCheck& check : checks) account(report, check);
     report.errors_measured = true;
   };
@@ -761,7 +777,6 @@ void Repack::verify(hid_t written_file, Progress& progress) {
     const WrittenAs written = written_as(out.get(), type.get(), "--verify: " + report.path);
     const fz::Options& options = written.options;
     const ChunkPlan& plan = written.plan;
-    const BoundSpec spec = bound_spec(options, plan.dtype);
     const ChunkGrid grid(plan.dims, plan.chunks);
     fz::Bytes original, decoded;
     DatasetReport check;
@@ -770,7 +785,9 @@ void Repack::verify(hid_t written_file, Progress& progress) {
       const std::vector<hsize_t> offset = grid.offset(index);
       read_chunk(in.get(), plan, offset, original, report.path);
       read_chunk(out.get(), plan, offset, decoded, report.path);  // through the filter
-      account(check, check_chunk(original, decoded, plan.dtype, spec));
+      // The filter's own rule for this chunk (quality.hpp): the chunk as the
+      // filter saw it, padded with HDF5's fill value, which the rule leaves out.
+      account(check, check_chunk(original, decoded, plan.dtype, options));
       progress.advance(original.size(), report.path + " (verify)");
     }
     report.verified = true;
@@ -810,6 +827,25 @@ void print_table(const std::vector<DatasetReport>& reports, bool verified) {
     std::printf("(max error: \"<= B\" is the absolute bound every chunk holds, \"-\" a bound per chunk (noa);\n"
                 " --errors or --verify measure the errors)\n");
   }
+}
+
+// What failed, by dataset: the elements outside the bound the filter
+// guarantees (or changed where they must come back exactly) and the largest
+// error, so that the message stands alone.
+std::string failure_summary(const std::vector<DatasetReport>& reports, bool verified, bool quiet) {
+  std::string text = verified ? "--verify failed" : "the error check failed";
+  uint64_t total = 0;
+  std::string which;
+  for (const DatasetReport& r : reports) {
+    const uint64_t failed = r.violations + r.mismatches + r.verify_violations;
+    if (failed == 0) continue;
+    total += failed;
+    which += (which.empty() ? ": " : ", ") + r.path + " " + std::to_string(failed) + " element(s)";
+    if (r.errors_measured) which += " (max error " + short_number(r.max_abs_error) + ")";
+  }
+  text += which + " outside the bound the filter guarantees, or changed where they must be exact";
+  if (!quiet) text += " (" + std::to_string(total) + " in all; see the table)";
+  return text;
 }
 
 // The H5Z-FZ plugin: HDF5 needs it to create filtered datasets (set_local
@@ -984,8 +1020,8 @@ int run_repack(const std::vector<std::string>& args) {
   }
   for (const std::string& w : warnings) std::fprintf(stderr, "h5fz repack: warning: %s\n", w.c_str());
   if (failed) {
-    std::fprintf(stderr, "h5fz repack: %llu element(s) outside the bound or changed; see the table\n",
-                 static_cast<unsigned long long>(failed));
+    // Complete on its own: under --quiet there is no table to point at.
+    std::fprintf(stderr, "h5fz repack: %s\n", failure_summary(reports, settings.verify, settings.quiet).c_str());
     return 1;
   }
   return 0;

@@ -54,7 +54,8 @@ void float_stats(const fz::Bytes& original, const fz::Bytes& decoded, bool big_e
     std::memcpy(&v, &bits, sizeof v);
     return v;
   };
-  auto is_fill = [&](Bits bits) { return spec.has_fill && bits == fill; };
+  const Bits missing = static_cast<Bits>(spec.missing_bits);
+  auto is_fill = [&](Bits bits) { return (spec.has_fill && bits == fill) || (spec.has_missing && bits == missing); };
 
   // Pass 1: ranges. PSNR uses every finite value; NOA leaves the fill out.
   long double lo = std::numeric_limits<long double>::infinity(), hi = -lo;
@@ -202,6 +203,7 @@ ChunkCheck quick_float_check(const fz::Bytes& original, const fz::Bytes& decoded
   ChunkCheck check;
   const uint64_t n = original.size() / sizeof(T);
   const Bits fill = static_cast<Bits>(spec.fill_bits);
+  const Bits missing = static_cast<Bits>(spec.missing_bits);
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   double rel_excess = 0;  // largest err - bound * |x| (rel mode)
   for (uint64_t i = 0; i < n; ++i) {
@@ -210,7 +212,7 @@ ChunkCheck quick_float_check(const fz::Bytes& original, const fz::Bytes& decoded
     T x, y;
     std::memcpy(&x, &xb, sizeof x);
     std::memcpy(&y, &yb, sizeof y);
-    if (!std::isfinite(x) || (spec.has_fill && xb == fill)) {
+    if (!std::isfinite(x) || (spec.has_fill && xb == fill) || (spec.has_missing && xb == missing)) {
       if (xb != yb) ++check.mismatches;
       continue;
     }
@@ -256,6 +258,27 @@ ChunkCheck check_chunk(const fz::Bytes& original, const fz::Bytes& decoded, cons
     check.violations = exact.violations - std::min(exact.violations, check.mismatches);
   }
   return check;
+}
+
+ChunkCheck check_chunk(const fz::Bytes& original, const fz::Bytes& decoded, const fz::DataType& dtype,
+                       const fz::Options& options) {
+  if (original.size() != decoded.size()) return check_chunk(original, decoded, dtype, BoundSpec{});  // says so
+  // NOA arrives resolved into the chunk's absolute bound: the range is the
+  // engine's, never taken again here.
+  const fz::ChunkBound rule = fz::chunk_bound(original.data(), original.size(), dtype, options);
+  BoundSpec spec;
+  spec.known = rule.lossy;  // else every byte must come back
+  spec.mode = rule.mode;
+  spec.bound = rule.bound;
+  if (!rule.exact_bits.empty()) {
+    spec.has_fill = true;
+    spec.fill_bits = rule.exact_bits[0];
+  }
+  if (rule.exact_bits.size() > 1) {
+    spec.has_missing = true;
+    spec.missing_bits = rule.exact_bits[1];
+  }
+  return check_chunk(original, decoded, dtype, spec);
 }
 
 void print_quality(const Quality& q, const BoundSpec& spec, const std::string& label) {

@@ -24,6 +24,8 @@ struct BoundSpec {
   double bound = 0;
   bool has_fill = false;
   uint64_t fill_bits = 0;  // the fill element's bits, native order, low bytes
+  bool has_missing = false;  // a second special value, kept exactly and left out of the range like the fill
+  uint64_t missing_bits = 0;
   std::string source;      // where the bound came from, for the report
 };
 
@@ -72,6 +74,14 @@ struct ChunkCheck {
 };
 ChunkCheck check_chunk(const fz::Bytes& original, const fz::Bytes& decoded, const fz::DataType& dtype,
                        const BoundSpec& spec);
+// The same against exactly the bound the filter guarantees for this chunk
+// under `options` (fz::chunk_bound, the engine's one rule: HDF5's fill value
+// and the missing value exact, NOA's range over the chunk's elements without
+// them, +0.0 and non-finite values; edge-chunk padding, HDF5's fill value or
+// zeros, never widens it). `original` is the chunk as the filter saw it,
+// edge chunks padded with HDF5's fill value. What h5fz repack checks with.
+ChunkCheck check_chunk(const fz::Bytes& original, const fz::Bytes& decoded, const fz::DataType& dtype,
+                       const fz::Options& options);
 
 // Prints the report lines (indented by two spaces). `label` names the original.
 void print_quality(const Quality& q, const BoundSpec& spec, const std::string& label);
