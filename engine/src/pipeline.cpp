@@ -202,6 +202,15 @@ size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& c
   std::vector<std::optional<Bytes>> owned(consumed_.size());
   std::vector<std::optional<ByteSpan>> view(consumed_.size());
   for (size_t i = 0; i < stored_ids.size(); ++i) view[stored_ids[i]] = stored[i];
+  // Buffers still owned when the call ends (those kept under views, or left
+  // by an early return) go back to the pool for the next chunk.
+  struct ReleaseLeft {
+    std::vector<std::optional<Bytes>>& buffers;
+    ~ReleaseLeft() {
+      for (auto& b : buffers)
+        if (b) release_buffer(std::move(*b));
+    }
+  } release_left{owned};
   auto release_outputs = [&](const StageNode& node) {  // no longer needed
     for (size_t i = 0; i < node.output_count; ++i) {
       if (owned[node.first_output + i]) release_buffer(std::move(*owned[node.first_output + i]));
@@ -300,6 +309,15 @@ size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& c
         release_outputs(*node);
         return *length;  // the chunk's producer is the last stage inverted
       }
+    }
+    // Inputs that are pieces of the outputs: they stay where they are (the
+    // outputs are kept, not released, until the end).
+    std::vector<ByteSpan> pieces;
+    if (node->stage->inverse_views(outs, pieces, ctx)) {
+      require_format(pieces.size() == node->inputs.size(), "stage inverse produced the wrong number of streams");
+      for (size_t i = 0; i < pieces.size(); ++i) view[node->inputs[i]] = pieces[i];
+      ++r;
+      continue;
     }
     std::vector<Bytes> ins;
     for (size_t i = 0; i < node->inputs.size(); ++i) ins.push_back(acquire_buffer());

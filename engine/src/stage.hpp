@@ -195,6 +195,18 @@ class Stage {
   void inverse_device(const std::vector<DeviceBuffer>& outputs, std::vector<DeviceBuffer>& inputs,
                       DeviceWork& work, size_t max_stream_bytes) const;
 
+  // An inverse whose inputs are pieces of its outputs (a merge's parts): fills
+  // `inputs` with spans into `outputs` and returns true, or false when the
+  // stage cannot (the caller then uses inverse()). The pipeline keeps the
+  // outputs until it is done, so the pieces are never copied (issue 28: a
+  // copy of the merged codes took half a spline chunk more). Throws
+  // FormatError as inverse() does.
+  virtual bool inverse_views(const std::vector<ByteSpan>& outputs, std::vector<ByteSpan>& inputs,
+                             const StageContext& ctx) const {
+    (void)outputs, (void)inputs, (void)ctx;
+    return false;
+  }
+
   // For a stage whose one input is the chunk: the inverse written straight into
   // `dst` (capacity bytes), saving the last copy of a decoded chunk. Returns
   // the bytes written, or nothing when the stage cannot (or the result would

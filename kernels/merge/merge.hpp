@@ -16,5 +16,7 @@ void encode(const std::vector<ByteSpan>& parts, Bytes& out);
 // Throws FormatError unless the stream is exactly one well-formed merge stream
 // whose total payload is at most max_total bytes and has at most max_parts parts.
 std::vector<Bytes> decode(ByteSpan in, size_t max_total, size_t max_parts = 4096);
+// The same checks; the parts as spans into `in` (no copy).
+std::vector<ByteSpan> split(ByteSpan in, size_t max_total, size_t max_parts = 4096);
 
 }  // namespace fz::merge

@@ -27,7 +27,7 @@ void encode(const std::vector<ByteSpan>& parts, Bytes& out) {
     if (part.size != 0) out.insert(out.end(), part.data, part.data + part.size);
 }
 
-std::vector<Bytes> decode(ByteSpan in, size_t max_total, size_t max_parts) {
+std::vector<ByteSpan> split(ByteSpan in, size_t max_total, size_t max_parts) {
   require_format(in.size >= kCountBytes, "merge: stream shorter than its count field");
   const uint32_t count = load_le<uint32_t>(in.data);
   require_format(count >= 1, "merge: stream count is zero");
@@ -46,13 +46,20 @@ std::vector<Bytes> decode(ByteSpan in, size_t max_total, size_t max_parts) {
   require_format(total <= max_total, "merge: total size exceeds the limit");
   require_format(total == payload, "merge: trailing bytes after the last stream");
 
-  std::vector<Bytes> parts(count);
+  std::vector<ByteSpan> parts(count);
   size_t offset = header;
   for (uint32_t i = 0; i < count; ++i) {
     const size_t size = load_le<uint64_t>(in.data + kCountBytes + kSizeBytes * i);
-    parts[i].assign(in.data + offset, in.data + offset + size);
+    parts[i] = ByteSpan(in.data + offset, size);
     offset += size;
   }
+  return parts;
+}
+
+std::vector<Bytes> decode(ByteSpan in, size_t max_total, size_t max_parts) {
+  const std::vector<ByteSpan> spans = split(in, max_total, max_parts);
+  std::vector<Bytes> parts(spans.size());
+  for (size_t i = 0; i < spans.size(); ++i) parts[i].assign(spans[i].data, spans[i].data + spans[i].size);
   return parts;
 }
 

@@ -27,6 +27,13 @@ void MergeStage::inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& i
   require_format(in.size() == parts_, "merge stream holds the wrong number of parts");
 }
 
+bool MergeStage::inverse_views(const std::vector<ByteSpan>& out, std::vector<ByteSpan>& in,
+                               const StageContext& ctx) const {
+  in = merge::split(out.at(0), ctx.max_stream_bytes, parts_);
+  require_format(in.size() == parts_, "merge stream holds the wrong number of parts");
+  return true;
+}
+
 std::unique_ptr<Stage> make_merge(unsigned parts) { return std::make_unique<MergeStage>(parts); }
 
 std::unique_ptr<Stage> parse_merge(ByteSpan config) { return parse_single_byte_config(config, "merge", make_merge); }

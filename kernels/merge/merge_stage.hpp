@@ -22,6 +22,8 @@ class MergeStage final : public Stage {
   std::vector<std::string> input_ports() const override;
   void forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const override;
   void inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const override;
+  bool inverse_views(const std::vector<ByteSpan>& out, std::vector<ByteSpan>& in,
+                     const StageContext& ctx) const override;
   unsigned parts() const { return parts_; }
 
  private:

@@ -185,9 +185,13 @@ TileCheck decode_tile(const DecodeJob<T>& job, const Side& side, size_t tile_ind
   return check;
 }
 
+// Decodes into `out` (grid.elements x sizeof(T) bytes, any content: every
+// element is written when the streams are valid, and they are checked), or,
+// when `owned` is given, into it, sized only once the streams' sizes are
+// checked (a hostile frame cannot make it allocate its claimed size).
 template <typename T>
 void decode_typed(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const rules::Grid& grid,
-                  const CodeFormat& format, Bytes& out, const Executor& exec) {
+                  const CodeFormat& format, uint8_t* out, Bytes* owned, const Executor& exec) {
   DecodeJob<T> job;
   job.grid = grid;
   job.codes.groups = rules::code_groups(grid);
@@ -200,8 +204,11 @@ void decode_typed(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const rul
     job.codes.at[g] = codes[g].data;
   }
   const size_t width = sizeof(T);
-  out.assign(grid.elements * width, 0);
-  job.out = out.data();
+  if (owned) {
+    owned->assign(grid.elements * width, 0);
+    out = owned->data();
+  }
+  job.out = out;
   size_t a = 0;
   for (size_t z = 0; z < grid.n[0]; z += grid.tile)
     for (size_t y = 0; y < grid.n[1]; y += grid.tile)
@@ -231,8 +238,9 @@ void decode_typed(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const rul
 
 }  // namespace
 
-void decode(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const std::vector<size_t>& dims,
-            const CodeFormat& format, Bytes& out, const Executor& exec) {
+namespace {
+
+rules::Grid checked_grid(const std::vector<size_t>& dims, const CodeFormat& format) {
   if (format.width != 4 && format.width != 8) throw UsageError("spline: width must be 4 or 8");
   if (format.code_bytes != 1 && format.code_bytes != 2) throw UsageError("spline: code_bytes must be 1 or 2");
   if (format.code_form != CodeForm::kOffset && format.code_form != CodeForm::kSigned &&
@@ -240,8 +248,30 @@ void decode(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const std::vect
     throw UsageError("spline: unknown code form");
   rules::Grid grid;
   if (rules::grid_of(dims, grid) != rules::GridCheck::kOk) throw UsageError("spline: dims must have 1 to 3 extents");
-  if (format.width == 4) decode_typed<float>(codes, side, grid, format, out, exec);
-  else decode_typed<double>(codes, side, grid, format, out, exec);
+  return grid;
+}
+
+void decode_grid(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const rules::Grid& grid,
+                 const CodeFormat& format, uint8_t* out, Bytes* owned, const Executor& exec) {
+  if (format.width == 4) decode_typed<float>(codes, side, grid, format, out, owned, exec);
+  else decode_typed<double>(codes, side, grid, format, out, owned, exec);
+}
+
+}  // namespace
+
+void decode(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const std::vector<size_t>& dims,
+            const CodeFormat& format, Bytes& out, const Executor& exec) {
+  const rules::Grid grid = checked_grid(dims, format);
+  decode_grid(codes, side, grid, format, nullptr, &out, exec);
+}
+
+size_t decode_into(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const std::vector<size_t>& dims,
+                   const CodeFormat& format, uint8_t* dst, size_t capacity, const Executor& exec) {
+  const rules::Grid grid = checked_grid(dims, format);
+  const size_t bytes = grid.elements * format.width;
+  if (bytes > capacity) throw UsageError("spline: the output buffer is smaller than the chunk");
+  decode_grid(codes, side, grid, format, dst, nullptr, exec);
+  return bytes;
 }
 
 }  // namespace fz::spline

@@ -152,6 +152,11 @@ inline void encode(ByteSpan in, const std::vector<size_t>& dims, const Config& c
 // config).
 void decode(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const std::vector<size_t>& dims,
             const CodeFormat& format, Bytes& out, const Executor& exec = serial_executor());
+// The same straight into caller memory of `capacity` bytes (UsageError when
+// the chunk does not fit), so that a decoded chunk is never held twice;
+// returns its bytes. On a FormatError `dst` holds partial output.
+size_t decode_into(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const std::vector<size_t>& dims,
+                   const CodeFormat& format, uint8_t* dst, size_t capacity, const Executor& exec = serial_executor());
 
 // The same over an encoder's output.
 inline CodeFormat format_of(const Config& config) { return {config.width, config.code_bytes, config.code_form}; }

@@ -57,12 +57,15 @@ void SplineStage::forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& o
   }
 }
 
-void SplineStage::inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const {
+// The streams' checks before decoding (either way): the elements within the
+// frame's limit, the stream count, the codes' total size and the fill mask's.
+// Returns the chunk's elements; fills `codes`.
+uint64_t SplineStage::checked_streams(const std::vector<ByteSpan>& out, const StageContext& ctx,
+                                      ByteSpan (&codes)[spline::kCodeGroups]) const {
   uint64_t elements = 1;
   for (size_t d : dims_) require_format(!__builtin_mul_overflow(elements, d, &elements), "spline dims overflow");
   require_format(elements <= ctx.max_stream_bytes / config_.width, "spline chunk larger than the frame allows");
   require_format(out.size() == kSidePort + 1 + (fill_input_ ? 1 : 0), "spline: wrong number of streams");
-  ByteSpan codes[spline::kCodeGroups];
   uint64_t code_bytes = 0;
   for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
     codes[g] = out[g];
@@ -71,9 +74,27 @@ void SplineStage::inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& 
   require_format(code_bytes == elements * config_.code_bytes, "spline codes do not match the chunk size");
   if (fill_input_)  // the fill mask stage that reads it checks it too; a mask of another size is no mask of this chunk
     require_format(out[kFillPort].size == fill_mask_bytes(), "spline: the fill mask does not match the chunk size");
+  return elements;
+}
+
+void SplineStage::inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const {
+  ByteSpan codes[spline::kCodeGroups];
+  checked_streams(out, ctx, codes);
   in.resize(fill_input_ ? 2 : 1);
   spline::decode(codes, out[kSidePort], dims_, code_format(), in[0], ctx.exec);
   if (fill_input_) in[kFillInput].assign(out[kFillPort].data, out[kFillPort].data + out[kFillPort].size);
+}
+
+// Straight into the caller's chunk (HDF5's buffer): decoding into a stream of
+// its own and copying it over held the chunk twice (issue 28: the spline
+// presets decoded with 1.5-2x the chunk beyond HDF5's buffers).
+std::optional<size_t> SplineStage::inverse_into(const std::vector<ByteSpan>& out, uint8_t* dst, size_t capacity,
+                                                const StageContext& ctx) const {
+  if (fill_input_) return std::nullopt;  // two inputs: never the chunk's one producer
+  ByteSpan codes[spline::kCodeGroups];
+  const uint64_t elements = checked_streams(out, ctx, codes);
+  if (elements > capacity / config_.width) return std::nullopt;  // inverse() reports it
+  return spline::decode_into(codes, out[kSidePort], dims_, code_format(), dst, capacity, ctx.exec);
 }
 
 std::unique_ptr<Stage> make_spline(const spline::Config& config, double enforced_bound, std::vector<size_t> dims,

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@ class SplineStage final : public Stage {
   Bytes config() const override;
   void forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const override;
   void inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const override;
+  std::optional<size_t> inverse_into(const std::vector<ByteSpan>& out, uint8_t* dst, size_t capacity,
+                                     const StageContext& ctx) const override;
 
   const spline::Config& predictor_config() const { return config_; }
   double enforced_bound() const { return enforced_bound_; }
@@ -53,6 +56,9 @@ class SplineStage final : public Stage {
   static constexpr size_t kFillInput = 1;
 
  private:
+  uint64_t checked_streams(const std::vector<ByteSpan>& out, const StageContext& ctx,
+                           ByteSpan (&codes)[spline::kCodeGroups]) const;
+
   spline::Config config_;
   double enforced_bound_;
   std::vector<size_t> dims_;

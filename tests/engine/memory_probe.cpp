@@ -80,6 +80,14 @@ const Case kCases[] = {
     {"fzgpu-noise", fz::Preset::Fzgpu, fz::ErrorMode::Noa, 1e-3, Case::kNoise},
     {"cusz-noise", fz::Preset::Cusz, fz::ErrorMode::Noa, 1e-4, Case::kNoise},
     {"cusz-nan", fz::Preset::Cusz, fz::ErrorMode::Abs, 1e-4, Case::kNaN},
+    // cusz at 1e-3 on noise: fewer outliers than at 1e-4, so the encoder
+    // holds more codes and outlier records before it gives up (issue 28).
+    {"cusz-noise-1e-3", fz::Preset::Cusz, fz::ErrorMode::Noa, 1e-3, Case::kNoise},
+    // The spline presets (issue 28 item 11): codes of 2 bytes per element.
+    {"cuszhi-tp", fz::Preset::CuszHiTp, fz::ErrorMode::Noa, 1e-3, Case::kField},
+    {"cuszhi-cr", fz::Preset::CuszHiCr, fz::ErrorMode::Noa, 1e-3, Case::kField},
+    {"cuszhi-tp-noise", fz::Preset::CuszHiTp, fz::ErrorMode::Noa, 1e-3, Case::kNoise},
+    {"cuszhi-cr-noise", fz::Preset::CuszHiCr, fz::ErrorMode::Noa, 1e-3, Case::kNoise},
 };
 
 std::string data_dir() {
