@@ -158,3 +158,18 @@ def test_repack_netcdf_missing_value_without_fill_value(h5fz_tool, tmp_path, pre
         else:
             check_elements(expected, out, chunks, mode, bound, [NC_FILL32, missing], "%s %s" % (preset, mode))
         assert stored["fill_bytes"] == NC_FILL32.tobytes() and stored["missing"] == float(missing), stored
+
+
+def test_noa_global_bound_leaves_out_the_datasets_fill_value(tmp_path):
+    """h5fz.global_abs_bound (FZ(noa_global=..., data=dataset)) over an h5py
+    dataset leaves its fill value out, as the filter does, besides the
+    missing value: never-written elements (9.97e36) made the bound 9.97e33."""
+    a, chunks, land = field_with_gaps(np.float32)
+    src = tmp_path / "in.nc"
+    expected = netcdf_like(src, a, chunks, land, np.float32(-999.0), NC_FILL32)
+    data = expected[(expected != NC_FILL32) & (expected != np.float32(-999.0))]
+    with h5py.File(src, "r") as f:
+        bound = h5fz.global_abs_bound(f["v"], 1e-3, missing=-999.0)
+        opts = h5fz.FZ(preset="fzgpu", noa_global=1e-3, data=f["v"], missing=-999.0, dtype="float32")
+    assert bound == pytest.approx(1e-3 * (float(data.max()) - float(data.min())), rel=1e-12)
+    assert h5fz.parse_opts(opts["compression_opts"])["bound"] == bound

@@ -198,9 +198,11 @@ def compression_opts(preset="lossless", mode="abs", bound=None, missing=None, dt
     positive finite bound (the filter refuses it otherwise; we say so earlier).
 
     ``missing`` (lossy presets only): the missing value, e.g. a netCDF
-    variable's ``_FillValue``, appended as two more words (low and high 32
-    bits of the IEEE-754 double, like the bound). The filter keeps it
-    bit-exact in place of HDF5's fill value. ``dtype`` ("float32" or
+    variable's ``_FillValue`` or ``missing_value``, appended as two more
+    words (low and high 32 bits of the IEEE-754 double, like the bound). The
+    filter keeps it bit-exact and out of NOA's range beside HDF5's fill value
+    (``fillvalue=`` of ``create_dataset``, which pads edge chunks and
+    never-written elements), never in its place. ``dtype`` ("float32" or
     "float64") is the variable's type: the value is rounded to it (see
     :func:`missing_value_for`), since a float32 dataset refuses a double that
     is not a float32.
@@ -482,7 +484,9 @@ def global_abs_bound(data, noa, missing=None, block_bytes=64 << 20):
     """The absolute bound NOA ``noa`` means over a whole dataset.
 
     ``noa`` x (max - min) of ``data``'s finite elements, leaving out those
-    equal to ``missing`` (a fill value; compared in the data's type), read
+    equal to ``missing`` (compared in the data's type) and, for an h5py
+    Dataset with a fill value of its own, those equal to it (the filter
+    leaves both out of every chunk's range), read
     about ``block_bytes`` at a time along the first axis (``data``: a numpy
     array or an h5py Dataset, so a dataset larger than memory is fine). With
     it as an ABS bound every chunk holds the same bound, where mode "noa"
@@ -497,15 +501,18 @@ def global_abs_bound(data, noa, missing=None, block_bytes=64 << 20):
     dt = np.dtype(data.dtype)
     shape = tuple(data.shape) if data.shape is not None else ()
     lo, hi = None, None
-    fill = None
-    if missing is not None:
-        fill = np.asarray(missing).astype(dt) if dt.kind in "fiu" else None
+    special = []
+    if missing is not None and dt.kind in "fiu":
+        special.append(np.asarray(missing).astype(dt))
+    own_fill = _user_fill_value(data)
+    if own_fill is not None and dt.kind in "fiu":
+        special.append(np.asarray(own_fill).astype(dt))
     blocks = [np.asarray(data[()])] if len(shape) == 0 else (np.asarray(data[s]) for s in row_blocks(data,
                                                                                                     block_bytes))
     for block in blocks:
         keep = np.isfinite(block) if dt.kind == "f" else np.ones(block.shape, dtype=bool)
-        if fill is not None:
-            keep &= block != fill
+        for value in special:
+            keep &= block != value
         if not keep.any():
             continue
         v = block[keep]
@@ -515,6 +522,19 @@ def global_abs_bound(data, noa, missing=None, block_bytes=64 << 20):
     if lo is None or hi == lo:
         return float(np.finfo(dt).tiny) if dt.kind == "f" else 1.0
     return b * (hi - lo)
+
+
+def _user_fill_value(data):
+    """An h5py Dataset's fill value when it set one (HDF5's default 0 is no
+    marker); None for anything else."""
+    try:
+        dcpl = data.id.get_create_plist()
+        import h5py
+        if dcpl.fill_value_defined() != h5py.h5d.FILL_VALUE_USER_DEFINED:
+            return None
+        return data.fillvalue
+    except (AttributeError, TypeError, ValueError, ImportError):
+        return None
 
 
 def _register_quietly():
