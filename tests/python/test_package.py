@@ -75,8 +75,12 @@ def test_versions_agree():
         re.search(r"project\(H5ZFZ VERSION (\S+)", cmake).group(1)
 
 
-def test_pip_install_ships_the_plugin_and_works_from_anywhere(tmp_path):
-    """Built without a network (setuptools and wheel come from tools/setup/deps.sh)."""
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """A fresh venv with the package installed from a wheel built here with
+    the build's plugin (one build for the tests below): (python, wheel path,
+    environment without HDF5_PLUGIN_PATH). Built without a network
+    (setuptools and wheel come from tools/setup/deps.sh)."""
     try:
         import setuptools  # noqa: F401
         import wheel  # noqa: F401
@@ -84,6 +88,7 @@ def test_pip_install_ships_the_plugin_and_works_from_anywhere(tmp_path):
         pytest.skip("setuptools/wheel missing in this interpreter (tools/setup/deps.sh installs them for python A)")
     plugin = h5fz.plugin_path()
     assert os.path.isfile(plugin), plugin
+    tmp_path = tmp_path_factory.mktemp("package")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
     py = str(venv / "bin" / "python")
@@ -93,11 +98,32 @@ def test_pip_install_ships_the_plugin_and_works_from_anywhere(tmp_path):
     source = tmp_path / "source"
     shutil.copytree(os.path.join(REPO, "tools", "python"), str(source),
                     ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info", "plugin"))
-    r = subprocess.run([py, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", "-q",
-                        str(source)], capture_output=True, text=True, env=env, timeout=600)
+    wheels = tmp_path / "wheels"
+    r = subprocess.run([py, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-q",
+                        "-w", str(wheels), str(source)], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    built = sorted(os.listdir(str(wheels)))
+    assert len(built) == 1, built
+    wheel_path = str(wheels / built[0])
+    r = subprocess.run([py, "-m", "pip", "install", "--no-deps", "--no-index", "-q", wheel_path],
+                       capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     del env["H5FZ_PLUGIN"]
-    script = textwrap.dedent("""
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    return py, wheel_path, env, work
+
+
+def run_installed(installed, script):
+    py, _, env, work = installed
+    r = subprocess.run([py, "-c", textwrap.dedent(script)], cwd=str(work), capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout.strip()
+
+
+def test_pip_install_ships_the_plugin_and_works_from_anywhere(installed):
+    out = run_installed(installed, """
         import os, sys, numpy as np, h5py, h5fz
         assert "site-packages" in h5fz.__file__, h5fz.__file__
         assert h5fz.plugin_dir() == os.path.join(os.path.dirname(h5fz.__file__), "plugin"), h5fz.plugin_dir()
@@ -110,11 +136,51 @@ def test_pip_install_ships_the_plugin_and_works_from_anywhere(tmp_path):
         assert np.max(np.abs(b - a)) <= 1e-3
         print(h5fz.inspect("p.h5")[0]["fz"]["preset_name"])
     """)
-    work = tmp_path / "elsewhere"
-    work.mkdir()
-    r = subprocess.run([py, "-c", script], cwd=str(work), capture_output=True, text=True, env=env, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.strip() == "fzgpu"
+    assert out == "fzgpu"
+
+
+def test_the_wheel_is_a_platform_wheel(installed):
+    """It ships a native library (issue 28 item 16): py3-none-<platform>, not py3-none-any."""
+    import sysconfig
+    _, wheel_path, _, _ = installed
+    name = os.path.basename(wheel_path)
+    platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    pyproject = open(os.path.join(REPO, "tools", "python", "pyproject.toml")).read()
+    version = re.search(r'^version = "([^"]+)"', pyproject, re.M).group(1)
+    assert name == "h5fz-%s-py3-none-%s.whl" % (version, platform), name
+    import zipfile
+    with zipfile.ZipFile(wheel_path) as z:
+        meta = z.read("h5fz-%s.dist-info/WHEEL" % version).decode()
+        assert "Root-Is-Purelib: false" in meta, meta
+        assert "h5fz/plugin/libH5Zfz.so" in z.namelist(), z.namelist()
+
+
+def test_import_registers_the_shipped_plugin_for_h5py(installed, tmp_path):
+    """With nothing set, `import h5fz` alone lets plain h5py read an H5Z-FZ
+    dataset, and h5fz.read's fallback through HDF5 (a dataset with another
+    filter before H5Z-FZ) works (issue 28 item 16)."""
+    rng = np.random.default_rng(16)
+    a = rng.normal(size=(50, 40)).astype("f4")
+    path = str(tmp_path / "written_here.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("fz", data=a, chunks=(25, 40), **h5fz.FZ())
+        f.create_dataset("shuffled", data=a, chunks=(25, 40), shuffle=True, **h5fz.FZ())
+    with h5py.File(path, "r") as f:
+        assert [fid for fid, *_ in (f["shuffled"].id.get_create_plist().get_filter(i)
+                                    for i in range(f["shuffled"].id.get_create_plist().get_nfilters()))] == \
+            [h5py.h5z.FILTER_SHUFFLE, h5fz.FILTER_ID]
+    np.save(str(tmp_path / "expected.npy"), a)
+    out = run_installed(installed, """
+        import numpy as np, h5py, h5fz
+        assert "site-packages" in h5fz.__file__, h5fz.__file__
+        expected = np.load(%r)
+        with h5py.File(%r, "r") as f:
+            assert np.array_equal(f["fz"][()], expected)        # plain h5py, through the filter
+            assert np.array_equal(h5fz.read(f["shuffled"]), expected)  # read's fallback through HDF5
+            assert np.array_equal(h5fz.read(f["fz"]), expected)
+        print("ok")
+    """ % (str(tmp_path / "expected.npy"), path))
+    assert out == "ok"
 
 
 def test_global_abs_bound_is_the_whole_finite_range():

@@ -1,12 +1,17 @@
 """Build step of the h5fz package (pyproject.toml holds the metadata): the
 plugin goes into the package, from H5FZ_PLUGIN (the .so, or the folder
 holding it) or else the clone's build/plugin/libH5Zfz.so, when either
-exists; otherwise the package is built without it and says so."""
+exists; otherwise the package is built without it and says so.
+
+A wheel that ships the plugin (a native library for this machine) is a
+platform wheel, py3-none-<platform> (e.g. linux_x86_64): pip must not install
+it on another platform. Any Python 3 takes it (the plugin is no extension
+module). Without the plugin the wheel stays py3-none-any."""
 
 import os
 import shutil
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,4 +43,31 @@ class BuildWithPlugin(build_py):
         print("h5fz setup: shipping %s" % os.path.abspath(plugin))
 
 
-setup(cmdclass={"build_py": BuildWithPlugin})
+try:  # setuptools >= 70.1 has the command; older ones take wheel's
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # wheel's own note that setuptools >= 70.1 has it
+        from wheel.bdist_wheel import bdist_wheel
+
+
+class PlatformDistribution(Distribution):
+    """Native content (the plugin) without extension modules: the package
+    installs into platlib and the wheel is not pure."""
+
+    def has_ext_modules(self):
+        return find_plugin() is not None
+
+
+class PlatformWheel(bdist_wheel):
+    def finalize_options(self):
+        super().finalize_options()
+        self.root_is_pure = find_plugin() is None
+
+    def get_tag(self):
+        python, abi, platform = super().get_tag()
+        return (python, abi, platform) if self.root_is_pure else ("py3", "none", platform)
+
+
+setup(distclass=PlatformDistribution, cmdclass={"build_py": BuildWithPlugin, "bdist_wheel": PlatformWheel})

@@ -1,10 +1,10 @@
 """h5fz: a small helper for using the H5Z-FZ HDF5 filter from h5py.
 
 No dependency beyond the standard library (numpy and h5py are used only when
-you pass arrays or call :func:`register`).
+you pass arrays, call :func:`register`, or have h5py installed: then importing
+h5fz registers the plugin for h5py, as hdf5plugin does on import).
 
-    import h5fz                      # tools/python on sys.path
-    h5fz.register()                  # or export HDF5_PLUGIN_PATH=<repo>/build/plugin
+    import h5fz                      # registers the plugin it ships (or a clone's build)
     import h5py
     with h5py.File("out.h5", "w") as f:
         f.create_dataset("t", data=array, chunks=(64, 64, 64),
@@ -780,3 +780,25 @@ def compare(path_a, path_b, plot=None):
     """Per dataset of two files: max abs and rel error, PSNR, both ratios (h5fz.compare module)."""
     from ._compare import compare as _compare
     return _compare(path_a, path_b, plot=plot)
+
+
+def _register_on_import():
+    """Register the plugin when h5py is installed, as hdf5plugin does on
+    import: a plain h5py read after ``import h5fz`` then finds the filter,
+    and so does :func:`read`'s fallback through HDF5 (issue 28 item 16).
+    Quiet: without h5py or without a plugin nothing happens here (HDF5 may
+    find one on its own default path; :class:`FZ` and :func:`register` say
+    what is missing)."""
+    global _REGISTERED
+    try:
+        import h5py
+    except Exception:  # noqa: BLE001  (no or a broken h5py: h5fz works without it)
+        return
+    try:
+        register(h5py)
+        _REGISTERED = True
+    except FileNotFoundError:
+        pass
+
+
+_register_on_import()
