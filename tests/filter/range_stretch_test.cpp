@@ -68,6 +68,24 @@ TEST(RangeStretch, DeclaredFillValueIsLeftOut) {
   EXPECT_FALSE(check(field, element_bytes(-1e10f)).has_value());
 }
 
+// HDF5's fill value (padding, never-written elements) and the missing value
+// (land) in one chunk: both declared, neither stretches the range; either
+// alone still lets the other through (issue 28 item 1).
+TEST(RangeStretch, FillAndMissingValuesAreBothLeftOut) {
+  std::vector<float> field = sea<float>(100000);
+  std::fill(field.begin() + 20000, field.begin() + 50000, -1e10f);  // land: the missing value
+  std::fill(field.begin() + 90000, field.end(), 9.96921e36f);        // padding: netCDF's default fill
+  const DataType dtype = DataType::of<float>();
+  const size_t bytes = field.size() * sizeof(float);
+  EXPECT_FALSE(find_range_stretch(field.data(), bytes, dtype, element_bytes(9.96921e36f), element_bytes(-1e10f)));
+  const auto only_missing = find_range_stretch(field.data(), bytes, dtype, {}, element_bytes(-1e10f));
+  ASSERT_TRUE(only_missing.has_value());
+  EXPECT_EQ(only_missing->value, static_cast<double>(9.96921e36f));
+  const auto only_fill = find_range_stretch(field.data(), bytes, dtype, element_bytes(9.96921e36f));
+  ASSERT_TRUE(only_fill.has_value());
+  EXPECT_EQ(only_fill->value, static_cast<double>(-1e10f));
+}
+
 TEST(RangeStretch, BigEndianElements) {
   std::vector<float> field = sea<float>(20000);
   std::fill(field.begin(), field.begin() + 5000, -1e34f);

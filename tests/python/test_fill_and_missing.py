@@ -173,3 +173,23 @@ def test_noa_global_bound_leaves_out_the_datasets_fill_value(tmp_path):
         opts = h5fz.FZ(preset="fzgpu", noa_global=1e-3, data=f["v"], missing=-999.0, dtype="float32")
     assert bound == pytest.approx(1e-3 * (float(data.max()) - float(data.min())), rel=1e-12)
     assert h5fz.parse_opts(opts["compression_opts"])["bound"] == bound
+
+
+def test_repack_netcdf_fill_value_and_missing_value_both(h5fz_tool, tmp_path):
+    """A variable with _FillValue (= HDF5's fill value, as netCDF-4 writes it)
+    and a different missing_value: the missing value takes the filter's
+    second slot, so both are exact and both stay out of the range."""
+    a, chunks, land = field_with_gaps(np.float32)
+    fill, missing = np.float32(-1e34), np.float32(-999.0)
+    src, dst = tmp_path / "in.nc", tmp_path / "out.nc"
+    expected = netcdf_like(src, a, chunks, land, missing, fill)
+    with h5py.File(src, "a") as f:
+        f["v"].attrs["_FillValue"] = fill
+    r = subprocess.run([h5fz_tool, "repack", str(src), str(dst), "--preset", "cuszhi-cr", "--mode", "noa",
+                        "--bound", "1e-3", "--verify"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with h5py.File(dst, "r") as g:
+        out = g["v"][()]
+        stored = h5fz.parse_stored(g["v"]._filters[str(h5fz.FILTER_ID)])
+    assert stored["fill_bytes"] == fill.tobytes() and stored["missing"] == float(missing), stored
+    check_elements(expected, out, chunks, "noa", 1e-3, [fill, missing], "cuszhi-cr _FillValue and missing_value")

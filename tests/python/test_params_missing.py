@@ -131,7 +131,11 @@ def test_python_helper_words_accepted_for_float32(tmp_path, hdf5_tools):
                              compression_opts=h5fz.compression_opts("pfpl", "noa", 1e-3, missing=-1e34,
                                                                     dtype="float32"))
         check_chunks_filtered(d)
-        assert h5fz.parse_stored(fz_filter_values(d)[1])["fill_defined"] == 1
+        # The missing value is kept in its own words; HDF5's fill value (none
+        # here) is never displaced by it (issue 28 item 1).
+        stored = h5fz.parse_stored(fz_filter_values(d)[1])
+        assert stored["missing"] == float(np.float32(-1e34)) and stored["fill_defined"] == 0, stored
+        assert np.array_equal(d[:, :20, :30], data[:, :20, :30])
 
 
 def test_cd_values_doc_lists_the_built_presets(tmp_path):

@@ -122,7 +122,9 @@ def test_tuning_with_a_missing_value(tmp_path, wmag, preset):
         d = f["t"]
         check_chunks_filtered(d)
         stored = h5fz.parse_stored(fz_filter_values(d)[1])
-        assert stored["fill_defined"] == 1 and stored["missing"] == float(land), stored
+        # The missing value in its own words; no HDF5 fill value was set, and
+        # the missing value no longer takes its place (issue 28 item 1).
+        assert stored["fill_defined"] == 0 and stored["missing"] == float(land), stored
         assert (stored["spline_tuning_name"], stored["alpha"], stored["beta"]) == ("manual", 2.0, 8.0), stored
         back = d[()]
     assert np.array_equal(back[data == land], data[data == land])

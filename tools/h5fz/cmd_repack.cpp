@@ -289,8 +289,22 @@ bool is_dimension_scale(hid_t dataset) {
 
 // A float variable's netCDF _FillValue (else missing_value): one element of
 // its own type, as a double. NaN needs no declaring (NaN is always kept).
+// HDF5's fill value is special to the filter anyway (netCDF-4 makes it the
+// _FillValue), so where _FillValue is that value and missing_value another,
+// missing_value takes the filter's second slot.
 std::optional<double> netcdf_missing_value(hid_t dataset, const fz::DataType& dtype) {
   if (dtype.element_class != fz::ElementClass::Float || (dtype.size != 4 && dtype.size != 8)) return std::nullopt;
+  std::optional<double> hdf5_fill;
+  {
+    Handle dcpl(H5Dget_create_plist(dataset), H5Pclose);
+    H5D_fill_value_t status;
+    double fill = 0;
+    if (H5Pfill_value_defined(dcpl.get(), &status) >= 0 && status == H5D_FILL_VALUE_USER_DEFINED &&
+        H5Pget_fill_value(dcpl.get(), H5T_NATIVE_DOUBLE, &fill) >= 0)
+      hdf5_fill = fill;
+    H5Eclear2(H5E_DEFAULT);
+  }
+  std::optional<double> first;
   for (const char* name : {"_FillValue", "missing_value"}) {
     if (H5Aexists(dataset, name) <= 0) continue;
     Handle attribute(H5Aopen(dataset, name, H5P_DEFAULT), H5Aclose);
@@ -301,10 +315,11 @@ std::optional<double> netcdf_missing_value(hid_t dataset, const fz::DataType& dt
     if (H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, values.data()) < 0) continue;
     double value = values.front();
     if (dtype.size == 4) value = static_cast<double>(static_cast<float>(value));  // the variable's own float32
-    if (std::isnan(value)) return std::nullopt;
-    return value;
+    if (std::isnan(value)) continue;
+    if (!hdf5_fill || value != *hdf5_fill) return value;
+    if (!first) first = value;
   }
-  return std::nullopt;
+  return first;
 }
 
 // The chunk shape of the output dataset.
