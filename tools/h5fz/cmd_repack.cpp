@@ -33,7 +33,9 @@
 #include "filter_params.hpp"
 #include "hdf5_handle.hpp"
 #include "quality.hpp"
+#include "repack_cache.hpp"
 #include "repack_copy.hpp"
+#include "repack_output.hpp"
 
 namespace h5fz {
 
@@ -90,10 +92,13 @@ std::string help_text() {
     "netCDF: a float variable's _FillValue (else missing_value) attribute becomes the\n"
     "filter's missing value, kept exactly and left out of noa's range beside HDF5's\n"
     "fill value (netCDF's default 9.96921e36 pads edge chunks). A progress line\n"
-    "(bytes, rate, time left) is shown on a terminal. OUT is written as OUT.h5fz-partial\n"
-    "and renamed when complete: an interrupted or failed run (Ctrl-C: exit 130) leaves\n"
-    "no OUT, and an existing OUT is replaced only by a complete one. The H5Z-FZ plugin\n"
-    "is found through HDF5_PLUGIN_PATH, else beside this program (build/plugin).\n"
+    "(bytes, rate, time left) is shown on a terminal. IN's user block (a MATLAB v7.3\n"
+    "header) is copied. OUT (not IN, not a directory, in a writable folder: checked\n"
+    "first) is written as a new OUT.<unique>.h5fz-partial and renamed when complete\n"
+    "and, with --verify, verified: an interrupted, failed or unverified run (Ctrl-C:\n"
+    "exit 130; a crash or a full disk too) removes that file and no other, and leaves\n"
+    "an existing OUT as it was. The H5Z-FZ plugin is found through HDF5_PLUGIN_PATH,\n"
+    "else beside this program (build/plugin).\n"
     "\n"
     "examples:\n"
     "  h5fz repack run.h5 run-fz.h5 --preset fzgpu --mode noa --bound 1e-3 --verify\n"
@@ -472,11 +477,11 @@ void account(DatasetReport& report, const ChunkCheck& check) {
 
 class Repack {
  public:
-  Repack(const Settings& settings, hid_t in_file, hid_t out_file)
-      : settings_(settings), in_file_(in_file), out_file_(out_file),
-        copy_(in_file, out_file,
-              [this](hid_t in, hid_t parent, const std::string& name, const std::string& path) {
-                return create_dataset(in, parent, name, path);
+  Repack(const Settings& settings, hid_t in_file, hid_t out_file, std::string out_path)
+      : settings_(settings), in_file_(in_file), out_file_(out_file), out_path_(std::move(out_path)),
+        copy_(in_file, out_file, out_path_,
+              [this](hid_t in_group, hid_t parent, const std::string& name, const std::string& path) {
+                return create_dataset(in_group, parent, name, path);
               }) {}
 
   uint64_t bytes_to_compress();
@@ -494,7 +499,7 @@ class Repack {
   }
 
  private:
-  bool create_dataset(hid_t in, hid_t parent, const std::string& name, const std::string& path);
+  bool create_dataset(hid_t in_group, hid_t parent, const std::string& name, const std::string& path);
   struct GlobalBound {
     std::optional<double> bound;  // empty: none holds in every chunk, for `why`
     std::string why;
@@ -505,6 +510,7 @@ class Repack {
 
   const Settings& settings_;
   hid_t in_file_, out_file_;
+  std::string out_path_;  // the partial file, for the free-space checks
   StructureCopy copy_;
   Progress* progress_ = nullptr;
   std::vector<DatasetReport> reports_;
@@ -540,7 +546,10 @@ uint64_t Repack::bytes_to_compress() {
   return state.second;
 }
 
-bool Repack::create_dataset(hid_t in, hid_t parent, const std::string& name, const std::string& path) {
+bool Repack::create_dataset(hid_t in_group, hid_t parent, const std::string& name, const std::string& path) {
+  Handle opened(H5Dopen2(in_group, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!opened.ok()) throw ToolError("cannot open " + path + ": " + hdf5_error_text("unreadable dataset"));
+  hid_t in = opened.get();
   DatasetReport report;
   report.path = path;
   Handle type(H5Dget_type(in), H5Tclose);
@@ -643,7 +652,9 @@ bool Repack::create_dataset(hid_t in, hid_t parent, const std::string& name, con
   H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_INCR);
   require_hdf5(H5Pset_filter(dcpl.get(), kFzFilterId, H5Z_FLAG_MANDATORY, cd_values.size(), cd_values.data()),
                path + ": cannot add the H5Z-FZ filter");
-  Handle file_type(H5Tcopy(type.get()), H5Tclose);
+  // A committed datatype stays shared (h5dump -H names it); else a transient copy.
+  Handle file_type(copy_.output_committed_type(type.get()), H5Tclose);
+  if (!file_type.ok()) file_type = Handle(H5Tcopy(type.get()), H5Tclose);
   Handle out(H5Dcreate2(parent, name.c_str(), file_type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
              H5Dclose);
   if (!out.ok()) throw ToolError(path + ": the filter refused the dataset: " + hdf5_error_text("H5Dcreate failed"));
@@ -654,7 +665,16 @@ bool Repack::create_dataset(hid_t in, hid_t parent, const std::string& name, con
   fz::filter::apply_policy(settings_.options, written.options);
 
   report.compressed = true;
-  write_chunks(in, out.get(), written.plan, written.options, report);
+  // Opened again with a chunk cache that holds the input chunks a batch
+  // spans (the dataset must be closed for HDF5 to take new access properties).
+  const size_t per_batch = std::max<size_t>(1, settings_.batch_bytes / written.plan.chunk_bytes);
+  Handle dapl(chunk_cache_access(input_chunk_cache(in_dcpl.get(), dims, written.plan.chunks, dtype.size, per_batch,
+                                                   settings_.batch_bytes)),
+              H5Pclose);
+  opened.reset();
+  opened = Handle(H5Dopen2(in_group, name.c_str(), dapl.get()), H5Dclose);
+  if (!opened.ok()) throw ToolError("cannot reopen " + path + ": " + hdf5_error_text("unreadable dataset"));
+  write_chunks(opened.get(), out.get(), written.plan, written.options, report);
   reports_.push_back(report);
   return true;
 }
@@ -762,6 +782,11 @@ void Repack::write_chunks(hid_t in, hid_t out, const ChunkPlan& plan, const fz::
     report.errors_measured = true;
   };
   auto write_batch = [&](std::vector<ChunkJob>& batch) {
+    // A full disk is found here, before HDF5 meets it halfway through a
+    // chunk (its error path has crashed there).
+    uint64_t frame_bytes = 0;
+    for (const ChunkJob& job : batch) frame_bytes += job.frame.size();
+    if (frame_bytes) require_free_space(out_path_, frame_bytes, report.path);
     for (ChunkJob& job : batch) {
       require_hdf5(H5Dwrite_chunk(out, H5P_DEFAULT, 0, job.offset.data(), job.frame.size(), job.frame.data()),
                    report.path + ": cannot write a chunk");
@@ -798,6 +823,14 @@ void Repack::verify(hid_t written_file, Progress& progress) {
     const WrittenAs written = written_as(out.get(), type.get(), "--verify: " + report.path);
     const fz::Options& options = written.options;
     const ChunkPlan& plan = written.plan;
+    {  // IN is read as OUT's chunks: with the cache write_chunks has
+      Handle in_dcpl(H5Dget_create_plist(in.get()), H5Pclose);
+      Handle dapl(chunk_cache_access(input_chunk_cache(in_dcpl.get(), plan.dims, plan.chunks, plan.dtype.size, 1,
+                                                       settings_.batch_bytes)),
+                  H5Pclose);
+      in = Handle(H5Dopen2(in_file_, report.path.c_str(), dapl.get()), H5Dclose);
+      if (!in.ok()) throw ToolError("--verify: cannot open " + report.path + ": " + hdf5_error_text("?"));
+    }
     const ChunkGrid grid(plan.dims, plan.chunks);
     fz::Bytes original, decoded;
     DatasetReport check;
@@ -869,6 +902,12 @@ std::string failure_summary(const std::vector<DatasetReport>& reports, bool veri
   return text;
 }
 
+uint64_t count_failed(const std::vector<DatasetReport>& reports) {
+  uint64_t failed = 0;
+  for (const DatasetReport& r : reports) failed += r.violations + r.mismatches + r.verify_violations;
+  return failed;
+}
+
 // The H5Z-FZ plugin: HDF5 needs it to create filtered datasets (set_local
 // writes the stored parameters) and to read them back for --verify.
 void require_plugin() {
@@ -881,11 +920,6 @@ void require_plugin() {
     H5Eclear2(H5E_DEFAULT);
   }
   throw ToolError("the H5Z-FZ plugin (libH5Zfz.so) was not found: set HDF5_PLUGIN_PATH to the folder that holds it");
-}
-
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
-  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 Settings parse_settings(const ParsedArgs& parsed) {
@@ -959,19 +993,24 @@ int run_repack(const std::vector<std::string>& args) {
   if (parsed.positional.size() != 2) throw UsageError("repack needs an input and an output file");
   const std::string in_path = parsed.positional[0], out_path = parsed.positional[1];
   const Settings settings = parse_settings(parsed);
-  if (same_file(in_path, out_path)) throw UsageError("repack: OUT is IN; write to another file");
+  check_repack_target(in_path, out_path);  // before any work: not IN, not a directory, a writable folder
 
+  // After a failed write (a full disk, a file size limit) HDF5 cannot close
+  // the output, and closing it again when the program exits crashed
+  // (SIGSEGV in H5F__close_cb): every handle is closed here, on every path,
+  // so HDF5's own close at exit is not needed. Before any other HDF5 call.
+  H5dont_atexit();
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   require_plugin();
   Handle in_file(H5Fopen(in_path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   if (!in_file.ok()) throw ToolError("cannot open " + in_path + " as HDF5: " + hdf5_error_text("not an HDF5 file"));
 
-  const std::string partial = out_path + ".h5fz-partial";
   InterruptGuard guard;
   Stopwatch clock;
   std::vector<DatasetReport> reports;
   std::vector<std::string> warnings;
   double write_seconds = 0;
+  PartialOutput partial(out_path);  // removed on every way out unless committed
   try {
     // The input's file creation properties keep the root group's link and
     // attribute order tracking (netCDF-4 relies on it) and its user block.
@@ -986,19 +1025,25 @@ int run_repack(const std::vector<std::string>& args) {
       if (H5Pget_attr_creation_order(gcpl.get(), &order) >= 0) H5Pset_attr_creation_order(fcpl.get(), order);
       H5Eclear2(H5E_DEFAULT);
     }
-    Handle out_file(H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT), H5Fclose);
-    if (!out_file.ok()) throw ToolError("cannot create " + partial + ": " + hdf5_error_text("?"));
-    Repack run(settings, in_file.get(), out_file.get());
+    hsize_t user_block = 0;
+    H5Pget_userblock(fcpl.get(), &user_block);
+    // The partial file exists (created empty by this run): HDF5 truncates it.
+    hid_t out_id = H5Fcreate(partial.path().c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT);
+    if (out_id < 0) throw ToolError("cannot create " + partial.path() + ": " + hdf5_error_text("?"));
+    Handle out_file(out_id, H5Fclose);
+    Repack run(settings, in_file.get(), out_file.get(), partial.path());
     {
       Progress progress(settings.progress, run.bytes_to_compress());
       run.run(progress);
     }
-    require_hdf5(H5Fflush(out_file.get(), H5F_SCOPE_GLOBAL), "cannot write " + partial);
+    require_hdf5(H5Fflush(out_file.get(), H5F_SCOPE_GLOBAL), "cannot write " + partial.path());
     out_file.reset();
+    // HDF5 sizes the user block but writes zeros: its bytes are IN's (as h5repack copies them).
+    copy_user_block(in_path, partial.path(), user_block);
     write_seconds = clock.seconds();
     if (settings.verify) {
-      Handle written(H5Fopen(partial.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-      if (!written.ok()) throw ToolError("--verify: cannot reopen " + partial + ": " + hdf5_error_text("?"));
+      Handle written(H5Fopen(partial.path().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+      if (!written.ok()) throw ToolError("--verify: cannot reopen " + partial.path() + ": " + hdf5_error_text("?"));
       uint64_t total = 0;
       for (const DatasetReport& r : run.reports()) total += r.compressed ? r.raw_bytes : 0;
       Progress progress(settings.progress, total);
@@ -1007,17 +1052,13 @@ int run_repack(const std::vector<std::string>& args) {
     reports = run.reports();
     warnings = run.warnings();
     check_interrupted();
-    if (std::rename(partial.c_str(), out_path.c_str()) != 0) {
-      throw ToolError("cannot rename " + partial + " to " + out_path + ": " + std::strerror(errno));
-    }
+    // A failed check keeps an existing OUT as it was: only a good copy replaces it.
+    if (count_failed(reports) == 0) partial.commit();
   } catch (const Interrupted&) {
-    std::remove(partial.c_str());
+    partial.remove();
     std::fprintf(stderr, "h5fz repack: interrupted (signal %d); removed the partial output, %s was not written\n",
                  static_cast<int>(g_interrupt_signal), out_path.c_str());
     return 130;
-  } catch (...) {
-    std::remove(partial.c_str());
-    throw;
   }
 
   uint64_t raw = 0, stored = 0, failed = 0, compressed = 0;
@@ -1026,8 +1067,8 @@ int run_repack(const std::vector<std::string>& args) {
     ++compressed;
     raw += r.raw_bytes;
     stored += r.stored_bytes;
-    failed += r.violations + r.mismatches + r.verify_violations;
   }
+  failed = count_failed(reports);
   if (!settings.quiet) {
     print_table(reports, settings.verify);
     struct stat in_stat {}, out_stat {};
@@ -1042,7 +1083,8 @@ int run_repack(const std::vector<std::string>& args) {
   for (const std::string& w : warnings) std::fprintf(stderr, "h5fz repack: warning: %s\n", w.c_str());
   if (failed) {
     // Complete on its own: under --quiet there is no table to point at.
-    std::fprintf(stderr, "h5fz repack: %s\n", failure_summary(reports, settings.verify, settings.quiet).c_str());
+    std::fprintf(stderr, "h5fz repack: %s; %s was not written\n",
+                 failure_summary(reports, settings.verify, settings.quiet).c_str(), out_path.c_str());
     return 1;
   }
   return 0;

@@ -8,6 +8,8 @@
 
 #include "cli.hpp"
 #include "hdf5_handle.hpp"
+#include "repack_copy_internal.hpp"
+#include "repack_output.hpp"
 
 namespace h5fz {
 
@@ -21,27 +23,6 @@ herr_t collect_error(unsigned, const H5E_error2_t* error, void* data) {
   return 0;
 }
 
-// An object's identity within its file, so a second hard link to it becomes
-// a hard link in the output instead of a second copy.
-std::string object_identity(hid_t object) {
-#if H5_VERSION_GE(1, 12, 0)
-  H5O_info2_t info;
-  require_hdf5(H5Oget_info3(object, &info, H5O_INFO_BASIC), "cannot read an object's header");
-  char* text = nullptr;
-  require_hdf5(H5Otoken_to_str(object, &info.token, &text), "cannot name an object");
-  std::string key = std::to_string(info.fileno) + ":" + text;
-  H5free_memory(text);
-  return key;
-#elif H5_VERSION_GE(1, 10, 3)
-  H5O_info_t info;
-  require_hdf5(H5Oget_info2(object, &info, H5O_INFO_BASIC), "cannot read an object's header");
-  return std::to_string(info.fileno) + ":" + std::to_string(info.addr);
-#else
-  H5O_info_t info;
-  require_hdf5(H5Oget_info(object, &info), "cannot read an object's header");
-  return std::to_string(info.fileno) + ":" + std::to_string(info.addr);
-#endif
-}
 
 struct LinkEntry {
   std::string name;
@@ -84,49 +65,8 @@ std::string child_path(const std::string& parent, const std::string& name) {
   return parent == "/" ? "/" + name : parent + "/" + name;
 }
 
-// Frees what HDF5 allocated for variable-length elements read into `buffer`.
-void reclaim(hid_t type, hid_t space, void* buffer) {
-#if H5_VERSION_GE(1, 12, 0)
-  H5Treclaim(type, space, H5P_DEFAULT, buffer);
-#else
-  H5Dvlen_reclaim(type, space, H5P_DEFAULT, buffer);
-#endif
-}
 
-// Where object references sit in an attribute's elements, for the forms
-// HDF5 files use: a reference (object-reference attributes), a variable-
-// length sequence of references (DIMENSION_LIST) and a compound with
-// reference members (REFERENCE_LIST). Anything else holding references
-// (region references, deeper nesting) is not rebuilt.
-struct ReferenceLayout {
-  enum Kind { kPlain, kSequence, kCompound } kind = kPlain;
-  std::vector<size_t> offsets;  // kCompound: the reference members' offsets
-};
-
-std::optional<ReferenceLayout> reference_layout(hid_t type) {
-  ReferenceLayout layout;
-  if (H5Tequal(type, H5T_STD_REF_OBJ) > 0) return layout;
-  const H5T_class_t type_class = H5Tget_class(type);
-  if (type_class == H5T_VLEN) {
-    Handle base(H5Tget_super(type), H5Tclose);
-    if (H5Tequal(base.get(), H5T_STD_REF_OBJ) <= 0) return std::nullopt;
-    layout.kind = ReferenceLayout::kSequence;
-    return layout;
-  }
-  if (type_class == H5T_COMPOUND) {
-    layout.kind = ReferenceLayout::kCompound;
-    for (int i = 0; i < H5Tget_nmembers(type); ++i) {
-      Handle member(H5Tget_member_type(type, static_cast<unsigned>(i)), H5Tclose);
-      if (H5Tequal(member.get(), H5T_STD_REF_OBJ) > 0) {
-        layout.offsets.push_back(H5Tget_member_offset(type, static_cast<unsigned>(i)));
-      } else if (H5Tdetect_class(member.get(), H5T_REFERENCE) > 0) {
-        return std::nullopt;
-      }
-    }
-    return layout;
-  }
-  return std::nullopt;
-}
+H5O_mcdt_search_ret_t stop_datatype_search(void*) { return H5O_MCDT_SEARCH_STOP; }
 
 }  // namespace
 
@@ -146,16 +86,18 @@ void require_hdf5(long long status, const std::string& what) {
   if (status < 0) throw ToolError(what + ": " + hdf5_error_text("HDF5 call failed"));
 }
 
-StructureCopy::StructureCopy(hid_t in_file, hid_t out_file, DatasetCreator creator)
-    : in_file_(in_file), out_file_(out_file), creator_(std::move(creator)) {}
+StructureCopy::StructureCopy(hid_t in_file, hid_t out_file, std::string out_path, DatasetCreator creator)
+    : in_file_(in_file), out_file_(out_file), out_path_(std::move(out_path)), creator_(std::move(creator)) {}
 
 void StructureCopy::copy_all() {
   Handle in_root(H5Gopen2(in_file_, "/", H5P_DEFAULT), H5Gclose);
   Handle out_root(H5Gopen2(out_file_, "/", H5P_DEFAULT), H5Gclose);
   if (!in_root.ok() || !out_root.ok()) throw ToolError("cannot open the root group: " + hdf5_error_text("?"));
   copied_[object_identity(in_root.get())] = "/";
+  prepare_committed_types();
   copy_attributes(in_root.get(), out_root.get(), "/");
   copy_group(in_root.get(), out_root.get(), "/");
+  finish_committed_types();
 }
 
 void StructureCopy::copy_group(hid_t in_group, hid_t out_group, const std::string& path) {
@@ -210,11 +152,14 @@ void StructureCopy::copy_link(hid_t in_group, hid_t out_group, const std::string
       return;
     }
     case H5I_DATASET:
-      if (creator_(object.get(), out_group, name, path)) return;
+      object.reset();  // closed, so the creator can open it with its own chunk cache
+      if (creator_(in_group, out_group, name, path)) return;
       copy_object_unchanged(in_group, out_group, name, path);
       return;
     case H5I_DATATYPE:
+      if (place_committed_type(identity, object.get(), out_group, name, path)) return;
       copy_object_unchanged(in_group, out_group, name, path);
+      type_paths_[identity] = path;
       return;
     default:
       warnings_.push_back(path + ": an object of unknown kind, not copied");
@@ -232,9 +177,20 @@ void StructureCopy::copy_object_unchanged(hid_t in_group, hid_t out_group, const
     // H5Ocopy keeps the storage, filters, fill value and data as they are;
     // the attributes follow through copy_attributes, which rebuilds the
     // references among them. Committed datatypes merge with the ones copied
-    // before, so datasets sharing one keep sharing it.
+    // before, so datasets sharing one keep sharing it: HDF5 is told where
+    // those are and not to search the whole output for others. Its search
+    // (H5G_visit of the output while groups with tracked creation order
+    // are being filled) crashes HDF5 1.10.8 and 2.0 with SIGSEGV on
+    // ordinary netCDF-4 files, and costs a walk of the output per object.
+    // A full disk is found before HDF5 meets it inside H5Ocopy, whose error
+    // path has crashed there.
+    if (H5Iget_type(in.get()) == H5I_DATASET && !out_path_.empty())
+      require_free_space(out_path_, H5Dget_storage_size(in.get()), path);
     Handle ocpypl(H5Pcreate(H5P_OBJECT_COPY), H5Pclose);
     H5Pset_copy_object(ocpypl.get(), H5O_COPY_WITHOUT_ATTR_FLAG | H5O_COPY_MERGE_COMMITTED_DTYPE_FLAG);
+    for (const std::string& committed : committed_type_paths())
+      require_hdf5(H5Padd_merge_committed_dtype_path(ocpypl.get(), committed.c_str()), "cannot copy " + path);
+    require_hdf5(H5Pset_mcdt_search_cb(ocpypl.get(), stop_datatype_search, nullptr), "cannot copy " + path);
     require_hdf5(H5Ocopy(in_group, name.c_str(), out_group, name.c_str(), ocpypl.get(), H5P_DEFAULT),
                  "cannot copy " + path);
   }
@@ -242,8 +198,12 @@ void StructureCopy::copy_object_unchanged(hid_t in_group, hid_t out_group, const
   if (!out.ok()) throw ToolError("cannot reopen " + path + ": " + hdf5_error_text("?"));
   copy_attributes(in.get(), out.get(), path);
   if (type.ok() && H5Tdetect_class(type.get(), H5T_REFERENCE) > 0) {
-    warnings_.push_back(path + ": a dataset of references, copied, but its references do not point into the "
-                        "new file");
+    if (reference_layout(type.get())) {
+      reference_datasets_.push_back(path);  // its references are mapped once every object exists
+    } else {
+      warnings_.push_back(path + ": a dataset of region or nested references, copied, but its references do not "
+                          "point into the new file");
+    }
   }
 }
 
@@ -329,69 +289,6 @@ void StructureCopy::copy_attributes(hid_t in_object, hid_t out_object, const std
     const bool variable = H5Tdetect_class(type.get(), H5T_VLEN) > 0 || H5Tis_variable_str(type.get()) > 0;
     if (variable) reclaim(type.get(), space.get(), buffer.data());
     require_hdf5(written, "cannot write the attribute " + path + "@" + name);
-  }
-}
-
-void StructureCopy::rewrite_reference_attribute(const std::string& object_path, const std::string& attribute) {
-  const std::string where = object_path + "@" + attribute;
-  Handle in_object(H5Oopen(in_file_, object_path.c_str(), H5P_DEFAULT), H5Oclose);
-  Handle out_object(H5Oopen(out_file_, object_path.c_str(), H5P_DEFAULT), H5Oclose);
-  Handle in(H5Aopen(in_object.get(), attribute.c_str(), H5P_DEFAULT), H5Aclose);
-  Handle out(H5Aopen(out_object.get(), attribute.c_str(), H5P_DEFAULT), H5Aclose);
-  if (!in.ok() || !out.ok()) throw ToolError("cannot reopen " + where + ": " + hdf5_error_text("?"));
-  Handle type(H5Aget_type(in.get()), H5Tclose);
-  Handle memory_type(H5Tcopy(type.get()), H5Tclose);
-  Handle space(H5Aget_space(in.get()), H5Sclose);
-  const std::optional<ReferenceLayout> layout = reference_layout(type.get());
-  const hssize_t count = H5Sget_simple_extent_npoints(space.get());
-  if (!layout || count < 0) throw ToolError("cannot read the references of " + where);
-  const size_t element = H5Tget_size(memory_type.get());
-  std::vector<unsigned char> buffer(static_cast<size_t>(count) * element + 1);
-  require_hdf5(H5Aread(in.get(), memory_type.get(), buffer.data()), "cannot read " + where);
-  size_t lost = 0;
-  // The same object by its path in the output; a null reference stays null.
-  auto remap = [&](unsigned char* at) {
-    hobj_ref_t reference;
-    std::memcpy(&reference, at, sizeof reference);
-    if (reference == 0) return;
-    char target[4096] = {};
-    const ssize_t length = H5Rget_name(in_object.get(), H5R_OBJECT, &reference, target, sizeof target);
-    hobj_ref_t mapped = 0;
-    if (length <= 0 || static_cast<size_t>(length) >= sizeof target ||
-        H5Rcreate(&mapped, out_file_, target, H5R_OBJECT, -1) < 0) {
-      H5Eclear2(H5E_DEFAULT);
-      ++lost;
-      mapped = 0;
-    }
-    std::memcpy(at, &mapped, sizeof mapped);
-  };
-  for (hssize_t i = 0; i < count; ++i) {
-    unsigned char* item = buffer.data() + static_cast<size_t>(i) * element;
-    switch (layout->kind) {
-      case ReferenceLayout::kPlain: remap(item); break;
-      case ReferenceLayout::kSequence: {
-        hvl_t sequence;
-        std::memcpy(&sequence, item, sizeof sequence);
-        for (size_t k = 0; k < sequence.len; ++k) remap(static_cast<unsigned char*>(sequence.p) + k * sizeof(hobj_ref_t));
-        break;
-      }
-      case ReferenceLayout::kCompound:
-        for (size_t offset : layout->offsets) remap(item + offset);
-        break;
-    }
-  }
-  const herr_t written = H5Awrite(out.get(), memory_type.get(), buffer.data());
-  if (layout->kind == ReferenceLayout::kSequence) reclaim(memory_type.get(), space.get(), buffer.data());
-  require_hdf5(written, "cannot write " + where);
-  if (lost) {
-    warnings_.push_back(where + ": " + std::to_string(lost) + " reference(s) to objects without a path, left null");
-  }
-}
-
-void StructureCopy::link_references() {
-  for (const auto& [path, attribute] : reference_attributes_) {
-    check_interrupted();
-    rewrite_reference_attribute(path, attribute);
   }
 }
 
