@@ -196,3 +196,26 @@ def test_noa_global_falls_back_per_dataset_near_the_limits(h5fz_tool, tmp_path):
             assert np.abs(out_huge[i:i + 100, j:j + 96] - o).max() <= 1e-3 * (o.max() - o.min())
     glob = 1e-3 * (float(ordinary.max()) - float(ordinary.min()))
     assert np.abs(out_ord.astype(np.float64) - ordinary).max() <= glob
+
+
+def test_decompress_compare_takes_the_filters_noa_range(h5fz_tool, tmp_path):
+    """h5fz decompress --compare --mode noa checks NOA with the engine's rule
+    too: zeros (HDF5's padding where no fill value is defined) do not widen
+    the range. A frame one element of which is 0.5 off, checked against the
+    original at NOA 1e-3: the range without the zeros is ~224 wide (bound
+    0.22), with them ~1224 (1.2, which let the error pass)."""
+    a = fz_samples.load_real("999x999.float").astype(np.float32) + np.float32(1000)
+    a[:, 990:] = 0                                       # like zero padding
+    b = a.copy()
+    b[500, 500] += np.float32(0.5)
+    orig, moved, frame, out = (tmp_path / n for n in ("a.raw", "b.raw", "b.fzm", "b.out"))
+    a.tofile(orig)
+    b.tofile(moved)
+    subprocess.run([h5fz_tool, "compress", "--dtype", "f32", "--shape", "999,999", "--preset", "pfpl",
+                    "--mode", "abs", "--bound", "1e-6", str(moved), str(frame)], check=True, capture_output=True)
+    r = subprocess.run([h5fz_tool, "decompress", str(frame), str(out), "--compare", str(orig), "--mode", "noa",
+                        "--bound", "1e-3"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "elements outside the bound: 1  <-- BOUND VIOLATED" in r.stdout, r.stdout
+    kept = a[a != 0].astype(np.float64)
+    assert "x range %.6g" % (kept.max() - kept.min()) in r.stdout, r.stdout

@@ -43,9 +43,39 @@ Bits element_bits(const uint8_t* data, uint64_t i, bool big_endian) {
   return bits;
 }
 
+// NOA's absolute bound and range for the whole array as one chunk, by the
+// engine's rule (fz::chunk_bound: finite values other than the fill and
+// missing values and +0.0, the bound rounded down), so that a check here and
+// the compressor never disagree on what NOA means.
+struct NoaRule {
+  double allowed = 0;  // 0: nothing may change (the engine stores such arrays exactly)
+  double range = 0;
+};
+
+fz::Bytes element_of(uint64_t bits, const fz::DataType& dtype) {
+  fz::Bytes element(dtype.size);
+  for (size_t k = 0; k < element.size(); ++k) element[k] = static_cast<uint8_t>(bits >> (8 * k));
+  if (dtype.order == fz::ByteOrder::Big) std::reverse(element.begin(), element.end());
+  return element;
+}
+
+NoaRule noa_rule(const fz::Bytes& original, const fz::DataType& dtype, const BoundSpec& spec) {
+  fz::Options options;
+  options.preset = fz::Preset::Pfpl;  // any lossy preset: the rule is the engine's, not a preset's
+  options.mode = fz::ErrorMode::Noa;
+  options.bound = spec.bound;
+  if (spec.has_fill) options.fill_value = element_of(spec.fill_bits, dtype);
+  if (spec.has_missing) options.missing_value = element_of(spec.missing_bits, dtype);
+  const fz::ChunkBound rule = fz::chunk_bound(original.data(), original.size(), dtype, options);
+  NoaRule noa;
+  if (rule.range_any) noa.range = rule.range_max - rule.range_min;
+  if (rule.lossy) noa.allowed = rule.bound;
+  return noa;
+}
+
 template <typename T, typename Bits>
 void float_stats(const fz::Bytes& original, const fz::Bytes& decoded, bool big_endian, const BoundSpec& spec,
-                 Quality& q) {
+                 const NoaRule& noa, Quality& q) {
   static_assert(sizeof(T) == sizeof(Bits), "T and Bits differ in size");
   const uint64_t n = original.size() / sizeof(T);
   const Bits fill = static_cast<Bits>(spec.fill_bits);
@@ -59,7 +89,6 @@ void float_stats(const fz::Bytes& original, const fz::Bytes& decoded, bool big_e
 
   // Pass 1: ranges. PSNR uses every finite value; NOA leaves the fill out.
   long double lo = std::numeric_limits<long double>::infinity(), hi = -lo;
-  long double noa_lo = lo, noa_hi = hi;
   for (uint64_t i = 0; i < n; ++i) {
     Bits bits = element_bits<Bits>(original.data(), i, big_endian);
     T x = value(bits);
@@ -67,10 +96,6 @@ void float_stats(const fz::Bytes& original, const fz::Bytes& decoded, bool big_e
     ++q.finite;
     lo = std::min<long double>(lo, x);
     hi = std::max<long double>(hi, x);
-    if (!is_fill(bits)) {
-      noa_lo = std::min<long double>(noa_lo, x);
-      noa_hi = std::max<long double>(noa_hi, x);
-    }
   }
   q.elements = n;
   q.min_value = q.finite ? static_cast<double>(lo) : 0;
@@ -80,10 +105,8 @@ void float_stats(const fz::Bytes& original, const fz::Bytes& decoded, bool big_e
   if (spec.known) {
     q.bound_checked = true;
     if (spec.mode == fz::ErrorMode::Noa) {
-      // No finite non-fill value: nothing may change (the engine stores such chunks losslessly).
-      long double range = noa_hi >= noa_lo ? noa_hi - noa_lo : 0;
-      q.noa_range = static_cast<double>(range);
-      allowed_abs = static_cast<long double>(spec.bound) * range;
+      q.noa_range = noa.range;
+      allowed_abs = noa.allowed;
     } else if (spec.mode == fz::ErrorMode::Abs) {
       allowed_abs = spec.bound;
     }
@@ -187,10 +210,11 @@ Quality assess(const fz::Bytes& original, const fz::Bytes& decoded, const fz::Da
   if (is_ieee_float(dtype) && original.size() % dtype.size == 0) {
     q.float_stats = true;
     const bool big = dtype.order == fz::ByteOrder::Big;
+    const NoaRule noa = spec.known && spec.mode == fz::ErrorMode::Noa ? noa_rule(original, dtype, spec) : NoaRule{};
     if (dtype.size == 4)
-      float_stats<float, uint32_t>(original, decoded, big, spec, q);
+      float_stats<float, uint32_t>(original, decoded, big, spec, noa, q);
     else
-      float_stats<double, uint64_t>(original, decoded, big, spec, q);
+      float_stats<double, uint64_t>(original, decoded, big, spec, noa, q);
   }
   return q;
 }

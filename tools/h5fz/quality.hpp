@@ -13,11 +13,12 @@
 namespace h5fz {
 
 // The bound a round trip is checked against. ABS: |x - x'| <= bound; NOA:
-// |x - x'| <= bound * (max - min), min and max over the original's finite
-// elements other than the fill value (the whole array is one chunk here); REL:
-// |x - x'| <= bound * |x|. Non-finite elements and fill-valued elements must
-// come back bit for bit. The check runs in long double, so it never loosens
-// the bound through rounding.
+// the engine's rule (fz::chunk_bound): |x - x'| <= bound * (max - min), min
+// and max over the original's finite elements other than the fill and
+// missing values and +0.0, rounded down (the whole array is one chunk here);
+// REL: |x - x'| <= bound * |x|. Non-finite elements and fill- or
+// missing-valued elements must come back bit for bit. The check runs in long
+// double, so it never loosens the bound through rounding.
 struct BoundSpec {
   bool known = false;
   fz::ErrorMode mode = fz::ErrorMode::Abs;
@@ -51,7 +52,7 @@ struct Quality {
 
   bool bound_checked = false;
   double abs_bound = 0;       // ABS/NOA: the absolute bound used (bound * range for NOA)
-  double noa_range = 0;       // NOA: max - min over finite non-fill originals
+  double noa_range = 0;       // NOA: max - min over the originals the rule keeps (finite, not special, not +0.0)
   uint64_t violations = 0;    // elements outside the bound (must be 0)
 };
 
