@@ -85,12 +85,26 @@ struct Spec {
   std::array<hsize_t, 3> chunk;
   std::vector<unsigned> cd;  // user layout
   bool fill_marker = false;  // float with a user fill value (-1e34) present in the data
+  // With fill_marker: a missing value (-999, cd_values[4..5]) present too, so
+  // chunks hold two special values (two chained fillmask stages).
+  bool missing_marker = false;
 };
+
 
 inline std::vector<unsigned> lossy(unsigned preset, unsigned mode, double bound) {
   uint64_t bits = 0;
   std::memcpy(&bits, &bound, sizeof bits);
   return {preset, mode, static_cast<unsigned>(bits & 0xFFFFFFFFu), static_cast<unsigned>(bits >> 32)};
+}
+
+// lossy() with the missing value's two words (cd[4..5]).
+inline std::vector<unsigned> lossy_missing(unsigned preset, unsigned mode, double bound, double missing) {
+  std::vector<unsigned> cd = lossy(preset, mode, bound);
+  uint64_t bits = 0;
+  std::memcpy(&bits, &missing, sizeof bits);
+  cd.push_back(static_cast<unsigned>(bits & 0xFFFFFFFFu));
+  cd.push_back(static_cast<unsigned>(bits >> 32));
+  return cd;
 }
 
 struct Dataset {
@@ -369,6 +383,8 @@ class Harness {
         {"f32_lossless_1d", G::Float, 1, {1000, 1, 1}, {256, 1, 1}, {1}},
         {"f32_pfpl_abs_2d", G::Float, 2, {30, 20, 1}, {16, 8, 1}, lossy(2, 0, 1e-3)},
         {"f32_pfpl_noa_fill_1d", G::Float, 1, {700, 1, 1}, {200, 1, 1}, lossy(2, 1, 1e-3), true},
+        {"f32_cuszhi_noa_fill_missing_1d", G::Float, 1, {700, 1, 1}, {200, 1, 1}, lossy_missing(6, 1, 1e-3, -999.0),
+         true, true},
         {"f32_fzgpu_noa_3d", G::Float, 3, {9, 10, 11}, {4, 4, 4}, lossy(3, 1, 1e-3)},
         {"f32_fzgpu_abs_1d", G::Float, 1, {600, 1, 1}, {250, 1, 1}, lossy(3, 0, 1e-2)},
         {"f32_cusz_abs_2d", G::Float, 2, {33, 17, 1}, {16, 16, 1}, lossy(4, 0, 1e-2)},
@@ -469,6 +485,7 @@ class Harness {
         case Gen::Float: {
           float v = static_cast<float>(field(i));
           if (spec.fill_marker && i % 37 == 5) v = -1e34f;
+          if (spec.missing_marker && i % 41 == 7) v = -999.0f;
           put(i * size, &v, 4);
           break;
         }
