@@ -35,76 +35,13 @@
 #include "quality.hpp"
 #include "repack_cache.hpp"
 #include "repack_copy.hpp"
+#include "repack_help.hpp"
 #include "repack_output.hpp"
+#include "repack_progress.hpp"
 
 namespace h5fz {
 
 namespace {
-
-std::string help_text() {
-  return "usage: h5fz repack IN OUT --preset P [--mode M --bound B] [options]\n"
-    "\n"
-    "Copies the HDF5 or netCDF-4 file IN to OUT with every numeric dataset (integers\n"
-    "and floats of 1-8 bytes, at least one element, not scalar) compressed by the\n"
-    "H5Z-FZ filter; groups, attributes, links, dimension scales, strings and every\n"
-    "other dataset are copied unchanged. OUT reads like a file h5repack -f UD=32850,...\n"
-    "writes (the same stored parameters and frames), but is written many chunks at a\n"
-    "time: compressed together on the GPU when there is one, on all cores otherwise,\n"
-    "and stored with H5Dwrite_chunk. Dimension scales (coordinate variables) are\n"
-    "compressed losslessly, and integers always are.\n"
-    "\n"
-    "  --preset P        lossless (default), pfpl, fzgpu, cusz, cuszhi-tp, cuszhi-cr\n"
-    "  --mode M          abs (default), noa (bound x each chunk's value range), rel\n"
-    "                    (pfpl only), or noa-global: bound x the whole dataset's finite\n"
-    "                    range (HDF5's fill value and the missing value left out),\n"
-    "                    stored as the equivalent abs bound so every chunk holds the\n"
-    "                    same bound; a dataset where none holds (float64 near its\n"
-    "                    limits: range inf; denormals: bound 0) takes noa, with a warning\n"
-    "  --bound B         error bound (> 0), required by lossy presets\n" +
-    spline_tuning_help_text() +
-    "  --datasets PATS   compress only datasets matching one of these comma-separated\n"
-    "                    shell patterns (a pattern with '/' matches the whole path,\n"
-    "                    e.g. '/model/*'; one without, the last name, e.g. 'T*');\n"
-    "                    the others are copied unchanged\n"
-    "  --chunks C        keep (default: the input's chunks; auto for unchunked\n"
-    "                    datasets), auto (h5fz params' advice: fastest axes whole,\n"
-    "                    about 4 MiB), or a shape D0,D1,... for datasets of that rank\n"
-    "                    (clamped to fixed extents; other ranks keep)\n"
-    "  --verify          read OUT back through the filter and check every element of\n"
-    "                    every compressed dataset against IN: within exactly the bound\n"
-    "                    the filter guarantees (noa: each chunk's own range, without\n"
-    "                    edge padding, fill and missing values, +0.0; NaN/Inf, fill and\n"
-    "                    missing values and integers exact); exits 1 if any is not,\n"
-    "                    naming the datasets\n"
-    "  --errors          measure each dataset's largest error while writing, by decoding\n"
-    "                    every frame again in memory (the default when the chunks are\n"
-    "                    compressed on a GPU, where it costs little; on the CPU it\n"
-    "                    doubles the work, so there the table shows the bound instead)\n"
-    "  --no-errors       never measure it (--verify still does, from OUT)\n"
-    "  --device D        auto (default: H5Z_FZ_DEVICE, else CUDA device 0 when usable),\n"
-    "                    cpu, cuda or cuda:N\n"
-    "  --threads N       CPU threads (default: H5Z_FZ_THREADS, else all cores)\n"
-    "  --batch-mib N     uncompressed MiB read, compressed and written together (128;\n"
-    "                    three batches and their frames are in memory at once)\n"
-    "  --progress        show the progress line even when stderr is not a terminal\n"
-    "  --quiet           no progress line and no table (warnings and errors still)\n"
-    "\n"
-    "netCDF: a float variable's _FillValue (else missing_value) attribute becomes the\n"
-    "filter's missing value, kept exactly and left out of noa's range beside HDF5's\n"
-    "fill value (netCDF's default 9.96921e36 pads edge chunks). A progress line\n"
-    "(bytes, rate, time left) is shown on a terminal. IN's user block (a MATLAB v7.3\n"
-    "header) is copied. OUT (not IN, not a directory, in a writable folder: checked\n"
-    "first) is written as a new OUT.<unique>.h5fz-partial and renamed when complete\n"
-    "and, with --verify, verified: an interrupted, failed or unverified run (Ctrl-C:\n"
-    "exit 130; a crash or a full disk too) removes that file and no other, and leaves\n"
-    "an existing OUT as it was. The H5Z-FZ plugin is found through HDF5_PLUGIN_PATH,\n"
-    "else beside this program (build/plugin).\n"
-    "\n"
-    "examples:\n"
-    "  h5fz repack run.h5 run-fz.h5 --preset fzgpu --mode noa --bound 1e-3 --verify\n"
-    "  h5fz repack ocean.nc ocean-fz.nc --preset cuszhi-cr --mode noa-global --bound 1e-4 \\\n"
-    "      --datasets 'T*,S*' --chunks auto\n";
-}
 
 enum class ChunkChoice { kKeep, kAuto, kShape };
 
@@ -130,78 +67,6 @@ bool matches(const std::vector<std::string>& patterns, const std::string& path) 
   }
   return false;
 }
-
-// ---- Interruption ------------------------------------------------------------
-
-void note_signal(int signal_number) { g_interrupt_signal = signal_number; }
-
-// Ctrl-C, a kill or a closed terminal stop the run between chunks, so the
-// partial output is removed; a second signal ends the process at once.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    struct sigaction action {};
-    action.sa_handler = note_signal;
-    action.sa_flags = SA_RESETHAND;
-    sigemptyset(&action.sa_mask);
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &action, &previous_[i]);
-  }
-  ~InterruptGuard() {
-    for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &previous_[i], nullptr);
-  }
-
- private:
-  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction previous_[3];
-};
-
-// ---- Progress ------------------------------------------------------------------
-
-std::string clock_text(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const long total = static_cast<long>(seconds + 0.5);
-  char text[32];
-  if (total >= 3600) {
-    std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", total / 3600, total / 60 % 60, total % 60);
-  } else {
-    std::snprintf(text, sizeof text, "%ld:%02ld", total / 60, total % 60);
-  }
-  return text;
-}
-
-// One line on stderr, redrawn at most 5 times a second: bytes done of the
-// total, the rate, the time left and the dataset at work.
-class Progress {
- public:
-  Progress(bool enabled, uint64_t total) : enabled_(enabled), total_(std::max<uint64_t>(total, 1)) {}
-  void advance(uint64_t bytes, const std::string& what) {
-    done_ += bytes;
-    if (!enabled_) return;
-    const double now = clock_.seconds();
-    if (now - last_draw_ < 0.2 && done_ < total_) return;
-    last_draw_ = now;
-    const double rate = now > 0 ? static_cast<double>(done_) / now : 0;
-    const double left = rate > 0 ? static_cast<double>(total_ - std::min(done_, total_)) / rate : -1;
-    std::string name = what.size() > 40 ? "..." + what.substr(what.size() - 37) : what;
-    std::fprintf(stderr, "\r%3.0f%%  %s / %s  %6.0f MB/s  %s left  %-40s", 100.0 * done_ / total_,
-                 human_bytes(done_).c_str(), human_bytes(total_).c_str(), rate / 1e6, clock_text(left).c_str(),
-                 name.c_str());
-    std::fflush(stderr);
-    drawn_ = true;
-  }
-  void finish() {
-    if (drawn_) std::fprintf(stderr, "\r%*s\r", 110, "");
-    drawn_ = false;
-  }
-  ~Progress() { finish(); }
-
- private:
-  bool enabled_;
-  uint64_t total_, done_ = 0;
-  Stopwatch clock_;
-  double last_draw_ = -1;
-  bool drawn_ = false;
-};
 
 std::string short_number(double value) {
   char text[32];
@@ -983,7 +848,7 @@ Settings parse_settings(const ParsedArgs& parsed) {
 
 int run_repack(const std::vector<std::string>& args) {
   if (wants_help(args)) {
-    std::fputs(help_text().c_str(), stdout);
+    std::fputs(repack_help_text().c_str(), stdout);
     return 0;
   }
   const ParsedArgs parsed = parse_args(
