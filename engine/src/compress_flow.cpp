@@ -105,6 +105,13 @@ FrameOut compress_through(const std::vector<EncoderFactory>& backends, const Raw
       if (!encoder) continue;
       try {
         const FiniteRange values = encoder->facts(info.dtype, options);
+        // A chunk holding fill or missing elements goes through FILLMASK
+        // first, whose values stream is a second chunk beside the codes:
+        // 1.7-2.0x the chunk on the CPU (docs/PERFORMANCE.md, "Memory per
+        // chunk"; the check above reserved less).
+        const bool lossy = options.preset != Preset::Lossless && options.preset != Preset::Default;
+        if (place == ChunkPlace::kHost && lossy && (values.has_fill || values.has_missing))
+          require_memory(bytes, bytes * 2 + bytes / 4, "compress");
         const auto pipeline = cached_forward_pipeline(info.dtype, info.dims, options, values);
         if (!encoder->runs(*pipeline)) continue;
         FrameInfo described = info;

@@ -1,5 +1,6 @@
 #include "pipeline.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -211,6 +212,22 @@ size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& c
         if (b) release_buffer(std::move(*b));
     }
   } release_left{owned};
+  // The buffers that may be built in dst: the chunk, and the output a stage
+  // rebuilding its input in place works over (a fill mask's values), and so
+  // on down such stages. at_dst: those built there so far.
+  std::vector<bool> into_dst(consumed_.size(), false), at_dst(consumed_.size(), false);
+  if (dst) {
+    into_dst[kChunk] = true;
+    for (uint8_t id = kChunk;;) {
+      const auto n = std::find_if(nodes_.begin(), nodes_.end(), [&](const StageNode& x) {
+        return x.inputs.size() == 1 && x.inputs[0] == id;
+      });
+      const std::optional<size_t> port = n == nodes_.end() ? std::nullopt : n->stage->inverse_in_place_port();
+      if (!port || *port >= n->output_count) break;
+      id = static_cast<uint8_t>(n->first_output + *port);
+      into_dst[id] = true;
+    }
+  }
   auto release_outputs = [&](const StageNode& node) {  // no longer needed
     for (size_t i = 0; i < node.output_count; ++i) {
       if (owned[node.first_output + i]) release_buffer(std::move(*owned[node.first_output + i]));
@@ -274,7 +291,7 @@ size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& c
       const size_t n = source->size();
       const uint8_t rebuilt_id = sink ? sink_node->inputs[0] : target;
       const size_t rebuilt_bytes = sink ? sink->size() : n;
-      const bool direct = dst && rebuilt_id == kChunk && rebuilt_bytes <= capacity;
+      const bool direct = dst && into_dst[rebuilt_id] && rebuilt_bytes <= capacity;
       Bytes rebuilt;
       uint8_t* out = dst;
       if (!direct) {
@@ -296,18 +313,63 @@ size_t Pipeline::run_inverse(std::vector<ByteSpan> stored, const StageContext& c
       if (sink) sink->finish(out);
       release_outputs(*node);
       if (sink) release_outputs(*sink_node);
-      if (direct) return rebuilt_bytes;  // the chunk's producer was the last stage of the chain
-      owned[rebuilt_id] = std::move(rebuilt);
-      view[rebuilt_id] = ByteSpan(*owned[rebuilt_id]);
+      if (direct && rebuilt_id == kChunk) return rebuilt_bytes;  // the chunk's producer was the last stage
+      if (direct) {
+        at_dst[rebuilt_id] = true;
+        view[rebuilt_id] = ByteSpan(dst, rebuilt_bytes);
+      } else {
+        owned[rebuilt_id] = std::move(rebuilt);
+        view[rebuilt_id] = ByteSpan(*owned[rebuilt_id]);
+      }
       r += 1 + coders.size() + (sink ? 1 : 0);
       continue;
     }
 
-    const bool makes_chunk = node->inputs.size() == 1 && node->inputs[0] == kChunk;
-    if (dst && makes_chunk) {
-      if (const std::optional<size_t> length = node->stage->inverse_into(outs, dst, capacity, ctx)) {
+    // A stage that rebuilds its input over one of its outputs: over dst when
+    // that output was built there, else over the output's own buffer.
+    const std::optional<size_t> port = node->inputs.size() == 1 ? node->stage->inverse_in_place_port() : std::nullopt;
+    if (port && *port < node->output_count) {
+      const uint8_t from = static_cast<uint8_t>(node->first_output + *port), to = node->inputs[0];
+      const size_t size = outs[*port].size;
+      if (at_dst[from] && into_dst[to]) {
+        node->stage->inverse_in_place(outs, dst, size, ctx);
         release_outputs(*node);
-        return *length;  // the chunk's producer is the last stage inverted
+        if (to == kChunk) return size;
+        at_dst[to] = true;
+        view[to] = ByteSpan(dst, size);
+        ++r;
+        continue;
+      }
+      if (owned[from]) {
+        Bytes buffer = std::move(*owned[from]);  // outs[*port] still points at its bytes
+        owned[from].reset();
+        node->stage->inverse_in_place(outs, buffer.data(), size, ctx);
+        release_outputs(*node);
+        owned[to] = std::move(buffer);
+        view[to] = ByteSpan(*owned[to]);
+        ++r;
+        continue;
+      }
+    }
+    // Input 0 straight into dst: the chunk (the last stage inverted), or an
+    // output that the stages after rebuild the chunk from in place.
+    if (dst && into_dst[node->inputs[0]]) {
+      std::vector<Bytes> rest;
+      const std::optional<size_t> length =
+          node->inputs.size() == 1 ? node->stage->inverse_into(outs, dst, capacity, ctx)
+                                   : node->stage->inverse_first_into(outs, dst, capacity, rest, ctx);
+      if (length) {
+        require_format(rest.size() + 1 == node->inputs.size(), "stage inverse produced the wrong number of streams");
+        release_outputs(*node);
+        if (node->inputs[0] == kChunk) return *length;
+        at_dst[node->inputs[0]] = true;
+        view[node->inputs[0]] = ByteSpan(dst, *length);
+        for (size_t i = 1; i < node->inputs.size(); ++i) {
+          owned[node->inputs[i]] = std::move(rest[i - 1]);
+          view[node->inputs[i]] = ByteSpan(*owned[node->inputs[i]]);
+        }
+        ++r;
+        continue;
       }
     }
     // Inputs that are pieces of the outputs: they stay where they are (the

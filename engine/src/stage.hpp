@@ -207,6 +207,31 @@ class Stage {
     return false;
   }
 
+  // A one-input stage whose inverse can rebuild its input over its output
+  // `port` (the same size; a fill mask puts its fill elements back into the
+  // values) returns the port. The pipeline then hands it that output's own
+  // memory (or the caller's chunk, which the stage before wrote the output
+  // into), so the chunk is not held twice (issue 28: 2.5x the chunk beyond
+  // HDF5's buffers with a fill value).
+  virtual std::optional<size_t> inverse_in_place_port() const { return std::nullopt; }
+  // `data` (`size` bytes) holds output `port` (outputs[port] points there) and
+  // becomes the input. Throws FormatError as inverse() does.
+  virtual void inverse_in_place(const std::vector<ByteSpan>& outputs, uint8_t* data, size_t size,
+                                const StageContext& ctx) const {
+    (void)outputs, (void)data, (void)size, (void)ctx;
+    throw std::logic_error("inverse_in_place without inverse_in_place_port");
+  }
+
+  // For a stage of several inputs: input 0 written straight into `dst`
+  // (capacity bytes; as inverse_into), the others into `rest` (inputs 1..).
+  // Returns input 0's bytes, or nothing when the stage cannot.
+  virtual std::optional<size_t> inverse_first_into(const std::vector<ByteSpan>& outputs, uint8_t* dst,
+                                                   size_t capacity, std::vector<Bytes>& rest,
+                                                   const StageContext& ctx) const {
+    (void)outputs, (void)dst, (void)capacity, (void)rest, (void)ctx;
+    return std::nullopt;
+  }
+
   // For a stage whose one input is the chunk: the inverse written straight into
   // `dst` (capacity bytes), saving the last copy of a decoded chunk. Returns
   // the bytes written, or nothing when the stage cannot (or the result would

@@ -54,5 +54,9 @@ void encode(ByteSpan in, unsigned width, uint64_t fill, Streams& out, const Exec
 // is allocated). Never reads outside the inputs.
 void decode(ByteSpan values, ByteSpan mask, unsigned width, uint64_t fill, Bytes& out, size_t max_out,
             const Executor& exec = serial_executor());
+// The same over the values themselves (`size` bytes at `values`), which
+// become the chunk: a decoded chunk is then never held twice (issue 28).
+void decode_in_place(uint8_t* values, size_t size, ByteSpan mask, unsigned width, uint64_t fill, size_t max_out,
+                     const Executor& exec = serial_executor());
 
 }  // namespace fz::fillmask

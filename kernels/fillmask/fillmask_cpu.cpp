@@ -106,17 +106,17 @@ void encode_typed(ByteSpan in, T fill, Streams& out, const Executor& exec) {
   });
 }
 
+// Into `dst` (values.size bytes), which may be the values themselves (in place).
 template <typename T>
-void decode_typed(ByteSpan values, ByteSpan mask, T fill, Bytes& out, const Executor& exec) {
+void decode_typed(ByteSpan values, ByteSpan mask, T fill, uint8_t* dst, const Executor& exec) {
   const size_t n = values.size / sizeof(T);
-  out.resize(values.size);
   if (n == 0) return;
   constexpr size_t kPerBlock = kBlockBytes / sizeof(T);
-  uint8_t* dst = out.data();
+  const bool in_place = dst == values.data;
   exec.parallel_for(block_count(values.size), [&](size_t block) {
     const size_t begin = block * kPerBlock;
     const size_t end = begin + kPerBlock < n ? begin + kPerBlock : n;
-    std::memcpy(dst + begin * sizeof(T), values.data + begin * sizeof(T), (end - begin) * sizeof(T));
+    if (!in_place) std::memcpy(dst + begin * sizeof(T), values.data + begin * sizeof(T), (end - begin) * sizeof(T));
     for (size_t byte = begin / 8; byte < mask_bytes(end); ++byte) {
       unsigned bits = mask.data[byte];
       while (bits != 0) {
@@ -142,20 +142,42 @@ void encode(ByteSpan in, unsigned width, uint64_t fill, Streams& out, const Exec
   }
 }
 
-void decode(ByteSpan values, ByteSpan mask, unsigned width, uint64_t fill, Bytes& out, size_t max_out,
-            const Executor& exec) {
+namespace {
+
+// The fill elements put back into `dst` (the values' bytes, copied there
+// unless dst is the values themselves); the streams already checked.
+void decode_to(ByteSpan values, ByteSpan mask, unsigned width, uint64_t fill, uint8_t* dst, const Executor& exec) {
+  switch (width) {
+    case 1: decode_typed<uint8_t>(values, mask, static_cast<uint8_t>(fill), dst, exec); break;
+    case 2: decode_typed<uint16_t>(values, mask, static_cast<uint16_t>(fill), dst, exec); break;
+    case 4: decode_typed<uint32_t>(values, mask, static_cast<uint32_t>(fill), dst, exec); break;
+    default: decode_typed<uint64_t>(values, mask, fill, dst, exec); break;
+  }
+}
+
+void check_streams(ByteSpan values, ByteSpan mask, unsigned width, uint64_t fill, size_t max_out) {
   check_parameters(width, fill);
   require_format(values.size % width == 0, "fillmask: values stream is not a whole number of elements");
   require_format(values.size <= max_out, "fillmask: decoded chunk larger than allowed");
   const size_t n = values.size / width;
   require_format(mask.size == mask_bytes(n), "fillmask: mask stream size does not match the element count");
   require_format(n % 8 == 0 || (mask.data[mask.size - 1] >> (n % 8)) == 0, "fillmask: mask padding bits set");
-  switch (width) {
-    case 1: decode_typed<uint8_t>(values, mask, static_cast<uint8_t>(fill), out, exec); break;
-    case 2: decode_typed<uint16_t>(values, mask, static_cast<uint16_t>(fill), out, exec); break;
-    case 4: decode_typed<uint32_t>(values, mask, static_cast<uint32_t>(fill), out, exec); break;
-    default: decode_typed<uint64_t>(values, mask, fill, out, exec); break;
-  }
+}
+
+}  // namespace
+
+void decode(ByteSpan values, ByteSpan mask, unsigned width, uint64_t fill, Bytes& out, size_t max_out,
+            const Executor& exec) {
+  check_streams(values, mask, width, fill, max_out);
+  out.resize(values.size);
+  decode_to(values, mask, width, fill, out.data(), exec);
+}
+
+void decode_in_place(uint8_t* values, size_t size, ByteSpan mask, unsigned width, uint64_t fill, size_t max_out,
+                     const Executor& exec) {
+  const ByteSpan span(values, size);
+  check_streams(span, mask, width, fill, max_out);
+  decode_to(span, mask, width, fill, values, exec);
 }
 
 }  // namespace fz::fillmask

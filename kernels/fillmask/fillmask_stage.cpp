@@ -31,6 +31,11 @@ void FillMaskStage::inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>
   fillmask::decode(out.at(0), out.at(1), width_, fill_, in[0], ctx.max_stream_bytes, ctx.exec);
 }
 
+void FillMaskStage::inverse_in_place(const std::vector<ByteSpan>& out, uint8_t* data, size_t size,
+                                     const StageContext& ctx) const {
+  fillmask::decode_in_place(data, size, out.at(1), width_, fill_, ctx.max_stream_bytes, ctx.exec);
+}
+
 std::unique_ptr<Stage> make_fillmask(unsigned width, uint64_t fill) {
   return std::make_unique<FillMaskStage>(width, fill);
 }

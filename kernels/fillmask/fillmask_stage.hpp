@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ class FillMaskStage final : public Stage {
   Bytes config() const override;
   void forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const override;
   void inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const override;
+  std::optional<size_t> inverse_in_place_port() const override { return 0; }  // the values become the chunk
+  void inverse_in_place(const std::vector<ByteSpan>& out, uint8_t* data, size_t size,
+                        const StageContext& ctx) const override;
   unsigned width() const { return width_; }
   uint64_t fill() const { return fill_; }
 

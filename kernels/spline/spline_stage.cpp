@@ -97,6 +97,22 @@ std::optional<size_t> SplineStage::inverse_into(const std::vector<ByteSpan>& out
   return spline::decode_into(codes, out[kSidePort], dims_, code_format(), dst, capacity, ctx.exec);
 }
 
+// With a fill input: the values into the caller's memory (the fill mask
+// stage then puts the fill elements back there, in place), the mask handed
+// back as it came.
+std::optional<size_t> SplineStage::inverse_first_into(const std::vector<ByteSpan>& out, uint8_t* dst,
+                                                      size_t capacity, std::vector<Bytes>& rest,
+                                                      const StageContext& ctx) const {
+  if (!fill_input_) return std::nullopt;
+  ByteSpan codes[spline::kCodeGroups];
+  const uint64_t elements = checked_streams(out, ctx, codes);
+  if (elements > capacity / config_.width) return std::nullopt;  // inverse() reports it
+  const size_t bytes = spline::decode_into(codes, out[kSidePort], dims_, code_format(), dst, capacity, ctx.exec);
+  rest.resize(1);
+  rest[0].assign(out[kFillPort].data, out[kFillPort].data + out[kFillPort].size);
+  return bytes;
+}
+
 std::unique_ptr<Stage> make_spline(const spline::Config& config, double enforced_bound, std::vector<size_t> dims,
                                    bool fill_input) {
   return std::make_unique<SplineStage>(config, enforced_bound, std::move(dims), fill_input);

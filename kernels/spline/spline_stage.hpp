@@ -41,6 +41,8 @@ class SplineStage final : public Stage {
   void inverse(const std::vector<ByteSpan>& out, std::vector<Bytes>& in, const StageContext& ctx) const override;
   std::optional<size_t> inverse_into(const std::vector<ByteSpan>& out, uint8_t* dst, size_t capacity,
                                      const StageContext& ctx) const override;
+  std::optional<size_t> inverse_first_into(const std::vector<ByteSpan>& out, uint8_t* dst, size_t capacity,
+                                           std::vector<Bytes>& rest, const StageContext& ctx) const override;
 
   const spline::Config& predictor_config() const { return config_; }
   double enforced_bound() const { return enforced_bound_; }

@@ -68,8 +68,11 @@ struct Case {
   // The chunk's values: the tiled field; random values in [1, 2) (nothing
   // compresses, every Lorenzo delta an outlier); or NaN (every element a
   // special value, stored bit-exactly).
-  enum Data { kField, kNoise, kNaN } data;
+  // kLand: the field with a fill value (HDF5's, -1e10) in a third of each
+  // plane, as land in an ocean field: the preset's FILLMASK stage runs.
+  enum Data { kField, kNoise, kNaN, kLand } data;
 };
+constexpr float kLandFill = -1e10f;
 const Case kCases[] = {
     {"lossless", fz::Preset::Lossless, fz::ErrorMode::Abs, 0, Case::kField},
     {"pfpl", fz::Preset::Pfpl, fz::ErrorMode::Noa, 1e-3, Case::kField},
@@ -88,6 +91,9 @@ const Case kCases[] = {
     {"cuszhi-cr", fz::Preset::CuszHiCr, fz::ErrorMode::Noa, 1e-3, Case::kField},
     {"cuszhi-tp-noise", fz::Preset::CuszHiTp, fz::ErrorMode::Noa, 1e-3, Case::kNoise},
     {"cuszhi-cr-noise", fz::Preset::CuszHiCr, fz::ErrorMode::Noa, 1e-3, Case::kNoise},
+    {"cuszhi-tp-land", fz::Preset::CuszHiTp, fz::ErrorMode::Noa, 1e-3, Case::kLand},
+    {"cuszhi-cr-land", fz::Preset::CuszHiCr, fz::ErrorMode::Noa, 1e-3, Case::kLand},
+    {"cusz-land", fz::Preset::Cusz, fz::ErrorMode::Noa, 1e-3, Case::kLand},
 };
 
 std::string data_dir() {
@@ -112,6 +118,9 @@ std::vector<float> tiled_field(size_t mib, std::vector<uint64_t>& dims, Case::Da
   for (size_t z = 0; z < planes; ++z)
     std::memcpy(chunk.data() + z * plane, field.data() + (z % 91) * plane, plane * sizeof(float));
   if (data == Case::kNaN) std::fill(chunk.begin(), chunk.end(), std::numeric_limits<float>::quiet_NaN());
+  if (data == Case::kLand)
+    for (size_t i = 0; i < chunk.size(); ++i)
+      if (i % plane < plane / 3) chunk[i] = kLandFill;
   if (data == Case::kNoise) {
     uint64_t state = 0x9E3779B97F4A7C15ull;  // xorshift64*: values in [1, 2) with random mantissas
     for (float& v : chunk) {
@@ -153,6 +162,10 @@ fz::Options options_of(const Case& c) {
   options.preset = c.preset;
   options.mode = c.mode;
   options.bound = c.bound;
+  if (c.data == Case::kLand) {
+    options.fill_value.resize(sizeof kLandFill);
+    std::memcpy(options.fill_value.data(), &kLandFill, sizeof kLandFill);
+  }
   return options;
 }
 

@@ -18,7 +18,7 @@ repeated along the slowest axis; with --noise, random bits of exponent 0
 (incompressible: every preset stores a raw frame). Reads are checked (lossless
 bit for bit, lossy within the bound).
 
-    python3 tools/bench/h5py_memory.py --plugin-dir build/plugin [--mib 1024] [--noise]
+    python3 tools/bench/h5py_memory.py --plugin-dir build/plugin [--mib 1024] [--noise] [--presets cuszhi-tp,cuszhi-cr]
     python3 tools/bench/h5py_memory.py --plugin-dir build/plugin --one pfpl write 256   (one case, prints JSON)
 """
 
@@ -34,7 +34,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 PRESETS = [("uncompressed", None, None, None), ("lossless", "lossless", None, None),
-           ("pfpl", "pfpl", "noa", 1e-3), ("fzgpu", "fzgpu", "noa", 1e-3), ("cusz", "cusz", "noa", 1e-4)]
+           ("pfpl", "pfpl", "noa", 1e-3), ("fzgpu", "fzgpu", "noa", 1e-3), ("cusz", "cusz", "noa", 1e-4),
+           ("cusz-1e-3", "cusz", "noa", 1e-3), ("cuszhi-tp", "cuszhi-tp", "noa", 1e-3),
+           ("cuszhi-cr", "cuszhi-cr", "noa", 1e-3)]
 
 
 def status_kib(field):
@@ -124,6 +126,8 @@ def main():
     ap.add_argument("--noise", action="store_true", help="incompressible data (raw frames)")
     ap.add_argument("--one", nargs=3, metavar=("PRESET", "DIRECTION", "MIB"))
     ap.add_argument("--folder", default=None)
+    ap.add_argument("--presets", default=None,
+                    help="comma-separated dataset names to run (default: all; uncompressed always runs)")
     args = ap.parse_args()
     if args.plugin_dir is None:
         found = [os.path.dirname(p) for p in sorted(glob.glob(os.path.join(REPO, "build*", "plugin", "libH5Zfz.so")))]
@@ -136,7 +140,10 @@ def main():
     import h5py
     with tempfile.TemporaryDirectory(prefix="h5fz_mem_") as folder:
         rows = []
+        chosen = None if args.presets is None else set(args.presets.split(",")) | {"uncompressed"}
         for name, _, _, _ in PRESETS:
+            if chosen is not None and name not in chosen:
+                continue
             rows.append((name, run_child(args, name, "write", folder), run_child(args, name, "read", folder)))
     base_w = rows[0][1]["extra"]
     print("h5py %s, HDF5 %s; one float32 chunk of %d MiB (%s); plugin %s, H5Z_FZ_DEVICE=%s" % (
