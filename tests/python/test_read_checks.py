@@ -204,3 +204,18 @@ def test_missing_filter_named(tmp_path, h5fz_tool):
     r = tool(h5fz_tool, "read", path, "d", env=env)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "filter 32024" in r.stderr and "is not available" in r.stderr and "hdf5plugin" in r.stderr, r.stderr
+
+
+def test_missing_filter_named_by_h5fz_read(tmp_path):
+    """h5fz.read names the filter HDF5 cannot find, as `h5fz read` does."""
+    hdf5plugin = pytest.importorskip("hdf5plugin")
+    path = tmp_path / "sz3.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("d", data=np.linspace(0, 1, 4096, dtype="<f4").reshape(64, 64), chunks=(16, 64),
+                         **hdf5plugin.SZ3(absolute=1e-3))
+    code = ("import sys, h5py; sys.path.insert(0, %r); import h5fz\n"
+            "try:\n    h5fz.read(h5py.File(sys.argv[1], 'r')['d']); print('READ OK')\n"
+            "except OSError as e:\n    print('ERROR', e)\n") % os.path.join(os.path.dirname(h5fz.__file__), "..")
+    env = dict(os.environ, HDF5_PLUGIN_PATH=h5fz.plugin_dir())
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=300, env=env)
+    assert "ERROR h5fz.read: /d: filter 32024" in r.stdout and "hdf5plugin" in r.stdout, r.stdout + r.stderr

@@ -111,6 +111,33 @@ def _fz_cd_values(dataset):
     return tuple(values) if code == FILTER_ID else None
 
 
+def _missing_filters(dataset):
+    """A sentence naming each filter of the dataset HDF5 cannot find (id and
+    name) and where such filters come from, or "" (as `h5fz read` says it)."""
+    import h5py
+    from . import FILTER_ID
+    if dataset.chunks is None:
+        return ""
+    dcpl = dataset.id.get_create_plist()
+    missing, other = [], False
+    for i in range(dcpl.get_nfilters()):
+        code, _flags, _values, name = dcpl.get_filter(i)
+        if h5py.h5z.filter_avail(code):
+            continue
+        name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
+        text = "filter %d (%s) is not available" % (code, name or "no name")
+        if code == FILTER_ID:
+            text += ": set HDF5_PLUGIN_PATH to the folder that holds libH5Zfz.so"
+        else:
+            other = True
+        missing.append(text)
+    text = "; ".join(missing)
+    if other:
+        text += (". HDF5 loads filters from the folders HDF5_PLUGIN_PATH names; many (SZ, SZ3, zfp, Blosc, LZ4, "
+                 "Zstd, bitshuffle...) come with hdf5plugin: pip install hdf5plugin, then import hdf5plugin")
+    return text
+
+
 def _variable_length(dtype):
     """Variable-length elements (strings, sequences): h5py gives them as
     objects; their stored chunks hold heap references, which only HDF5 can
@@ -217,7 +244,13 @@ def read(dataset, selection=None, device=None, threads=0):
         _check_size(dataset, region, dtype.itemsize)
     cd_values = _fz_cd_values(dataset)
     if not shape or cd_values is None or _variable_length(dtype) or 0 in region:
-        data = dataset[tuple(slice(a, b) for a, b in zip(starts, stops))] if shape else dataset[()]
+        try:
+            data = dataset[tuple(slice(a, b) for a, b in zip(starts, stops))] if shape else dataset[()]
+        except OSError as e:
+            missing = _missing_filters(dataset)
+            if missing:
+                raise OSError("h5fz.read: %s: %s (%s)" % (dataset.name, missing, e)) from None
+            raise
         data = np.asarray(data)[keep] if shape else np.asarray(data)
         if cupy is None:
             return data
