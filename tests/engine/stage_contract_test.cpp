@@ -114,6 +114,35 @@ TEST(StageContract, RebuiltFromTheirConfigTheyInvertTheForwardPass) {
             EXPECT_TRUE(std::equal(c.inputs[0].begin(), c.inputs[0].end(), direct.begin()));
           }
         }
+        // The other ways the pipeline saves a copy of a chunk (issue 28 item
+        // 11), where the stage offers them: the same bytes. Its inputs as
+        // pieces of its outputs (a merge's parts)...
+        std::vector<ByteSpan> pieces;
+        if (rebuilt->inverse_views(spans(outputs), pieces, ctx)) {
+          ASSERT_EQ(pieces.size(), c.inputs.size());
+          for (size_t i = 0; i < pieces.size(); ++i)
+            EXPECT_TRUE(Bytes(pieces[i].data, pieces[i].data + pieces[i].size) == c.inputs[i]) << "piece " << i;
+        }
+        // ...its input rebuilt over one of its outputs (a fill mask's values)...
+        if (const auto port = rebuilt->inverse_in_place_port()) {
+          ASSERT_EQ(c.inputs.size(), 1u);
+          ASSERT_LT(*port, outputs.size());
+          std::vector<Bytes> copy = outputs;
+          rebuilt->inverse_in_place(spans(copy), copy[*port].data(), copy[*port].size(), ctx);
+          EXPECT_TRUE(copy[*port] == c.inputs[0]);
+        }
+        // ...and input 0 straight into the caller's memory, the others returned.
+        if (c.inputs.size() > 1) {
+          Bytes direct(c.inputs[0].size() + 16, 0xA5);
+          std::vector<Bytes> rest;
+          if (const auto length =
+                  rebuilt->inverse_first_into(spans(outputs), direct.data(), direct.size(), rest, ctx)) {
+            ASSERT_EQ(*length, c.inputs[0].size());
+            EXPECT_TRUE(std::equal(c.inputs[0].begin(), c.inputs[0].end(), direct.begin()));
+            ASSERT_EQ(rest.size() + 1, c.inputs.size());
+            for (size_t i = 1; i < c.inputs.size(); ++i) EXPECT_TRUE(rest[i - 1] == c.inputs[i]) << "input " << i;
+          }
+        }
       }
 }
 
