@@ -276,9 +276,12 @@ def test_a_crash_removes_the_partial_file(h5fz_tool, tmp_path):
     the partial file first."""
     src, out = tmp_path / "big.h5", tmp_path / "out.h5"
     big_input(src, 8)
+    def no_core():
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     for sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT):
         p = subprocess.Popen([h5fz_tool, "repack", str(src), str(out), "--preset", "lossless", "--batch-mib", "1",
-                              "--progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                              "--progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+                             preexec_fn=no_core)
         os.set_blocking(p.stderr.fileno(), True)
         first = p.stderr.read(1)
         assert first, "no progress line"

@@ -693,6 +693,7 @@ void Repack::verify(hid_t written_file, Progress& progress) {
       Handle dapl(chunk_cache_access(input_chunk_cache(in_dcpl.get(), plan.dims, plan.chunks, plan.dtype.size, 1,
                                                        settings_.batch_bytes)),
                   H5Pclose);
+      in.reset();  // closed first: HDF5 takes new access properties only on a first open
       in = Handle(H5Dopen2(in_file_, report.path.c_str(), dapl.get()), H5Dclose);
       if (!in.ok()) throw ToolError("--verify: cannot open " + report.path + ": " + hdf5_error_text("?"));
     }
