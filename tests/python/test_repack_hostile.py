@@ -425,3 +425,23 @@ def test_out_that_cannot_be_written_fails_first(h5fz_tool, tmp_path):
                "1e-4", check=False)
     assert r.returncode == 1 and "does not exist" in r.stderr, r.stderr
     assert time.perf_counter() - t < 5                 # refused before reading 24 MiB
+
+
+def test_out_on_a_read_only_file_system(h5fz_tool, tmp_path):
+    """Root may write into any folder, but not onto a read-only file system:
+    refused before any work, naming the folder."""
+    where = tmp_path / "ro"
+    where.mkdir()
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(where)], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here: " + r.stderr.strip())
+    try:
+        src = tmp_path / "in.h5"
+        small_input(src)
+        r = repack(h5fz_tool, src, where / "out.h5", check=False)
+        assert r.returncode == 1 and "is not writable" in r.stderr, r.stderr
+    finally:
+        subprocess.run(["umount", str(where)], check=False)
