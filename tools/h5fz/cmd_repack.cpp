@@ -13,8 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <H5PLpublic.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -32,6 +30,7 @@
 #include "environment.hpp"
 #include "filter_params.hpp"
 #include "hdf5_handle.hpp"
+#include "plugin_lookup.hpp"
 #include "quality.hpp"
 #include "repack_cache.hpp"
 #include "repack_copy.hpp"
@@ -279,8 +278,13 @@ void read_chunk(hid_t dataset, const ChunkPlan& plan, const std::vector<hsize_t>
     require_hdf5(H5Sselect_hyperslab(memory_space.get(), H5S_SELECT_SET, origin.data(), nullptr, count.data(), nullptr),
                  "cannot select a chunk of " + path);
   }
-  require_hdf5(H5Dread(dataset, plan.type, memory_space.get(), file_space.get(), H5P_DEFAULT, buffer.data()),
-               "cannot read " + path);
+  if (H5Dread(dataset, plan.type, memory_space.get(), file_space.get(), H5P_DEFAULT, buffer.data()) < 0) {
+    // Name the input's filters HDF5 cannot find (an SZ3 or Blosc input without
+    // hdf5plugin's folder), by id and with where they come from.
+    Handle dcpl(H5Dget_create_plist(dataset), H5Pclose);
+    const std::string missing = dcpl.get() >= 0 ? missing_filters(dcpl.get()) : std::string();
+    require_hdf5(-1, "cannot read " + path + (missing.empty() ? std::string() : ": " + missing));
+  }
 }
 
 // What the filter compresses a dataset's chunks with, and how they lie, from
@@ -772,20 +776,6 @@ uint64_t count_failed(const std::vector<DatasetReport>& reports) {
   uint64_t failed = 0;
   for (const DatasetReport& r : reports) failed += r.violations + r.mismatches + r.verify_violations;
   return failed;
-}
-
-// The H5Z-FZ plugin: HDF5 needs it to create filtered datasets (set_local
-// writes the stored parameters) and to read them back for --verify.
-void require_plugin() {
-  if (H5Zfilter_avail(kFzFilterId) > 0) return;
-  H5Eclear2(H5E_DEFAULT);
-  const std::string beside = plugin_dir_beside_program();
-  if (!beside.empty()) {
-    H5PLprepend(beside.c_str());
-    if (H5Zfilter_avail(kFzFilterId) > 0) return;
-    H5Eclear2(H5E_DEFAULT);
-  }
-  throw ToolError("the H5Z-FZ plugin (libH5Zfz.so) was not found: set HDF5_PLUGIN_PATH to the folder that holds it");
 }
 
 Settings parse_settings(const ParsedArgs& parsed) {
