@@ -4,14 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "cd_values.hpp"
+#include "environment.hpp"
+#include "fz/decoded_range.hpp"
 
 namespace fz::filter {
 namespace {
@@ -136,229 +133,6 @@ std::vector<uint64_t> exact_values(const StoredParams& params, const FrameInfo& 
   return values;
 }
 
-// Hulls of the decoded finite values, as check_decoded needs them.
-struct Hulls {
-  // Every value that may stand for an element of the original range: the
-  // values not kept exact, +0.0 when one was decoded (NOA leaves +0.0 out of
-  // the range, and a small element may decode to it), and an exact value
-  // when one was decoded (an element within the bound of it may decode to
-  // its bits). Its range plus twice the bound is at least the original range.
-  double low = INFINITY, high = -INFINITY;
-  // Values farther than the bound from 0, not kept exact: each decodes an
-  // element of the original range, so the original range is at least this
-  // range minus twice the bound.
-  double far_low = INFINITY, far_high = -INFINITY;
-};
-
-// What one pass over the values finds (before the widening in hulls_of).
-struct Pass {
-  Hulls h;
-  bool saw_zero = false;
-  std::vector<bool> saw_exact;
-};
-
-template <typename T, typename U>
-void scalar_pass(const uint8_t* data, size_t n, bool big_endian, const std::vector<uint64_t>& exact, T far, Pass& pass) {
-  for (size_t i = 0; i < n; ++i) {
-    U bits;
-    std::memcpy(&bits, data + i * sizeof(U), sizeof(U));
-    if (big_endian) bits = sizeof(U) == 4 ? U(__builtin_bswap32(uint32_t(bits))) : U(__builtin_bswap64(uint64_t(bits)));
-    T x;
-    std::memcpy(&x, &bits, sizeof(U));
-    if (!std::isfinite(x)) continue;
-    bool kept_exact = false;
-    for (size_t k = 0; k < exact.size(); ++k) {
-      if (bits == static_cast<U>(exact[k])) pass.saw_exact[k] = kept_exact = true;
-    }
-    if (kept_exact) continue;
-    if (bits == 0) {
-      pass.saw_zero = true;
-      continue;
-    }
-    const double v = static_cast<double>(x);
-    pass.h.low = std::fmin(pass.h.low, v);
-    pass.h.high = std::fmax(pass.h.high, v);
-    if (std::fabs(x) > far) {
-      pass.h.far_low = std::fmin(pass.h.far_low, v);
-      pass.h.far_high = std::fmax(pass.h.far_high, v);
-    }
-  }
-}
-
-#if defined(__SSE2__)
-constexpr size_t kVectorExact = 4;  // more exact values than this: the scalar pass
-
-// float32, little-endian, four at a time (GCC does not vectorise the loop
-// above: a 16 MiB chunk took 50 ms scalar, as long as decoding it).
-template <bool kFar>
-size_t vector_pass_f32(const uint8_t* p, size_t n, const std::vector<uint64_t>& exact, float far, Pass& pass) {
-  const __m128i exponent = _mm_set1_epi32(0x7F800000);
-  const __m128 magnitude = _mm_castsi128_ps(_mm_set1_epi32(0x7FFFFFFF));
-  const __m128 none_low = _mm_set1_ps(INFINITY), none_high = _mm_set1_ps(-INFINITY);
-  const __m128 far4 = _mm_set1_ps(far);
-  __m128i values[kVectorExact], seen[kVectorExact];
-  for (size_t k = 0; k < exact.size(); ++k) {
-    values[k] = _mm_set1_epi32(static_cast<int>(static_cast<uint32_t>(exact[k])));
-    seen[k] = _mm_setzero_si128();
-  }
-  __m128 low = none_low, high = none_high, far_low = none_low, far_high = none_high;
-  __m128i zeros = _mm_setzero_si128();
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * i));
-    const __m128i infinite = _mm_cmpeq_epi32(_mm_and_si128(bits, exponent), exponent);
-    const __m128i zero = _mm_andnot_si128(infinite, _mm_cmpeq_epi32(bits, _mm_setzero_si128()));
-    zeros = _mm_or_si128(zeros, zero);
-    __m128i skip = _mm_or_si128(infinite, zero);
-    for (size_t k = 0; k < exact.size(); ++k) {
-      const __m128i is = _mm_andnot_si128(infinite, _mm_cmpeq_epi32(bits, values[k]));
-      seen[k] = _mm_or_si128(seen[k], is);
-      skip = _mm_or_si128(skip, is);
-    }
-    const __m128 x = _mm_castsi128_ps(bits);
-    const __m128 drop = _mm_castsi128_ps(skip);
-    low = _mm_min_ps(low, _mm_or_ps(_mm_and_ps(drop, none_low), _mm_andnot_ps(drop, x)));
-    high = _mm_max_ps(high, _mm_or_ps(_mm_and_ps(drop, none_high), _mm_andnot_ps(drop, x)));
-    if (kFar) {
-      const __m128 near = _mm_or_ps(drop, _mm_cmple_ps(_mm_and_ps(x, magnitude), far4));
-      far_low = _mm_min_ps(far_low, _mm_or_ps(_mm_and_ps(near, none_low), _mm_andnot_ps(near, x)));
-      far_high = _mm_max_ps(far_high, _mm_or_ps(_mm_and_ps(near, none_high), _mm_andnot_ps(near, x)));
-    }
-  }
-  alignas(16) float lanes[4][4];
-  _mm_store_ps(lanes[0], low);
-  _mm_store_ps(lanes[1], high);
-  _mm_store_ps(lanes[2], far_low);
-  _mm_store_ps(lanes[3], far_high);
-  for (int k = 0; k < 4; ++k) {
-    pass.h.low = std::fmin(pass.h.low, lanes[0][k]);
-    pass.h.high = std::fmax(pass.h.high, lanes[1][k]);
-    pass.h.far_low = std::fmin(pass.h.far_low, lanes[2][k]);
-    pass.h.far_high = std::fmax(pass.h.far_high, lanes[3][k]);
-  }
-  pass.saw_zero |= _mm_movemask_epi8(zeros) != 0;
-  for (size_t k = 0; k < exact.size(); ++k) {
-    if (_mm_movemask_epi8(seen[k]) != 0) pass.saw_exact[k] = true;
-  }
-  return i;
-}
-
-// float64, little-endian, two at a time. SSE2 has no 64-bit integer compare:
-// equality from 32-bit compares of both halves, finiteness from |x| <= DBL_MAX.
-template <bool kFar>
-size_t vector_pass_f64(const uint8_t* p, size_t n, const std::vector<uint64_t>& exact, double far, Pass& pass) {
-  auto equal64 = [](__m128i a, __m128i b) {
-    const __m128i halves = _mm_cmpeq_epi32(a, b);
-    return _mm_and_si128(halves, _mm_shuffle_epi32(halves, 0xB1));
-  };
-  const __m128d magnitude = _mm_castsi128_pd(_mm_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
-  const __m128d largest = _mm_set1_pd(DBL_MAX);
-  const __m128d none_low = _mm_set1_pd(INFINITY), none_high = _mm_set1_pd(-INFINITY);
-  const __m128d far2 = _mm_set1_pd(far);
-  __m128i values[kVectorExact], seen[kVectorExact];
-  for (size_t k = 0; k < exact.size(); ++k) {
-    values[k] = _mm_set1_epi64x(static_cast<long long>(exact[k]));
-    seen[k] = _mm_setzero_si128();
-  }
-  __m128d low = none_low, high = none_high, far_low = none_low, far_high = none_high;
-  __m128i zeros = _mm_setzero_si128();
-  size_t i = 0;
-  for (; i + 2 <= n; i += 2) {
-    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * i));
-    const __m128d x = _mm_castsi128_pd(bits);
-    const __m128i infinite = _mm_castpd_si128(_mm_cmpnle_pd(_mm_and_pd(x, magnitude), largest));
-    const __m128i zero = _mm_andnot_si128(infinite, equal64(bits, _mm_setzero_si128()));
-    zeros = _mm_or_si128(zeros, zero);
-    __m128i skip = _mm_or_si128(infinite, zero);
-    for (size_t k = 0; k < exact.size(); ++k) {
-      const __m128i is = _mm_andnot_si128(infinite, equal64(bits, values[k]));
-      seen[k] = _mm_or_si128(seen[k], is);
-      skip = _mm_or_si128(skip, is);
-    }
-    const __m128d drop = _mm_castsi128_pd(skip);
-    low = _mm_min_pd(low, _mm_or_pd(_mm_and_pd(drop, none_low), _mm_andnot_pd(drop, x)));
-    high = _mm_max_pd(high, _mm_or_pd(_mm_and_pd(drop, none_high), _mm_andnot_pd(drop, x)));
-    if (kFar) {
-      const __m128d near = _mm_or_pd(drop, _mm_cmple_pd(_mm_and_pd(x, magnitude), far2));
-      far_low = _mm_min_pd(far_low, _mm_or_pd(_mm_and_pd(near, none_low), _mm_andnot_pd(near, x)));
-      far_high = _mm_max_pd(far_high, _mm_or_pd(_mm_and_pd(near, none_high), _mm_andnot_pd(near, x)));
-    }
-  }
-  alignas(16) double lanes[4][2];
-  _mm_store_pd(lanes[0], low);
-  _mm_store_pd(lanes[1], high);
-  _mm_store_pd(lanes[2], far_low);
-  _mm_store_pd(lanes[3], far_high);
-  for (int k = 0; k < 2; ++k) {
-    pass.h.low = std::fmin(pass.h.low, lanes[0][k]);
-    pass.h.high = std::fmax(pass.h.high, lanes[1][k]);
-    pass.h.far_low = std::fmin(pass.h.far_low, lanes[2][k]);
-    pass.h.far_high = std::fmax(pass.h.far_high, lanes[3][k]);
-  }
-  pass.saw_zero |= _mm_movemask_epi8(zeros) != 0;
-  for (size_t k = 0; k < exact.size(); ++k) {
-    if (_mm_movemask_epi8(seen[k]) != 0) pass.saw_exact[k] = true;
-  }
-  return i;
-}
-#endif
-
-// `bound`: the frame's enforced bound; a value counts as far from 0 when
-// its magnitude exceeds it (compared in T against the bound rounded up to T,
-// so that a value within the bound of 0 never counts).
-template <typename T, typename U>
-Pass one_pass(const uint8_t* data, size_t n, bool big_endian, const std::vector<uint64_t>& exact, T far,
-              bool far_hulls) {
-  Pass pass;
-  pass.saw_exact.assign(exact.size(), false);
-  size_t done = 0;
-#if defined(__SSE2__)
-  if (!big_endian && exact.size() <= kVectorExact) {
-    if (sizeof(U) == 4) {
-      done = far_hulls ? vector_pass_f32<true>(data, n, exact, static_cast<float>(far), pass)
-                       : vector_pass_f32<false>(data, n, exact, static_cast<float>(far), pass);
-    } else {
-      done = far_hulls ? vector_pass_f64<true>(data, n, exact, static_cast<double>(far), pass)
-                       : vector_pass_f64<false>(data, n, exact, static_cast<double>(far), pass);
-    }
-  }
-#endif
-  scalar_pass<T, U>(data + done * sizeof(U), n - done, big_endian, exact, far, pass);
-  return pass;
-}
-
-template <typename T, typename U>
-Hulls hulls_of(const uint8_t* data, size_t n, bool big_endian, const std::vector<uint64_t>& exact, double bound) {
-  T far = static_cast<T>(bound);
-  if (static_cast<double>(far) < bound) far = std::nextafter(far, std::numeric_limits<T>::infinity());
-  // The far hulls are the main ones whenever both extremes lie farther than
-  // the bound from 0 (the usual case); only otherwise does a second pass
-  // find them (one pass with them cost 2 ms per 16 MiB float32 chunk, 40% of
-  // a one-thread decode; without, about half).
-  Pass pass = one_pass<T, U>(data, n, big_endian, exact, far, false);
-  if (pass.h.high >= pass.h.low && std::fabs(pass.h.low) > far && std::fabs(pass.h.high) > far) {
-    pass.h.far_low = pass.h.low;
-    pass.h.far_high = pass.h.high;
-  } else if (pass.h.high >= pass.h.low) {
-    pass = one_pass<T, U>(data, n, big_endian, exact, far, true);
-  }
-  Hulls& h = pass.h;
-  auto widen = [&](double v) {
-    if (!std::isfinite(v)) return;
-    h.low = std::fmin(h.low, v);
-    h.high = std::fmax(h.high, v);
-  };
-  if (pass.saw_zero) widen(0.0);
-  for (size_t k = 0; k < exact.size(); ++k) {
-    if (!pass.saw_exact[k]) continue;
-    T x;
-    const U bits = static_cast<U>(exact[k]);
-    std::memcpy(&x, &bits, sizeof(U));
-    widen(static_cast<double>(x));
-  }
-  return h;
-}
-
 }  // namespace
 
 FrameExpectation check_frame(const unsigned cd[], size_t cd_count, const FrameInfo& info) {
@@ -432,29 +206,39 @@ bool needs_decoded_check(const unsigned cd[], size_t cd_count, const FrameInfo& 
 }
 
 void check_decoded(const unsigned cd[], size_t cd_count, const FrameInfo& info, const void* decoded, size_t bytes) {
+  check_decoded(cd, cd_count, info, decoded, bytes, policy_from_environment().threads);
+}
+
+void check_decoded(const unsigned cd[], size_t cd_count, const FrameInfo& info, const void* decoded, size_t bytes,
+                   unsigned threads) {
   if (!needs_decoded_check(cd, cd_count, info)) return;
   const StoredParams params = decode_stored(cd, cd_count);
   const double enforced = bound_of(info).value;
   const double bound = params.user.bound;
-  const DataType& dtype = params.dataset.dtype;
-  const std::vector<uint64_t> exact = exact_values(params, info);
-  const auto* data = static_cast<const uint8_t*>(decoded);
-  const bool big = dtype.order == ByteOrder::Big;
-  const Hulls h = dtype.size == 4 ? hulls_of<float, uint32_t>(data, bytes / 4, big, exact, enforced)
-                                  : hulls_of<double, uint64_t>(data, bytes / 8, big, exact, enforced);
+  // Two hulls of the decoded values, in one pass on the engine's threads:
+  // - all finite values. Every element of the original range decodes into
+  //   it, whether or not the values kept exact and +0.0 (which NOA leaves
+  //   out of the range) are in it: a small element may decode to +0.0, an
+  //   element within the bound of an exact value to its bits. Its range plus
+  //   twice the bound is at least the original range.
+  // - the finite values farther than the bound from 0, not kept exact: each
+  //   decodes an element of the original range, so the original range is at
+  //   least their range minus twice the bound.
+  const DecodedHulls h =
+      decoded_hulls(decoded, bytes, params.dataset.dtype, exact_values(params, info), enforced, threads);
   // The engine's bound is the largest double <= bound x range: a relative
   // slack of 1e-9 covers the roundings here, far below any disagreement
   // worth naming (it stops nothing the coding error could explain).
   constexpr double kSlack = 1e-9;
-  const double most = h.high >= h.low ? (h.high - h.low) + 2 * enforced : 2 * enforced;
+  const double most = h.any ? (h.max - h.min) + 2 * enforced : 2 * enforced;
   const bool too_loose = enforced > bound * most * (1 + kSlack);
   // The engine takes a range past the largest double as the largest double.
-  const double far = h.far_high >= h.far_low ? std::fmin(h.far_high - h.far_low, DBL_MAX) : 0.0;
+  const double far = h.far_any ? std::fmin(h.far_max - h.far_min, DBL_MAX) : 0.0;
   const double least = far - 2 * enforced;
   const bool too_tight = least > 0 && enforced < bound * least * (1 - kSlack);
   if (!too_loose && !too_tight) return;
   // The bound the frame's enforced bound corresponds to, from the decoded range.
-  const double range = h.high >= h.low ? h.high - h.low : 0.0;
+  const double range = h.any ? h.max - h.min : 0.0;
   throw Error("frame was written with an absolute bound of " + exact_text(enforced) + " over a value range of about " +
               exact_text(range) + " (NOA about " + exact_text(range > 0 ? enforced / range : 0.0) +
               "), the dataset's cd_values say " + stored_bound_text(params) + kWhy);

@@ -43,7 +43,11 @@ FrameExpectation check_frame(const unsigned cd[], size_t cd_count, const FrameIn
 // the decoded values. It flags only what the decoded values prove: a bound
 // looser than the stored one beyond what the coding error could explain, or
 // tighter. Throws Error as check_frame. Cheap for every other frame (no pass
-// over the data).
+// over the data). The pass over a NOA chunk runs on `threads` of the
+// engine's CPU threads (0 = all cores, as Options::threads); without it, on
+// as many as H5Z_FZ_THREADS says (the filter's policy_from_environment).
+void check_decoded(const unsigned cd[], size_t cd_count, const FrameInfo& info, const void* decoded, size_t bytes,
+                   unsigned threads);
 void check_decoded(const unsigned cd[], size_t cd_count, const FrameInfo& info, const void* decoded, size_t bytes);
 
 // True when check_decoded would look at the data (a NOA frame of a lossy
