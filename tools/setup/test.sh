@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # THE test command of H5Z-FZ (README, .ci/run): installs what is missing, builds,
-# runs GoogleTest (CPU labels), the sanitizer build and its tests, every libFuzzer
+# runs GoogleTest (CPU labels), the sanitizer build, its tests and the h5fz tool's
+# hostile-file tests under it, every libFuzzer
 # target for a bounded time, and pytest under three HDF5 versions. Runs every
 # step even when an earlier one failed, prints a summary, exits non-zero when
 # anything failed.
@@ -52,10 +53,23 @@ do_ctest() { ctest --test-dir "$FZ_BUILD_DIR" -L cpu --output-on-failure --no-te
 
 do_asan_build() {
   cmake -S . -B "$ASAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DFZ_SANITIZE=ON -DFZ_ENABLE_CUDA=OFF -DFZ_BUILD_TOOLS=OFF
+    -DFZ_SANITIZE=ON -DFZ_ENABLE_CUDA=OFF -DFZ_BUILD_TOOLS=ON
   cmake --build "$ASAN_DIR" -j "$FZ_JOBS"
 }
 do_asan_ctest() { ctest --test-dir "$ASAN_DIR" -L cpu --output-on-failure --no-tests=error -j "$FZ_JOBS"; }
+# The h5fz tool built with ASan+UBSan under the tests that hand it hostile and
+# extreme files (repack: user types, user blocks, references, full disks,
+# crashes; read: huge sparse shapes, forged frames, variable-length data;
+# compare). Python and the plugin it loads are the Release build; only the
+# tool's processes are instrumented. verify_asan_link_order=0: some tests
+# preload a small counting or frame-swapping library into the tool.
+do_asan_tools() {
+  HDF5_PLUGIN_PATH="$FZ_BUILD_DIR/plugin" FZ_H5FZ="$ASAN_DIR/tools/h5fz" \
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+    "$(fz_python_a)" -m pytest -p no:cacheprovider -q -rfEs tests/python/test_repack_hostile.py \
+    tests/python/test_repack_verify_rule.py tests/python/test_repack.py tests/python/test_read_checks.py \
+    tests/python/test_read.py tests/python/test_compare.py
+}
 
 do_fuzz_build() {
   cmake -S . -B "$FUZZ_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -102,6 +116,7 @@ step build do_build
 step ctest do_ctest
 step asan:build do_asan_build
 step asan:ctest do_asan_ctest
+step asan:tools do_asan_tools
 step fuzz:build do_fuzz_build
 step fuzz:run do_fuzz_run
 step "pytest:A (HDF5 2.0)" do_pytest_a
