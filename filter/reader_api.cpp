@@ -168,7 +168,7 @@ __attribute__((visibility("default"))) int h5z_fz_decode_dataset_batch(
     policy.threads = threads;
     policy.log = [](fz::LogLevel, const std::string&) {};
     const std::vector<size_t> lengths = fz::decompress_batch(views, policy);
-    for (size_t i = 0; i < count; ++i) fz::filter::check_decoded(cd_values, cd_count, infos[i], outputs[i], lengths[i]);
+    for (size_t i = 0; i < count; ++i) fz::filter::check_decoded(cd_values, cd_count, infos[i], outputs[i], lengths[i], threads);
     if (decoded != nullptr) std::copy(lengths.begin(), lengths.end(), decoded);
   });
 }

@@ -279,7 +279,8 @@ ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, con
         throw ToolError(name + ": a frame decoded to " + std::to_string(lengths[i]) + " bytes, a chunk holds " +
                         std::to_string(chunk_bytes));
       try {
-        fz::filter::check_decoded(cd->data(), cd->size(), group[i].info, group[i].target, chunk_bytes);
+        fz::filter::check_decoded(cd->data(), cd->size(), group[i].info, group[i].target, chunk_bytes,
+                                  policy.threads);
       } catch (const fz::Error& e) {
         throw ToolError(name + ": " + e.what());
       }
