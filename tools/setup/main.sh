@@ -27,7 +27,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/h5fz_main.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
 fz_say "writing real fields with $PY ($(fz_h5py_version "$PY")) and h5repack ($(h5repack --version 2>/dev/null | tail -n1))"
-args=(--data "$DATA" --workdir "$WORK" --presets "${FZ_PRESETS:-lossless,pfpl:noa:1e-3,fzgpu:noa:1e-3,cusz:noa:1e-4}")
+args=(--data "$DATA" --workdir "$WORK" --presets "${FZ_PRESETS:-lossless,pfpl:noa:1e-3,fzgpu:noa:1e-3,cusz:noa:1e-4,cuszhi-tp:noa:1e-3,cuszhi-cr:noa:1e-3}")
 [[ -z "${FZ_FIELDS:-}" ]] || args+=(--fields "$FZ_FIELDS")
 HDF5_PLUGIN_PATH="$FZ_BUILD_DIR/plugin" "$PY" tools/python/h5fz_report.py "${args[@]}"
 
