@@ -22,16 +22,9 @@ import pytest
 import h5py
 
 import fz_samples
+from test_repack import repack
 
 pytestmark = pytest.mark.usefixtures("plugin")
-
-
-def repack(tool, src, dst, *args, check=True, **kw):
-    r = subprocess.run([tool, "repack", str(src), str(dst)] + list(args), capture_output=True, text=True,
-                       timeout=600, **kw)
-    if check:
-        assert r.returncode == 0, r.stdout + r.stderr
-    return r
 
 
 def partials(folder):

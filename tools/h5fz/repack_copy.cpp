@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -207,6 +208,49 @@ void StructureCopy::copy_object_unchanged(hid_t in_group, hid_t out_group, const
   }
 }
 
+// Reads `in` a block of rows at a time (about 16 MiB), lets `edit` change
+// each block in place, writes it at the same place in `out` and frees what
+// HDF5 allocated for variable-length elements. A dataset never written stays
+// unwritten.
+void copy_row_blocks(hid_t in, hid_t out, hid_t memory_type, hid_t space, const std::string& path,
+                     const std::function<void(hid_t memory_space, unsigned char* buffer, size_t points)>& edit) {
+  const int rank = H5Sget_simple_extent_ndims(space);
+  const hssize_t points = H5Sget_simple_extent_npoints(space);
+  H5D_space_status_t allocated = H5D_SPACE_STATUS_ERROR;
+  H5Dget_space_status(in, &allocated);
+  if (points <= 0 || H5Sget_simple_extent_type(space) == H5S_NULL || allocated == H5D_SPACE_STATUS_NOT_ALLOCATED)
+    return;
+  const size_t element = H5Tget_size(memory_type);
+  std::vector<hsize_t> dims(static_cast<size_t>(std::max(rank, 0)));
+  if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  const hsize_t rows = rank > 0 ? dims[0] : 1;
+  const hsize_t row_points = rows ? static_cast<hsize_t>(points) / rows : 0;
+  const hsize_t rows_per_block = std::max<hsize_t>(1, (hsize_t{16} << 20) / std::max<hsize_t>(1, row_points * element));
+  for (hsize_t first = 0; first < rows; first += rows_per_block) {
+    check_interrupted();
+    const hsize_t count = std::min(rows_per_block, rows - first);
+    Handle file_space(H5Scopy(space), H5Sclose);
+    Handle memory_space(-1, H5Sclose);
+    if (rank > 0) {
+      std::vector<hsize_t> start(dims.size(), 0), block = dims;
+      start[0] = first;
+      block[0] = count;
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr);
+      memory_space = Handle(H5Screate_simple(rank, block.data(), nullptr), H5Sclose);
+    } else {
+      memory_space = Handle(H5Screate(H5S_SCALAR), H5Sclose);
+    }
+    const size_t block_points = static_cast<size_t>(count * row_points);
+    std::vector<unsigned char> buffer(block_points * element + 1);
+    require_hdf5(H5Dread(in, memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT, buffer.data()),
+                 "cannot read " + path);
+    if (edit) edit(memory_space.get(), buffer.data(), block_points);
+    const herr_t written = H5Dwrite(out, memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT, buffer.data());
+    reclaim(memory_type, memory_space.get(), buffer.data());
+    require_hdf5(written, "cannot write " + path);
+  }
+}
+
 void StructureCopy::copy_variable_length_dataset(hid_t in, hid_t out_group, const std::string& name,
                                                  const std::string& path) {
   // H5Ocopy of HDF5 1.10 copies a variable-length fill value (every netCDF-4
@@ -222,41 +266,7 @@ void StructureCopy::copy_variable_length_dataset(hid_t in, hid_t out_group, cons
   Handle out(H5Dcreate2(out_group, name.c_str(), memory_type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
              H5Dclose);
   if (!out.ok()) throw ToolError("cannot create " + path + ": " + hdf5_error_text("?"));
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  const hssize_t points = H5Sget_simple_extent_npoints(space.get());
-  H5D_space_status_t allocated = H5D_SPACE_STATUS_ERROR;
-  H5Dget_space_status(in, &allocated);
-  // Never written: nothing to copy, and the copy stays unwritten too.
-  if (points <= 0 || H5Sget_simple_extent_type(space.get()) == H5S_NULL || allocated == H5D_SPACE_STATUS_NOT_ALLOCATED)
-    return;
-  const size_t element = H5Tget_size(memory_type.get());
-  std::vector<hsize_t> dims(static_cast<size_t>(std::max(rank, 0)));
-  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  const hsize_t rows = rank > 0 ? dims[0] : 1;
-  const hsize_t row_points = rows ? static_cast<hsize_t>(points) / rows : 0;
-  const hsize_t rows_per_block = std::max<hsize_t>(1, (hsize_t{16} << 20) / std::max<hsize_t>(1, row_points * element));
-  for (hsize_t first = 0; first < rows; first += rows_per_block) {
-    check_interrupted();
-    const hsize_t count = std::min(rows_per_block, rows - first);
-    Handle file_space(H5Scopy(space.get()), H5Sclose);
-    Handle memory_space(-1, H5Sclose);
-    if (rank > 0) {
-      std::vector<hsize_t> start(dims.size(), 0), block = dims;
-      start[0] = first;
-      block[0] = count;
-      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr);
-      memory_space = Handle(H5Screate_simple(rank, block.data(), nullptr), H5Sclose);
-    } else {
-      memory_space = Handle(H5Screate(H5S_SCALAR), H5Sclose);
-    }
-    std::vector<unsigned char> buffer(static_cast<size_t>(count * row_points) * element + 1);
-    require_hdf5(H5Dread(in, memory_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, buffer.data()),
-                 "cannot read " + path);
-    const herr_t written =
-        H5Dwrite(out.get(), memory_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, buffer.data());
-    reclaim(memory_type.get(), memory_space.get(), buffer.data());
-    require_hdf5(written, "cannot write " + path);
-  }
+  copy_row_blocks(in, out.get(), memory_type.get(), space.get(), path, nullptr);
 }
 
 void StructureCopy::copy_attributes(hid_t in_object, hid_t out_object, const std::string& path) {

@@ -5,6 +5,7 @@
 
 #include <hdf5.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,5 +29,11 @@ struct ReferenceLayout {
   std::vector<size_t> offsets;  // kCompound: the reference members' offsets
 };
 std::optional<ReferenceLayout> reference_layout(hid_t type);
+
+// Copies dataset `in` to `out` (same type and shape) a block of rows at a
+// time, through `memory_type`; `edit` (may be empty) changes each block in
+// place before it is written (references mapped into the output).
+void copy_row_blocks(hid_t in, hid_t out, hid_t memory_type, hid_t space, const std::string& path,
+                     const std::function<void(hid_t memory_space, unsigned char* buffer, size_t points)>& edit);
 
 }  // namespace h5fz

@@ -143,43 +143,11 @@ void StructureCopy::rewrite_reference_dataset(const std::string& path) {
   Handle type(H5Dget_type(in.get()), H5Tclose);
   Handle memory_type(H5Tcopy(type.get()), H5Tclose);
   Handle space(H5Dget_space(in.get()), H5Sclose);
-  const hssize_t points = H5Sget_simple_extent_npoints(space.get());
-  H5D_space_status_t allocated = H5D_SPACE_STATUS_ERROR;
-  H5Dget_space_status(in.get(), &allocated);
-  if (points <= 0 || H5Sget_simple_extent_type(space.get()) == H5S_NULL || allocated == H5D_SPACE_STATUS_NOT_ALLOCATED)
-    return;
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  std::vector<hsize_t> dims(static_cast<size_t>(std::max(rank, 0)));
-  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  const size_t element = H5Tget_size(memory_type.get());
-  const hsize_t rows = rank > 0 ? dims[0] : 1;
-  const hsize_t row_points = static_cast<hsize_t>(points) / std::max<hsize_t>(rows, 1);
-  const hsize_t rows_per_block = std::max<hsize_t>(1, (hsize_t{16} << 20) / std::max<hsize_t>(1, row_points * element));
   size_t lost = 0;
-  for (hsize_t first = 0; first < rows; first += rows_per_block) {
-    check_interrupted();
-    const hsize_t count = std::min(rows_per_block, rows - first);
-    Handle file_space(H5Scopy(space.get()), H5Sclose);
-    Handle memory_space(-1, H5Sclose);
-    if (rank > 0) {
-      std::vector<hsize_t> start(dims.size(), 0), block = dims;
-      start[0] = first;
-      block[0] = count;
-      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, block.data(), nullptr);
-      memory_space = Handle(H5Screate_simple(rank, block.data(), nullptr), H5Sclose);
-    } else {
-      memory_space = Handle(H5Screate(H5S_SCALAR), H5Sclose);
-    }
-    const size_t block_points = static_cast<size_t>(count * row_points);
-    std::vector<unsigned char> buffer(block_points * element + 1);
-    require_hdf5(H5Dread(in.get(), memory_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, buffer.data()),
-                 "cannot read " + path);
-    lost += remap_references(in.get(), memory_type.get(), memory_space.get(), buffer.data(), block_points);
-    const herr_t written =
-        H5Dwrite(out.get(), memory_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, buffer.data());
-    if (H5Tdetect_class(memory_type.get(), H5T_VLEN) > 0) reclaim(memory_type.get(), memory_space.get(), buffer.data());
-    require_hdf5(written, "cannot write " + path);
-  }
+  copy_row_blocks(in.get(), out.get(), memory_type.get(), space.get(), path,
+                  [&](hid_t memory_space, unsigned char* buffer, size_t points) {
+                    lost += remap_references(in.get(), memory_type.get(), memory_space, buffer, points);
+                  });
   if (lost) {
     warnings_.push_back(path + ": " + std::to_string(lost) + " reference(s) to objects without a path, left null");
   }
