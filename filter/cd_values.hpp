@@ -11,6 +11,12 @@
 //
 // Every function that checks something throws fz::Error with a message that
 // names the problem in words a user of h5py or h5repack can act on.
+//
+// The code, one seam a file: cd_values.cpp parses the user layout,
+// cd_values_tuning.cpp the tuning words (missing value, spline tuning),
+// cd_values_layout.cpp the stored layout, cd_values_describe.cpp turns a
+// choice into Options, user cd_values and text; cd_values_internal.hpp holds
+// the checks and wording they share.
 #pragma once
 
 #include <cstddef>
