@@ -1,5 +1,6 @@
 #!/bin/bash
-# Builds tools/mpi/fz_mpi (the parallel HDF5 check and benchmark) against
+# Builds tools/mpi/fz_mpi (the parallel HDF5 check and benchmark: fz_mpi.c and
+# the fz_mpi_*.c beside it, fz_mpi.h their shared declarations) against
 # Debian's parallel HDF5 (libhdf5-openmpi-dev) and Open MPI, or the unpacked
 # copies that tools/setup/mpi_devdeps.sh prepares for the GPU machines
 # (FZ_MPI_* and FZ_PHDF5_* from .mpideps/env.sh).
@@ -16,7 +17,11 @@ phdf5_lib=${FZ_PHDF5_LIB:-$lib/hdf5/openmpi}
 for need in "$mpi_include/mpi.h" "$phdf5_include/hdf5.h" "$phdf5_lib/libhdf5.so"; do
   [ -e "$need" ] || { echo "tools/mpi/build.sh: $need is missing (Debian: apt-get install libhdf5-openmpi-dev)" >&2; exit 1; }
 done
-${CC:-cc} -std=c11 -O2 -Wall -Wextra -Wno-unused-parameter -o "$out/fz_mpi" "$here/fz_mpi.c" \
+sources=()
+for name in fz_mpi fz_mpi_plugin fz_mpi_hdf5 fz_mpi_check fz_mpi_rules fz_mpi_measure fz_mpi_bench; do
+  sources+=("$here/$name.c")
+done
+${CC:-cc} -std=c11 -O2 -Wall -Wextra -Wno-unused-parameter -o "$out/fz_mpi" "${sources[@]}" \
   -I"$mpi_include" -I"$phdf5_include" -L"$mpi_lib" -L"$phdf5_lib" \
   -Wl,-rpath,"$phdf5_lib" -Wl,-rpath,"$mpi_lib" -lhdf5 -lmpi -ldl -lm
 echo "built $out/fz_mpi"
