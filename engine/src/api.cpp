@@ -17,7 +17,7 @@
 #include "pipeline.hpp"
 #include "pipeline_cache.hpp"
 #include "presets/presets.hpp"
-#include "stage.hpp"
+#include "stage_names.hpp"
 #include "thread_pool.hpp"
 
 #ifndef FZ_VERSION_STRING

@@ -6,7 +6,7 @@
 
 #include "common/error.hpp"
 #include "crc32c.hpp"
-#include "stage.hpp"
+#include "stage_names.hpp"
 
 namespace fz::engine {
 namespace {

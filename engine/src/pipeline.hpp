@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fz/fz.hpp"
-#include "stage.hpp"
+#include "stage_names.hpp"
 
 namespace fz::engine {
 

@@ -1,12 +1,12 @@
-// BIT, bit-shuffle (docs/FORMAT.md, stage type 1): the engine adapter of
-// bitshuffle.hpp's kernels, a word stage (engine/src/word_stage.hpp). Its GPU part
+// BIT, bit-shuffle (docs/FORMAT.md, stage type 1): the stage adapter of
+// bitshuffle.hpp's kernels, a word stage (kernels/word_stage/word_stage.hpp). Its GPU part
 // is bitshuffle_stage_cuda.cpp.
 #include "bitshuffle/bitshuffle_stage.hpp"
 
 #include "bitshuffle/bitshuffle.hpp"
-#include "word_stage.hpp"
+#include "word_stage/word_stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 std::unique_ptr<Stage> make_bitshuffle(unsigned width) {
   WordKernels kernels;
@@ -23,4 +23,4 @@ std::unique_ptr<Stage> parse_bitshuffle(ByteSpan config) {
 
 std::vector<StageSample> bitshuffle_stage_samples() { return word_stage_samples("bitshuffle", make_bitshuffle); }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

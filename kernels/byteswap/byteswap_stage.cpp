@@ -1,12 +1,12 @@
-// BSWAP, byte reversal (docs/FORMAT.md, stage type 7): the engine adapter of
-// byteswap.hpp's kernels, a word stage (engine/src/word_stage.hpp). Its GPU part
+// BSWAP, byte reversal (docs/FORMAT.md, stage type 7): the stage adapter of
+// byteswap.hpp's kernels, a word stage (kernels/word_stage/word_stage.hpp). Its GPU part
 // is byteswap_stage_cuda.cpp.
 #include "byteswap/byteswap_stage.hpp"
 
 #include "byteswap/byteswap.hpp"
-#include "word_stage.hpp"
+#include "word_stage/word_stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 void apply(ByteSpan in, unsigned width, Bytes& out, const Executor& exec) { byteswap::apply(in, width, out, exec); }
@@ -26,4 +26,4 @@ std::unique_ptr<Stage> parse_byteswap(ByteSpan config) {
 
 std::vector<StageSample> byteswap_stage_samples() { return word_stage_samples("byteswap", make_byteswap); }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,11 +1,11 @@
-// BSWAP's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds:
+// BSWAP's GPU part (kernels/common/stage/stage_device.hpp), compiled only in CUDA builds:
 // length-preserving both ways, so every size is known on the host.
 #include <cuda_runtime_api.h>
 
 #include "byteswap/byteswap_cuda.hpp"
-#include "word_stage_device.hpp"
+#include "word_stage/word_stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 cudaStream_t stream_of(DeviceWork& work) { return static_cast<cudaStream_t>(work.stream()); }
@@ -26,4 +26,4 @@ const StageDevice& byteswap_stage_device() {
   return part;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,11 +1,11 @@
-// BYTET's engine adapter (bytetranspose_stage.hpp).
+// BYTET's stage adapter (bytetranspose_stage.hpp).
 #include "bytetranspose/bytetranspose_stage.hpp"
 
 #include "bytetranspose/bytetranspose.hpp"
 #include "common/error.hpp"
-#include "stage_samples.hpp"
+#include "common/stage/stage_samples.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 ByteTransposeStage::ByteTransposeStage(uint32_t element_size) : size_(element_size) {
   if (size_ < 1 || size_ > (1u << 24)) throw UsageError("bytetranspose: element size must be 1 .. 2^24");
@@ -51,4 +51,4 @@ std::vector<StageSample> bytetranspose_stage_samples() {
   return samples;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

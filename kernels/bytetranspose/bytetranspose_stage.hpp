@@ -1,5 +1,5 @@
 // BYTET: byte transposition by element size. Config: u32 element size (LE)
-// (docs/FORMAT.md, stage type 8). The engine stage over bytetranspose.hpp;
+// (docs/FORMAT.md, stage type 8). The stage over bytetranspose.hpp;
 // its GPU part is bytetranspose_stage_cuda.cpp.
 #pragma once
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "stage.hpp"
+#include "common/stage/stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 class ByteTransposeStage final : public Stage {
  public:
@@ -29,4 +29,4 @@ class ByteTransposeStage final : public Stage {
 
 std::unique_ptr<Stage> make_bytetranspose(uint32_t element_size);
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,13 +1,13 @@
-// BYTET's GPU part (engine/src/stage_device.hpp), compiled only in CUDA
+// BYTET's GPU part (kernels/common/stage/stage_device.hpp), compiled only in CUDA
 // builds: length-preserving both ways, so every size is known on the host.
 #include <cuda_runtime_api.h>
 
 #include "bytetranspose/bytetranspose_cuda.hpp"
 #include "bytetranspose/bytetranspose_stage.hpp"
 #include "common/error.hpp"
-#include "stage_device.hpp"
+#include "common/stage/stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 class ByteTransposeDevice final : public StageDeviceFor<ByteTransposeStage> {
@@ -38,4 +38,4 @@ const StageDevice& bytetranspose_stage_device() {
   return part;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

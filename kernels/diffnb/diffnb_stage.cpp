@@ -1,12 +1,12 @@
-// DIFFNB, difference coding + negabinary (docs/FORMAT.md, stage type 5): the engine adapter of
-// diffnb.hpp's kernels, a word stage (engine/src/word_stage.hpp). Its GPU part
+// DIFFNB, difference coding + negabinary (docs/FORMAT.md, stage type 5): the stage adapter of
+// diffnb.hpp's kernels, a word stage (kernels/word_stage/word_stage.hpp). Its GPU part
 // is diffnb_stage_cuda.cpp.
 #include "diffnb/diffnb_stage.hpp"
 
 #include "diffnb/diffnb.hpp"
-#include "word_stage.hpp"
+#include "word_stage/word_stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 std::unique_ptr<Stage> make_diffnb(unsigned width) {
   WordKernels kernels;
@@ -24,4 +24,4 @@ std::unique_ptr<Stage> parse_diffnb(ByteSpan config) {
 
 std::vector<StageSample> diffnb_stage_samples() { return word_stage_samples("diffnb", make_diffnb); }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

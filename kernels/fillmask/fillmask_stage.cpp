@@ -1,11 +1,11 @@
-// FILLMASK's engine adapter (fillmask_stage.hpp).
+// FILLMASK's stage adapter (fillmask_stage.hpp).
 #include "fillmask/fillmask_stage.hpp"
 
 #include "common/error.hpp"
 #include "fillmask/fillmask.hpp"
-#include "stage_samples.hpp"
+#include "common/stage/stage_samples.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 FillMaskStage::FillMaskStage(unsigned width, uint64_t fill) : width_(width), fill_(fill) {
   if (width != 1 && width != 2 && width != 4 && width != 8) throw UsageError("fillmask: width 1, 2, 4 or 8");
@@ -64,4 +64,4 @@ std::vector<StageSample> fillmask_stage_samples() {
   return samples;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

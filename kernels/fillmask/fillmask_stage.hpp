@@ -2,7 +2,7 @@
 // them back exactly after. Inputs: in. Outputs: values (fill elements replaced
 // by their nearest preceding data value), mask (one bit per element).
 // Config (little-endian): u8 width | u64 fill bits (docs/FORMAT.md, stage
-// type 12). The engine stage over fillmask.hpp; its GPU part is
+// type 12). The stage over fillmask.hpp; its GPU part is
 // fillmask_stage_cuda.cpp.
 #pragma once
 
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "stage.hpp"
+#include "common/stage/stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 class FillMaskStage final : public Stage {
  public:
@@ -39,4 +39,4 @@ class FillMaskStage final : public Stage {
 
 std::unique_ptr<Stage> make_fillmask(unsigned width, uint64_t fill);
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,12 +1,12 @@
-// FILLMASK's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds.
+// FILLMASK's GPU part (kernels/common/stage/stage_device.hpp), compiled only in CUDA builds.
 #include <cuda_runtime_api.h>
 
 #include "common/error.hpp"
 #include "fillmask/fillmask_cuda.hpp"
 #include "fillmask/fillmask_stage.hpp"
-#include "stage_device.hpp"
+#include "common/stage/stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 class FillMaskDevice final : public StageDeviceFor<FillMaskStage> {
@@ -56,4 +56,4 @@ const StageDevice& fillmask_stage_device() {
   return part;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

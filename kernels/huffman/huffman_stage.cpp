@@ -1,11 +1,11 @@
-// HUFFMAN's engine adapter (huffman_stage.hpp).
+// HUFFMAN's stage adapter (huffman_stage.hpp).
 #include "huffman/huffman_stage.hpp"
 
 #include "common/error.hpp"
 #include "huffman/huffman_format.hpp"
-#include "stage_samples.hpp"
+#include "common/stage/stage_samples.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 HuffmanStage::HuffmanStage(const huffman::Config& config) : config_(config) {
   if (config.alphabet < 1 || config.alphabet > huffman::kMaxAlphabet || config.max_length < 1 ||
@@ -65,4 +65,4 @@ std::vector<StageSample> huffman_stage_samples() {
   return samples;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

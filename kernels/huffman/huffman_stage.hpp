@@ -1,7 +1,7 @@
 // HUFFMAN: canonical, length-limited Huffman coding of u16 symbols.
 // Config: u32 alphabet A | u8 length limit L | u32 block size S (the encoder's
 // choice; the stream repeats them and the decoder checks they agree)
-// (docs/FORMAT.md, stage type 11). The engine stage over huffman.hpp; its GPU
+// (docs/FORMAT.md, stage type 11). The stage over huffman.hpp; its GPU
 // part is huffman_stage_cuda.cpp.
 #pragma once
 
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "huffman/huffman.hpp"
-#include "stage.hpp"
+#include "common/stage/stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 class HuffmanStage final : public Stage {
  public:
@@ -35,4 +35,4 @@ class HuffmanStage final : public Stage {
 
 std::unique_ptr<Stage> make_huffman(const huffman::Config& config);
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,4 +1,4 @@
-// HUFFMAN's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds.
+// HUFFMAN's GPU part (kernels/common/stage/stage_device.hpp), compiled only in CUDA builds.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -7,9 +7,9 @@
 #include "common/error.hpp"
 #include "huffman/huffman_cuda.hpp"
 #include "huffman/huffman_stage.hpp"
-#include "stage_device.hpp"
+#include "common/stage/stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 class HuffmanDevice final : public StageDeviceFor<HuffmanStage> {
@@ -108,4 +108,4 @@ const StageDevice& huffman_stage_device() {
   return part;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

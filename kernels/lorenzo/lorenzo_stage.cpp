@@ -1,10 +1,10 @@
-// LORENZO's engine adapter (lorenzo_stage.hpp).
+// LORENZO's stage adapter (lorenzo_stage.hpp).
 #include "lorenzo/lorenzo_stage.hpp"
 
 #include "common/error.hpp"
-#include "stage_samples.hpp"
+#include "common/stage/stage_samples.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 LorenzoStage::LorenzoStage(const lorenzo::Config& config, double enforced_bound, std::vector<size_t> dims)
     : config_(config), enforced_bound_(enforced_bound), dims_(std::move(dims)) {
@@ -120,4 +120,4 @@ std::vector<StageSample> lorenzo_stage_samples() {
   return samples;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -2,7 +2,7 @@
 // Inputs: in (float32/float64 elements). Outputs: codes (u16 per element), outliers.
 // Config (little-endian): u8 width | u32 radius | f64 working bound eb | f64 the
 // absolute bound enforced | u8 has_fill | u64 fill bits | u8 rank | rank x u64 dims
-// (docs/FORMAT.md, stage type 10). The engine stage over lorenzo.hpp; its GPU
+// (docs/FORMAT.md, stage type 10). The stage over lorenzo.hpp; its GPU
 // part is lorenzo_stage_cuda.cpp.
 #pragma once
 
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "lorenzo/lorenzo.hpp"
-#include "stage.hpp"
+#include "common/stage/stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 class LorenzoStage final : public Stage {
  public:
@@ -46,4 +46,4 @@ class LorenzoStage final : public Stage {
 
 std::unique_ptr<Stage> make_lorenzo(const lorenzo::Config& config, double enforced_bound, std::vector<size_t> dims);
 
-}  // namespace fz::engine
+}  // namespace fz::stage

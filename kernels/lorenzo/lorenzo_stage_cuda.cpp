@@ -1,4 +1,4 @@
-// LORENZO's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds.
+// LORENZO's GPU part (kernels/common/stage/stage_device.hpp), compiled only in CUDA builds.
 #include <cuda_runtime_api.h>
 
 #include <limits>
@@ -7,9 +7,9 @@
 #include "lorenzo/lorenzo_cuda.hpp"
 #include "lorenzo/lorenzo_rules.hpp"
 #include "lorenzo/lorenzo_stage.hpp"
-#include "stage_device.hpp"
+#include "common/stage/stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 class LorenzoDevice final : public StageDeviceFor<LorenzoStage> {
@@ -64,4 +64,4 @@ const StageDevice& lorenzo_stage_device() {
   return part;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

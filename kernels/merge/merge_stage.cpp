@@ -1,11 +1,11 @@
-// MERGE's engine adapter (merge_stage.hpp).
+// MERGE's stage adapter (merge_stage.hpp).
 #include "merge/merge_stage.hpp"
 
 #include "common/error.hpp"
 #include "merge/merge.hpp"
-#include "stage_samples.hpp"
+#include "common/stage/stage_samples.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 MergeStage::MergeStage(unsigned parts) : parts_(parts) {
   if (parts < 1 || parts > 255) throw UsageError("merge: 1 to 255 parts");
@@ -56,4 +56,4 @@ std::vector<StageSample> merge_stage_samples() {
   return samples;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

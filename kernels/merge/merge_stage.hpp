@@ -1,6 +1,6 @@
 // MERGE: N named inputs ("part0".."partN-1") into one stored stream, so that
 // small side streams (outliers, anchors) share one coder. Config: u8 N
-// (docs/FORMAT.md, stage type 6). The engine stage over merge.hpp; its GPU
+// (docs/FORMAT.md, stage type 6). The stage over merge.hpp; its GPU
 // part is merge_stage_cuda.cpp.
 #pragma once
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "stage.hpp"
+#include "common/stage/stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 class MergeStage final : public Stage {
  public:
@@ -32,4 +32,4 @@ class MergeStage final : public Stage {
 
 std::unique_ptr<Stage> make_merge(unsigned parts);
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,12 +1,12 @@
-// MERGE's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds.
+// MERGE's GPU part (kernels/common/stage/stage_device.hpp), compiled only in CUDA builds.
 #include <cuda_runtime_api.h>
 
 #include "common/error.hpp"
 #include "merge/merge_cuda.hpp"
 #include "merge/merge_stage.hpp"
-#include "stage_device.hpp"
+#include "common/stage/stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 class MergeDevice final : public StageDeviceFor<MergeStage> {
@@ -60,4 +60,4 @@ const StageDevice& merge_stage_device() {
   return part;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,10 +1,10 @@
-// QUANTIZE's engine adapter (quantize_stage.hpp).
+// QUANTIZE's stage adapter (quantize_stage.hpp).
 #include "quantize/quantize_stage.hpp"
 
 #include "common/error.hpp"
-#include "stage_samples.hpp"
+#include "common/stage/stage_samples.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 // ABS/NOA codes decoded as a fused chain delivers them (quantize.hpp).
@@ -117,4 +117,4 @@ std::vector<StageSample> quantize_stage_samples() {
   return samples;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -2,7 +2,7 @@
 // Inputs: in. Outputs: codes (one element-wide word each), outliers, params.
 // Config (little-endian): u8 width | u8 mode | f64 user bound | u8 has_fill | u64 fill bits
 // (docs/FORMAT.md, stage type 9). The decoder needs only the params stream;
-// the config records the request. The engine stage over quantize.hpp; its GPU
+// the config records the request. The stage over quantize.hpp; its GPU
 // part is quantize_stage_cuda.cpp.
 #pragma once
 
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "quantize/quantize.hpp"
-#include "stage.hpp"
+#include "common/stage/stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 class QuantizeStage final : public Stage {
  public:
@@ -39,4 +39,4 @@ class QuantizeStage final : public Stage {
 
 std::unique_ptr<Stage> make_quantize(const quantize::Config& config);
 
-}  // namespace fz::engine
+}  // namespace fz::stage

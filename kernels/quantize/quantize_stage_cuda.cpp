@@ -1,12 +1,12 @@
-// QUANTIZE's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds.
+// QUANTIZE's GPU part (kernels/common/stage/stage_device.hpp), compiled only in CUDA builds.
 #include <cuda_runtime_api.h>
 
 #include "common/error.hpp"
 #include "quantize/quantize_cuda.hpp"
 #include "quantize/quantize_stage.hpp"
-#include "stage_device.hpp"
+#include "common/stage/stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 // The params stream's bytes on the host: the frame's copy when it was
@@ -77,4 +77,4 @@ const StageDevice& quantize_stage_device() {
   return part;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

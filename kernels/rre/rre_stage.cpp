@@ -1,12 +1,12 @@
-// RRE, repeated word elimination (docs/FORMAT.md, stage type 3): the engine adapter of
-// rre.hpp's kernels, a word stage (engine/src/word_stage.hpp). Its GPU part
+// RRE, repeated word elimination (docs/FORMAT.md, stage type 3): the stage adapter of
+// rre.hpp's kernels, a word stage (kernels/word_stage/word_stage.hpp). Its GPU part
 // is rre_stage_cuda.cpp.
 #include "rre/rre_stage.hpp"
 
 #include "rre/rre.hpp"
-#include "word_stage.hpp"
+#include "word_stage/word_stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 std::unique_ptr<Stage> make_rre(unsigned width) {
   WordKernels kernels;
@@ -22,4 +22,4 @@ std::unique_ptr<Stage> parse_rre(ByteSpan config) {
 
 std::vector<StageSample> rre_stage_samples() { return word_stage_samples("rre", make_rre); }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,13 +1,13 @@
-// RRE, repeated word elimination: the engine stage over rre.hpp's kernels (a word stage,
-// engine/src/word_stage.hpp). Config: u8 width (docs/FORMAT.md, stage type 3).
+// RRE, repeated word elimination: the stage over rre.hpp's kernels (a word stage,
+// kernels/word_stage/word_stage.hpp). Config: u8 width (docs/FORMAT.md, stage type 3).
 #pragma once
 
 #include <memory>
 
-#include "stage.hpp"
+#include "common/stage/stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 std::unique_ptr<Stage> make_rre(unsigned width);
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,12 +1,12 @@
-// RZE, repeated zero elimination (docs/FORMAT.md, stage type 2): the engine adapter of
-// rze.hpp's kernels, a word stage (engine/src/word_stage.hpp). Its GPU part
+// RZE, repeated zero elimination (docs/FORMAT.md, stage type 2): the stage adapter of
+// rze.hpp's kernels, a word stage (kernels/word_stage/word_stage.hpp). Its GPU part
 // is rze_stage_cuda.cpp.
 #include "rze/rze_stage.hpp"
 
 #include "rze/rze.hpp"
-#include "word_stage.hpp"
+#include "word_stage/word_stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 std::unique_ptr<Stage> make_rze(unsigned width) {
   WordKernels kernels;
@@ -22,4 +22,4 @@ std::unique_ptr<Stage> parse_rze(ByteSpan config) {
 
 std::vector<StageSample> rze_stage_samples() { return word_stage_samples("rze", make_rze); }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

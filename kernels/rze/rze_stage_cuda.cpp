@@ -1,7 +1,7 @@
-// RZE's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds.
-#include "elimination_stage_device.hpp"
+// RZE's GPU part (kernels/common/stage/stage_device.hpp), compiled only in CUDA builds.
+#include "word_stage/elimination_stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 const StageDevice& rze_stage_device() {
   static const WordStageDevice part(elimination_device::forward<elimination::Rule::kNonZero>,
@@ -10,4 +10,4 @@ const StageDevice& rze_stage_device() {
   return part;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

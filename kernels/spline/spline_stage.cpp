@@ -1,4 +1,4 @@
-// SPLINE's engine adapter (spline_stage.hpp).
+// SPLINE's stage adapter (spline_stage.hpp).
 #include "spline/spline_stage.hpp"
 
 #include <cmath>
@@ -6,9 +6,9 @@
 
 #include "common/error.hpp"
 #include "spline/spline_rules.hpp"
-#include "stage_samples.hpp"
+#include "common/stage/stage_samples.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 SplineStage::SplineStage(const spline::Config& config, double enforced_bound, std::vector<size_t> dims,
                          bool fill_input)
@@ -238,4 +238,4 @@ std::vector<StageSample> spline_stage_samples() {
   return samples;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -9,7 +9,7 @@
 // absolute bound enforced per element) | f64 alpha | f64 beta | u8 tuning |
 // u8 code form | u8 rank | rank x u64 dims, then u8 1 only with a fill
 // input (docs/FORMAT.md, stage type 13).
-// The engine stage over spline.hpp; the decoder needs only width,
+// The stage over spline.hpp; the decoder needs only width,
 // code_bytes, the code form and dims (the side stream says the rest).
 #pragma once
 
@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "spline/spline.hpp"
-#include "stage.hpp"
+#include "common/stage/stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 class SplineStage final : public Stage {
  public:
@@ -70,4 +70,4 @@ class SplineStage final : public Stage {
 std::unique_ptr<Stage> make_spline(const spline::Config& config, double enforced_bound, std::vector<size_t> dims,
                                    bool fill_input = false);
 
-}  // namespace fz::engine
+}  // namespace fz::stage

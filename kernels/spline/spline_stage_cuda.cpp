@@ -1,4 +1,4 @@
-// SPLINE's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds.
+// SPLINE's GPU part (kernels/common/stage/stage_device.hpp), compiled only in CUDA builds.
 // The whole forward runs on the device, the tuning included (spline_cuda.hpp),
 // so it can be captured in a graph; the side stream's size (it holds the
 // outliers) is known on the device only.
@@ -10,9 +10,9 @@
 #include "spline/spline_cuda.hpp"
 #include "spline/spline_rules.hpp"
 #include "spline/spline_stage.hpp"
-#include "stage_device.hpp"
+#include "common/stage/stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 class SplineDevice final : public StageDeviceFor<SplineStage> {
@@ -112,4 +112,4 @@ const StageDevice& spline_stage_device() {
   return part;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

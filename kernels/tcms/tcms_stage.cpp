@@ -1,12 +1,12 @@
-// TCMS, zigzag (docs/FORMAT.md, stage type 4): the engine adapter of
-// tcms.hpp's kernels, a word stage (engine/src/word_stage.hpp). Its GPU part
+// TCMS, zigzag (docs/FORMAT.md, stage type 4): the stage adapter of
+// tcms.hpp's kernels, a word stage (kernels/word_stage/word_stage.hpp). Its GPU part
 // is tcms_stage_cuda.cpp.
 #include "tcms/tcms_stage.hpp"
 
 #include "tcms/tcms.hpp"
-#include "word_stage.hpp"
+#include "word_stage/word_stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 std::unique_ptr<Stage> make_tcms(unsigned width) {
   WordKernels kernels;
@@ -21,4 +21,4 @@ std::unique_ptr<Stage> parse_tcms(ByteSpan config) {
 
 std::vector<StageSample> tcms_stage_samples() { return word_stage_samples("tcms", make_tcms); }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,11 +1,11 @@
-// TCMS's GPU part (engine/src/stage_device.hpp), compiled only in CUDA builds:
+// TCMS's GPU part (kernels/common/stage/stage_device.hpp), compiled only in CUDA builds:
 // length-preserving both ways, so every size is known on the host.
 #include <cuda_runtime_api.h>
 
 #include "tcms/tcms_cuda.hpp"
-#include "word_stage_device.hpp"
+#include "word_stage/word_stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 cudaStream_t stream_of(DeviceWork& work) { return static_cast<cudaStream_t>(work.stream()); }
@@ -27,4 +27,4 @@ const StageDevice& tcms_stage_device() {
   return part;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

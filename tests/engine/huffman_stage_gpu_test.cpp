@@ -22,7 +22,7 @@
 #include "huffman/huffman_stage.hpp"
 #include "pipeline.hpp"
 #include "rze/rze_stage.hpp"
-#include "stage.hpp"
+#include "stage_names.hpp"
 #include "thread_pool.hpp"
 
 namespace fz::engine {

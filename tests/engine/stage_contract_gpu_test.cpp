@@ -13,7 +13,8 @@
 
 #include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
-#include "stage_samples.hpp"
+#include "common/stage/stage_samples.hpp"
+#include "stage_names.hpp"
 #include "thread_pool.hpp"
 
 namespace fz::engine {

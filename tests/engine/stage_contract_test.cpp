@@ -17,7 +17,8 @@
 
 #include "common/error.hpp"
 #include "common/testing/test_data.hpp"
-#include "stage_samples.hpp"
+#include "common/stage/stage_samples.hpp"
+#include "stage_names.hpp"
 #include "thread_pool.hpp"
 
 namespace fz::engine {

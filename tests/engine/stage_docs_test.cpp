@@ -8,7 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include "stage_samples.hpp"
+#include "common/stage/stage_samples.hpp"
+#include "stage_names.hpp"
 
 namespace fz::engine {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.hpp"
-#include "stage.hpp"
+#include "stage_names.hpp"
 
 namespace fz::engine {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cuda/device_context.hpp"
-#include "stage.hpp"
+#include "stage_names.hpp"
 
 namespace fz::engine::cuda {
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "common/bytes.hpp"
-#include "stage.hpp"
+#include "common/stage/stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 // A stage and inputs whose forward its inverse undoes exactly.
 struct StageCase {
@@ -32,7 +32,7 @@ struct StageSample {
 };
 
 #define FZ_STAGE(id, Enum, name, parse, samples, gpu) std::vector<StageSample> samples();
-#include "stage_list.inc"
+#include "common/stage/stage_list.inc"
 #undef FZ_STAGE
 
 // A line of stage_list.inc, for tests that go through every stage.
@@ -54,4 +54,4 @@ Bytes exact_floats(ByteSpan raw, unsigned width);
 // raw's whole u16 words reduced below `alphabet`: Huffman symbols.
 Bytes u16_symbols(ByteSpan raw, uint32_t alphabet);
 
-}  // namespace fz::engine
+}  // namespace fz::stage

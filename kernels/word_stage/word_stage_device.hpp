@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "stage_device.hpp"
-#include "word_stage.hpp"
+#include "common/stage/stage_device.hpp"
+#include "word_stage/word_stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 class WordStageDevice final : public StageDeviceFor<WordStage> {
  public:
@@ -49,4 +49,4 @@ class WordStageDevice final : public StageDeviceFor<WordStage> {
   bool takes_device_sizes_;
 };
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -16,12 +16,12 @@
 #include "common/bytes.hpp"
 #include "common/executor.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 // One enumerator per line of stage_list.inc, valued by its stable type id.
 enum class StageType : uint16_t {
 #define FZ_STAGE(id, Enum, name, parse, samples, gpu) Enum = id,
-#include "stage_list.inc"
+#include "common/stage/stage_list.inc"
 #undef FZ_STAGE
 };
 
@@ -253,7 +253,7 @@ std::string stage_type_name(uint16_t type_id);
 // Each listed stage's parser (stage_list.inc), defined beside its kernels in
 // kernels/<stage>/<stage>_stage.cpp; FormatError when the config is malformed.
 #define FZ_STAGE(id, Enum, name, parse, samples, gpu) std::unique_ptr<Stage> parse(ByteSpan config);
-#include "stage_list.inc"
+#include "common/stage/stage_list.inc"
 #undef FZ_STAGE
 
 // The parser of a stage whose config is one byte (a word width, a part
@@ -265,4 +265,4 @@ std::unique_ptr<Stage> parse_single_byte_config(ByteSpan config, const char* sta
 std::unique_ptr<Stage> config_error_as_format_error(const char* stage,
                                                     const std::function<std::unique_ptr<Stage>()>& make);
 
-}  // namespace fz::engine
+}  // namespace fz::stage

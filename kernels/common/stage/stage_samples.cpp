@@ -1,15 +1,15 @@
 // The list of stages for tests, and the helpers stages' samples shape their
 // inputs with (stage_samples.hpp).
-#include "stage_samples.hpp"
+#include "common/stage/stage_samples.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 const std::vector<ListedStage>& listed_stages() {
 #define FZ_STAGE_HAS_CUDA_CUDA true
 #define FZ_STAGE_HAS_CUDA_CPU_ONLY false
   static const std::vector<ListedStage> stages = {
 #define FZ_STAGE(id, Enum, name, parse, samples, gpu) {id, #name, FZ_STAGE_HAS_CUDA_##gpu, samples},
-#include "stage_list.inc"
+#include "common/stage/stage_list.inc"
 #undef FZ_STAGE
   };
 #undef FZ_STAGE_HAS_CUDA_CUDA
@@ -37,4 +37,4 @@ Bytes u16_symbols(ByteSpan raw, uint32_t alphabet) {
   return out;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,7 +1,7 @@
 // The GPU part of a stage type: what Stage's device entry points
 // (has_device_forward, forward_device, ... in stage.hpp) hand over to. A
 // stage's GPU part lives in kernels/<stage>/<stage>_stage_cuda.cpp, which
-// only CUDA builds compile (engine/CMakeLists.txt); the part is found by type
+// only CUDA builds compile (kernels/CMakeLists.txt); the part is found by type
 // id in a table generated from stage_list.inc, and a CPU build's table is
 // empty. No CUDA type appears here, so the stage's CPU files may include it.
 #pragma once
@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "stage.hpp"
+#include "common/stage/stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 // Type-erased: the entry points below receive the stage itself.
 class StageDevice {
@@ -76,4 +76,4 @@ class StageDeviceFor : public StageDevice {
 // stage_device_registry_none.cpp in CPU builds.
 const StageDevice* find_stage_device(uint16_t type_id);
 
-}  // namespace fz::engine
+}  // namespace fz::stage

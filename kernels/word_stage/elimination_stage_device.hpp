@@ -9,9 +9,9 @@
 
 #include "common/error.hpp"
 #include "elimination/elimination_cuda.hpp"
-#include "word_stage_device.hpp"
+#include "word_stage/word_stage_device.hpp"
 
-namespace fz::engine::elimination_device {
+namespace fz::stage::elimination_device {
 
 template <elimination::Rule rule>
 constexpr const char* what(bool inverse) {
@@ -59,4 +59,4 @@ void inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWo
              what<rule>(true));
 }
 
-}  // namespace fz::engine::elimination_device
+}  // namespace fz::stage::elimination_device

@@ -2,9 +2,9 @@
 // for this stage (stage_device.hpp), else "none" (the pipeline stays on the CPU).
 #include <stdexcept>
 
-#include "stage_device.hpp"
+#include "common/stage/stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 const StageDevice* device_part(const Stage& stage) {
@@ -51,4 +51,4 @@ void Stage::inverse_device(const std::vector<DeviceBuffer>& outputs, std::vector
   device_part(*this)->inverse(*this, outputs, inputs, work, max_stream_bytes);
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

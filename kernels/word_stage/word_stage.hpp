@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "elimination/elimination.hpp"
-#include "stage.hpp"
-#include "stage_samples.hpp"
+#include "common/stage/stage.hpp"
+#include "common/stage/stage_samples.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 // A word stage's kernels. Length-preserving kernels take no output bound
 // (`decode`); the elimination decoders do (`decode_bounded`).
@@ -65,4 +65,4 @@ class WordStage final : public Stage {
 // The contract test's samples for a word stage: every width, over the raw bytes.
 std::vector<StageSample> word_stage_samples(const char* name, std::unique_ptr<Stage> (*make)(unsigned));
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,9 +1,9 @@
 // The word stages' shared class (word_stage.hpp).
-#include "word_stage.hpp"
+#include "word_stage/word_stage.hpp"
 
 #include "common/error.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 namespace {
 
 bool is_word_width(unsigned w) { return w == 1 || w == 2 || w == 4 || w == 8; }
@@ -81,4 +81,4 @@ std::vector<StageSample> word_stage_samples(const char* name, std::unique_ptr<St
   return samples;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

@@ -1,14 +1,14 @@
 // The GPU parts of the listed stages (stage_list.inc), for CUDA builds:
-// engine/CMakeLists.txt compiles this file or none.cpp, never both.
-#include "stage_device.hpp"
+// kernels/CMakeLists.txt compiles this file or stage_device_registry_none.cpp, never both.
+#include "common/stage/stage_device.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 // A stage marked CUDA defines its part in kernels/<name>/<name>_stage_cuda.cpp.
 #define FZ_STAGE_DEVICE_CUDA(name) const StageDevice& name##_stage_device();
 #define FZ_STAGE_DEVICE_CPU_ONLY(name)
 #define FZ_STAGE(id, Enum, name, parse, samples, gpu) FZ_STAGE_DEVICE_##gpu(name)
-#include "stage_list.inc"
+#include "common/stage/stage_list.inc"
 #undef FZ_STAGE
 #undef FZ_STAGE_DEVICE_CUDA
 #undef FZ_STAGE_DEVICE_CPU_ONLY
@@ -19,7 +19,7 @@ const StageDevice* find_stage_device(uint16_t type_id) {
   switch (type_id) {
 #define FZ_STAGE(id, Enum, name, parse, samples, gpu) \
   case id: FZ_STAGE_DEVICE_##gpu(name)
-#include "stage_list.inc"
+#include "common/stage/stage_list.inc"
 #undef FZ_STAGE
   }
 #undef FZ_STAGE_DEVICE_CUDA
@@ -27,4 +27,4 @@ const StageDevice* find_stage_device(uint16_t type_id) {
   return nullptr;
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

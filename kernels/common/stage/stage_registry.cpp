@@ -4,15 +4,15 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "stage.hpp"
+#include "common/stage/stage.hpp"
 
-namespace fz::engine {
+namespace fz::stage {
 
 std::string stage_type_name(uint16_t type_id) {
   switch (type_id) {
 #define FZ_STAGE(id, Enum, name, parse, samples, gpu) \
   case id: return #name;
-#include "stage_list.inc"
+#include "common/stage/stage_list.inc"
 #undef FZ_STAGE
   }
   return "unknown-" + std::to_string(type_id);
@@ -22,7 +22,7 @@ std::unique_ptr<Stage> parse_stage(uint16_t type_id, ByteSpan config) {
   switch (type_id) {
 #define FZ_STAGE(id, Enum, name, parse, samples, gpu) \
   case id: return parse(config);
-#include "stage_list.inc"
+#include "common/stage/stage_list.inc"
 #undef FZ_STAGE
   }
   throw FormatError("unknown stage type " + std::to_string(type_id) +
@@ -45,4 +45,4 @@ std::unique_ptr<Stage> parse_single_byte_config(ByteSpan config, const char* sta
   return config_error_as_format_error(stage, [&] { return make(value); });
 }
 
-}  // namespace fz::engine
+}  // namespace fz::stage

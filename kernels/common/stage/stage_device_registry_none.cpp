@@ -1,0 +1,9 @@
+// CPU builds: no stage has a GPU part (kernels/CMakeLists.txt compiles this
+// file instead of stage_device_registry_cuda.cpp), so every pipeline runs on the CPU.
+#include "common/stage/stage_device.hpp"
+
+namespace fz::stage {
+
+const StageDevice* find_stage_device(uint16_t) { return nullptr; }
+
+}  // namespace fz::stage
