@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds tools/mpi/fz_mpi (the parallel HDF5 check and benchmark: fz_mpi.c and
-# the fz_mpi_*.c beside it, fz_mpi.h their shared declarations) against
+# the fz_mpi_*.c beside it, fz_mpi_common.h their shared declarations) against
 # Debian's parallel HDF5 (libhdf5-openmpi-dev) and Open MPI, or the unpacked
 # copies that tools/setup/mpi_devdeps.sh prepares for the GPU machines
 # (FZ_MPI_* and FZ_PHDF5_* from .mpideps/env.sh).
@@ -18,7 +18,7 @@ for need in "$mpi_include/mpi.h" "$phdf5_include/hdf5.h" "$phdf5_lib/libhdf5.so"
   [ -e "$need" ] || { echo "tools/mpi/build.sh: $need is missing (Debian: apt-get install libhdf5-openmpi-dev)" >&2; exit 1; }
 done
 sources=()
-for name in fz_mpi fz_mpi_plugin fz_mpi_hdf5 fz_mpi_check fz_mpi_rules fz_mpi_measure fz_mpi_bench; do
+for name in fz_mpi fz_mpi_common fz_mpi_errors fz_mpi_plugin fz_mpi_hdf5 fz_mpi_check fz_mpi_rules fz_mpi_measure fz_mpi_bench; do
   sources+=("$here/$name.c")
 done
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -Wno-unused-parameter -o "$out/fz_mpi" "${sources[@]}" \

@@ -2,8 +2,8 @@
  * HDF5's public API and MPI only (the filter is found through
  * HDF5_PLUGIN_PATH, as any application finds it). Built by tools/mpi/build.sh
  * against Debian's parallel HDF5 (libhdf5-openmpi-dev) and Open MPI. This
- * file holds the usage, the options and main; fz_mpi.h names the files of the
- * check, the benchmark and the helpers they share.
+ * file holds the usage, the options and main; fz_mpi_common.h names the files
+ * of the check, the benchmark and the helpers they share.
  *
  *   mpirun -np N fz_mpi check --out DIR [--data DIR] [--json FILE]
  *       Every preset and mode: N ranks write one dataset collectively (rows
@@ -32,32 +32,12 @@
  *
  * Each rank prints the device the filter chose for it (h5z_fz_device_in_use:
  * H5Z_FZ_DEVICE and the MPI local rank). Exit status 1 when a check fails. */
-#include "fz_mpi.h"
+#include "fz_mpi_common.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-int g_rank, g_size;
-
-void die(const char *format, ...) {
-  va_list args;
-  va_start(args, format);
-  fprintf(stderr, "fz_mpi (rank %d): ", g_rank);
-  vfprintf(stderr, format, args);
-  fputc('\n', stderr);
-  va_end(args);
-  MPI_Abort(MPI_COMM_WORLD, 2);
-  exit(2);
-}
-
-void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  if (!p) die("out of memory (%zu bytes)", bytes);
-  return p;
-}
 
 static const char *option(int argc, char **argv, const char *name, const char *fallback) {
   for (int i = 2; i + 1 < argc; ++i)

@@ -3,7 +3,7 @@
  * filter's and the file system's share, the memory each phase took, every
  * chunk compared with one process's frame; the tables go to stdout and, from
  * rank 0, to --json. */
-#include "fz_mpi.h"
+#include "fz_mpi_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * as cd_values, the fields from --data, the MPI-IO file access and the
  * collective transfer, writes and reads of a band of rows, and the
  * frame-for-frame comparison of two files' chunks. */
-#include "fz_mpi.h"
+#include "fz_mpi_common.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * costs each rank (page faults, resident memory above its start), the file
  * system alone (the stored bytes through plain MPI-IO) and the untimed
  * warm-up of a preset on one chunk. */
-#include "fz_mpi.h"
+#include "fz_mpi_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * dlopen in HDF5_PLUGIN_PATH as HDF5 will find it: the device each rank's
  * filter uses (printed per rank, and in the JSON report) and the seconds the
  * filter spent, which the benchmark subtracts from HDF5's. */
-#include "fz_mpi.h"
+#include "fz_mpi_common.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

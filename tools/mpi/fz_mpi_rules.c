@@ -2,7 +2,7 @@
  * dataset, tried one by one (allocation and fill times, an independent
  * write, a second collective write over part of the rows). Apart from
  * fz_mpi_check.c because each rule is a small program of its own. */
-#include "fz_mpi.h"
+#include "fz_mpi_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,11 +1,13 @@
 /* fz_mpi's shared declarations: the program is fz_mpi.c (usage, options,
  * main) with the check (fz_mpi_check.c, fz_mpi_rules.c), the benchmark
  * (fz_mpi_bench.c, fz_mpi_measure.c), the plugin's C interface
- * (fz_mpi_plugin.c) and the HDF5 helpers both use (fz_mpi_hdf5.c).
+ * (fz_mpi_plugin.c), the HDF5 helpers both use (fz_mpi_hdf5.c) and the
+ * rank, die and xmalloc (fz_mpi_common.c), the error check
+ * (fz_mpi_errors.c).
  * Included first by each of them: it asks for the GNU declarations
  * (strdup, strtok_r, getrusage, dlopen) before any system header. */
-#ifndef FZ_MPI_H
-#define FZ_MPI_H
+#ifndef FZ_MPI_COMMON_H
+#define FZ_MPI_COMMON_H
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -72,6 +74,9 @@ long compare_frames(const char *path, const char *reference, int check_filter, h
 
 /* ---- check (fz_mpi_check.c, fz_mpi_rules.c) ---- */
 
+/* Element i of a float32 or float64 field, as a double (fz_mpi_errors.c). */
+double value_at(const void *data, int is_double, size_t i);
+/* Elements outside the bound (fz_mpi_errors.c). */
 long violations(const Shape *s, const void *original, const void *decoded, const char *mode, double bound);
 int check_rules(const char *out, const char *data_dir, FILE *json);
 int run_check(const char *out, const char *data_dir, const char *json_path);
