@@ -1,12 +1,28 @@
 // The word stages' shared class (word_stage.hpp).
 #include "word_stage/word_stage.hpp"
 
+#include <string>
+#include <vector>
+
 #include "common/error.hpp"
 
 namespace fz::stage {
 namespace {
 
 bool is_word_width(unsigned w) { return w == 1 || w == 2 || w == 4 || w == 8; }
+
+bool in_set(unsigned width, uint8_t widths) { return is_word_width(width) && (word_widths({width}) & widths) != 0; }
+
+// "1, 2, 4 or 8", "4", "4 or 8": the widths of a set, for messages.
+std::string widths_text(uint8_t widths) {
+  std::vector<std::string> names;
+  for (unsigned w : {1u, 2u, 4u, 8u})
+    if (in_set(w, widths)) names.push_back(std::to_string(w));
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return text;
+}
 
 // The elimination coders' output, decoded one sub-chunk at a time.
 class EliminationSource final : public BlockSource {
@@ -24,7 +40,8 @@ class EliminationSource final : public BlockSource {
 
 WordStage::WordStage(StageType type, const char* name, unsigned width, const WordKernels& kernels)
     : type_(type), name_(name), width_(width), kernels_(kernels) {
-  if (!is_word_width(width)) throw UsageError(std::string(name) + ": width must be 1, 2, 4 or 8");
+  if (!in_set(width, kernels.widths))
+    throw UsageError(std::string(name) + ": width must be " + widths_text(kernels.widths));
 }
 
 void WordStage::forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const {
@@ -70,14 +87,17 @@ std::unique_ptr<BlockSource> WordStage::inverse_source(ByteSpan output, const St
   return std::make_unique<EliminationSource>(output, width_, *kernels_.stream, ctx.max_stream_bytes);
 }
 
-std::vector<StageSample> word_stage_samples(const char* name, std::unique_ptr<Stage> (*make)(unsigned)) {
+std::vector<StageSample> word_stage_samples(const char* name, std::unique_ptr<Stage> (*make)(unsigned),
+                                            uint8_t widths) {
   std::vector<StageSample> samples;
-  for (unsigned width : {1u, 2u, 4u, 8u})
+  for (unsigned width : {1u, 2u, 4u, 8u}) {
+    if (!in_set(width, widths)) continue;
     samples.push_back({name + std::to_string(width), [make, width](ByteSpan raw) {
                          StageCase c{make(width), {}};
                          c.inputs.emplace_back(raw.data, raw.data + raw.size);
                          return c;
                        }});
+  }
   return samples;
 }
 

@@ -4,7 +4,9 @@
 // stage described by its kernels (kernels/<stage>/<stage>_stage.cpp).
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,11 +34,25 @@ struct WordKernels {
   BlockCoderFor block_encoder = nullptr;         // block-local forward and
   BlockCoderFor block_decoder = nullptr;         // inverse, or
   std::optional<elimination::Rule> stream;  // an elimination stream (ends a forward chain, starts an inverse one)
+  // The widths the kernels take, as word_widths() makes them: all four unless
+  // the stage says fewer (a stage over float32 words only: word_widths({4})).
+  uint8_t widths = kAllWordWidths;
+
+  static constexpr uint8_t kAllWordWidths = 0x0F;  // 1, 2, 4 and 8 bytes
 };
+
+// A set of word widths, each 1, 2, 4 or 8 (bit k: width 2^k), for
+// WordKernels::widths and word_stage_samples.
+constexpr uint8_t word_widths(std::initializer_list<unsigned> widths) {
+  uint8_t set = 0;
+  for (unsigned w : widths) set |= w == 1 ? 1 : w == 2 ? 2 : w == 4 ? 4 : w == 8 ? 8 : 0;
+  return set;
+}
 
 class WordStage final : public Stage {
  public:
-  // Throws UsageError unless width is 1, 2, 4 or 8.
+  // Throws UsageError unless width is one of kernels.widths (by default 1,
+  // 2, 4 or 8); parse_single_byte_config makes that a FormatError.
   WordStage(StageType type, const char* name, unsigned width, const WordKernels& kernels);
   StageType type() const override { return type_; }
   std::string name() const override { return name_ + std::to_string(width_); }
@@ -62,7 +78,9 @@ class WordStage final : public Stage {
   WordKernels kernels_;
 };
 
-// The contract test's samples for a word stage: every width, over the raw bytes.
-std::vector<StageSample> word_stage_samples(const char* name, std::unique_ptr<Stage> (*make)(unsigned));
+// The contract test's samples for a word stage: each of `widths` (the same
+// set as its kernels' WordKernels::widths), over the raw bytes.
+std::vector<StageSample> word_stage_samples(const char* name, std::unique_ptr<Stage> (*make)(unsigned),
+                                            uint8_t widths = WordKernels::kAllWordWidths);
 
 }  // namespace fz::stage

@@ -12,15 +12,18 @@ bool quantizable(const DataType& dtype) {
   return dtype.element_class == ElementClass::Float && (dtype.size == 4 || dtype.size == 8);
 }
 
-// The preset's pipeline once the chunk's facts are known.
-Pipeline pipeline_for(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
-                      const ChunkFacts& facts) {
-  const PresetRow* row = preset_row(options.preset);
-  if (row && row->build) return row->build(dtype, dims, options, facts);
-  throw Error(std::string("preset '") + preset_name(options.preset) + "' is not available in this build");
-}
-
 }  // namespace
+
+Pipeline pipeline_from_row(const PresetRow* row, const DataType& dtype, const std::vector<uint64_t>& dims,
+                           const Options& options, const FiniteRange& range) {
+  // A lossy preset's builder takes only the floats it quantizes: what it
+  // cannot quantize gets the lossless chain. A lossless preset's own builder
+  // takes every type, and no facts (it needs none).
+  if (row && row->info.lossy && !quantizable(dtype)) return lossless_pipeline(dtype);
+  if (!row || !row->build)
+    throw Error(std::string("preset '") + preset_name(options.preset) + "' is not available in this build");
+  return row->build(dtype, dims, options, row->info.lossy ? facts_from_range(options, range) : ChunkFacts{});
+}
 
 FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan chunk, const Executor& exec) {
   if (facts_needed(dtype, options) == FactsNeeded::kNone) return {};
@@ -42,14 +45,16 @@ FactsNeeded facts_needed(const DataType& dtype, const Options& options) {
 
 Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                         ByteSpan chunk, const Executor& exec) {
-  if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return lossless_pipeline(dtype);
   return build_pipeline_from_range(dtype, dims, options, chunk_values(dtype, options, chunk, exec));
 }
 
 Pipeline build_pipeline_from_range(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                                    const FiniteRange& range) {
-  if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return lossless_pipeline(dtype);
-  return pipeline_for(dtype, dims, options, facts_from_range(options, range));
+  const PresetRow* row = preset_row(options.preset);
+  // An id this build does not know (a frame's, never a validated option's)
+  // counts as lossy, as preset_is_lossy says: its non-float chunks are lossless.
+  if (!row && !quantizable(dtype)) return lossless_pipeline(dtype);
+  return pipeline_from_row(row, dtype, dims, options, range);
 }
 
 }  // namespace fz::engine

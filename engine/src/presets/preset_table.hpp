@@ -33,6 +33,14 @@ struct PresetRow {
 // The row of preset `id`; null for an id the format does not know.
 const PresetRow* preset_row(Preset id);
 
+// The pipeline `row` builds for a chunk (build_pipeline_from_range passes
+// the row of options.preset): a lossless row's builder for every type, with
+// no facts; a lossy row's builder for float32/float64, with the chunk's facts
+// from `range`, and the lossless chain for other types. Throws fz::Error when
+// the builder it needs is missing (a null row: an id this build does not know).
+Pipeline pipeline_from_row(const PresetRow* row, const DataType& dtype, const std::vector<uint64_t>& dims,
+                           const Options& options, const FiniteRange& range);
+
 // The preset part of fz::validate: a known, available preset, a known mode
 // that the preset honours, and a positive finite bound for a lossy preset.
 // Throws fz::Error with the messages documented in docs/CD_VALUES.md.
