@@ -139,7 +139,7 @@ def test_register_fails_without_plugin(tmp_path, monkeypatch):
     empty = tmp_path / "no_plugin_here"
     empty.mkdir()
     monkeypatch.setenv("HDF5_PLUGIN_PATH", str(empty))
-    monkeypatch.setattr(h5fz, "_REPO", str(tmp_path / "repo"))
+    monkeypatch.setattr(h5fz._register, "_REPO", str(tmp_path / "repo"))  # where plugin_dir looks
     with pytest.raises(FileNotFoundError) as exc:
         h5fz.register()
     text = str(exc.value)

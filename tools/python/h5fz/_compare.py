@@ -105,7 +105,7 @@ def compare(path_a, path_b, plot=None, block_bytes=_BLOCK_BYTES):
     picture (matplotlib)."""
     import h5py
     try:  # B's chunks may need the plugin
-        from . import _register_quietly
+        from ._register import _register_quietly
         _register_quietly()
     except Exception:  # noqa: BLE001  (comparing plain files needs no plugin)
         pass
