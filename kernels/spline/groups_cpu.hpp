@@ -1,4 +1,4 @@
-// The code groups on the CPU (spline.hpp, spline_rules.hpp): the tiles write
+// The code groups on the CPU (spline.hpp, spline_code_rules.hpp): the tiles write
 // each code straight to its place in its group stream and read it from
 // there, row by row, with the closed forms the GPU uses too (code_row and
 // code_place from the global coordinates), so no pass over element-order
@@ -20,7 +20,7 @@ struct GroupStreams {
   Byte* at[kCodeGroups] = {};
   rules::CodeGroups groups;
   unsigned code_bytes = 2;
-  unsigned form = 0;  // a CodeForm's value (spline_rules.hpp, stored_code)
+  unsigned form = 0;  // a CodeForm's value (spline_code_rules.hpp, stored_code)
   uint32_t radius = 0;
 };
 

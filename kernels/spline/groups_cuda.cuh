@@ -1,4 +1,4 @@
-// The code groups on the GPU (spline.hpp, spline_rules.hpp): the tile kernels
+// The code groups on the GPU (spline.hpp, spline_code_rules.hpp): the tile kernels
 // write each code straight to its place in its group stream and read it from
 // there, with the closed forms the CPU uses (groups_cpu.cpp: code_row and
 // code_place from a point's global coordinates), so the bytes match and no

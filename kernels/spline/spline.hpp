@@ -60,7 +60,7 @@
 //
 // Streams:
 //   codes0, codes1, codes2: the codes in three groups by the level of their
-//          point (spline_rules.hpp, code_groups): group 2 = the points whose
+//          point (spline_code_rules.hpp, code_groups): group 2 = the points whose
 //          every coordinate is a multiple of 4 (levels >= 2, anchors
 //          included), group 1 = every coordinate even but not group 2
 //          (level 1), group 0 = the rest (level 0). Each group in C order,

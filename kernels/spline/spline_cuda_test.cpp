@@ -244,7 +244,7 @@ TEST(SplineCuda, FillMasksMatchTheCpu) {
 }
 
 // More than 4096 tiles: the tuning's sample is capped at 256 tiles
-// (spline_rules.hpp, sample_count) on both sides.
+// (spline_side_rules.hpp, sample_count) on both sides.
 TEST(SplineCuda, CappedTuningSampleMatchesTheCpu) {
   FZ_SKIP_WITHOUT_CUDA();
   const Dims dims = {3000000};

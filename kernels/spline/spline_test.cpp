@@ -356,7 +356,7 @@ TEST(Spline, FillElementsAreCodedZeroWhateverTheirValue) {
   }
 }
 
-// spline_rules.hpp's closed forms (code_groups, code_row, code_place) against
+// spline_code_rules.hpp's closed forms (code_groups, code_row, code_place) against
 // the slow way (CodePlaces): the same group and offset for every element of
 // every 1-, 2- and 3-axis shape over these extents, and ragged ones besides;
 // the groups' sizes sum to N.

@@ -13,7 +13,7 @@
 
 namespace fz::spline::detail {
 
-// The tile geometry is shared with the GPU (spline_rules.hpp).
+// The tile geometry is shared with the GPU (spline_grid_rules.hpp).
 using rules::TileFrame;
 
 // The points the tile owns per axis (spline.hpp): local 0 .. min(B, extent) - 1.
@@ -45,7 +45,7 @@ struct Row {
   ptrdiff_t along;
 
   size_t slot(size_t k) const { return first + k * step; }
-  // The prediction of point k from `buffer` (spline_rules.hpp).
+  // The prediction of point k from `buffer` (spline_predict_rules.hpp).
   template <typename T>
   T predict(const T* buffer, size_t k) const {
     return rules::predict_stencil<S>(buffer + slot(k), along);

@@ -1,7 +1,7 @@
 // Tuning::kRatioFirst on the CPU (spline.hpp): the per-level flags chosen
 // level by level, coarsest first, on a fixed sample of tiles.
 //
-// Sample: rules::sample_tile (spline_rules.hpp, shared with the GPU).
+// Sample: rules::sample_tile (spline_side_rules.hpp, shared with the GPU).
 // Cost of a flag pair at a level: over the sample tiles, with the coarser
 // levels' chosen flags already applied, the sum of |q| over every point the
 // tile computes at that level (its halo included), an outlier counting as

@@ -2,7 +2,7 @@
 // spline_cuda_test.cpp, spline_fuzz.cpp): a smooth field with noise, the special values every
 // lossy stage must keep exact, the ragged shapes that exercise the tile
 // borders, and each element's place in the three code streams found the slow
-// way (CodePlaces), independently of spline_rules.hpp's closed forms.
+// way (CodePlaces), independently of spline_code_rules.hpp's closed forms.
 #pragma once
 
 #include <cmath>
@@ -96,7 +96,7 @@ inline std::vector<Dims> ragged_shapes() {
 // independent way: the group from the element's own coordinates (2: every
 // coordinate a multiple of 4; 1: every coordinate even; 0: the rest), the
 // offset from a running counter per group over the elements in C order. It
-// never calls spline_rules.hpp's closed forms (code_groups, code_row,
+// never calls spline_code_rules.hpp's closed forms (code_groups, code_row,
 // code_place): the tests check those against it.
 struct CodePlaces {
   Dims dims;
@@ -135,7 +135,7 @@ inline uint32_t code_mask(unsigned code_bytes) { return code_bytes == 1 ? 0xFFu 
 // outliers) in `form`, and back: signed = code - R modulo 2^(8 code_bytes);
 // zigzag = that signed word v (as an integer in [-2^(b-1), 2^(b-1)), b = 8
 // code_bytes) as 2v for v >= 0 and -2v - 1 for v < 0. Written from the
-// definitions with wide integers, not with spline_rules.hpp's bit tricks.
+// definitions with wide integers, not with spline_code_rules.hpp's bit tricks.
 inline uint32_t stored_of_code(uint32_t code, CodeForm form, uint32_t radius, unsigned code_bytes) {
   if (form == CodeForm::kOffset) return code;
   const int64_t q = static_cast<int64_t>(code) - static_cast<int64_t>(radius);
