@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Ratio and quality of H5Z-FZ's lossy presets against SZ3, at value-range-relative bounds.
+"""Ratio and quality of H5Z-FZ's lossy presets against SZ3, SPERR and ZFP, at value-range-relative bounds.
 
 A benchmark program, not a test. For each field, each value-range-relative
 ("NOA") bound rel in 1e-2, 1e-3, 1e-4 and each compressor it writes the field
-through h5py into an in-memory HDF5 file, reads it back, and prints markdown
-tables of
+through h5py into an in-memory HDF5 file (or, for pysz and SPERR, compresses
+it in memory), reads it back, and prints markdown tables of
 
   - the compression ratio (the field's bytes / the dataset's stored bytes),
     and the ratio over SZ3's ratio in the same case;
@@ -13,17 +13,26 @@ tables of
     elements whose error exceeds the bound;
   - per compressor, bound and chunking: the geometric mean over the fields of
     ratio / SZ3's ratio, and the smallest such quotient (the form of issue 14's
-    targets).
+    targets);
+  - per preset, bound and chunking: the same over each anchor of issue 30's
+    targets, and the PSNR difference to SZ3-best (see Compressors).
 
 The absolute bound is rel x (max - min), max and min taken over the field's
 finite elements that are not its fill value; the range, the errors, PSNR and
 the violation counts all leave fill elements out. A fill element that does not
 come back bit for bit is counted separately ("fill changed").
 
-Compressors, every one given the same absolute bound:
+Compressors, every one given the same absolute bound (the default list is
+all of them but sz3-rel):
 
-  - SZ3: hdf5plugin.SZ3(absolute=bound) (hdf5plugin's SZ3, one thread here).
-  - H5Z-FZ presets (default fzgpu 3, cusz 4, cuszhi-tp 5, cuszhi-cr 6), with
+  - sz3: hdf5plugin.SZ3(absolute=bound) (hdf5plugin's SZ3, one thread here).
+  - sz3-best: SZ3 through pysz (`pip install pysz`), mode ABS, with each of
+    its three predictors (INTERP, INTERP_LORENZO, LORENZO_REG); the cell is the
+    predictor with the best ratio for the field and chunking, and names it.
+  - sperr: SPERR's point-wise error mode, numcodecs-wasm-sperr's
+    Sperr(mode="pwe", pwe=bound) (`pip install numcodecs-wasm-sperr`).
+  - zfp: hdf5plugin.Zfp(accuracy=bound), ZFP's fixed-accuracy mode.
+  - H5Z-FZ presets (fzgpu 3, cusz 4, cuszhi-tp 5, cuszhi-cr 6), with
     compression_opts from tools/python/h5fz, mode abs with the same bound.
     `--fz-mode noa` gives them mode noa with rel instead: the filter then takes
     the range of each chunk (fill elements left out), which is the same bound
@@ -35,6 +44,15 @@ Compressors, every one given the same absolute bound:
     every element in it (fill values included), so on a field with land at
     -1e10 its bound is about rel x 1e10; its errors are still measured against
     the absolute bound above.
+
+sz3, zfp and the presets go through h5py and HDF5 chunks; sz3-best and sperr
+are no HDF5 filters and compress the field, or each chunk on its own, in
+memory (ratio_table_anchors.py). A missing pysz or numcodecs-wasm-sperr
+prints how to install it and that compressor is left out. After the tables,
+issue 30's summary: per preset, the geometric mean over the fields of its
+ratio over each anchor's (SZ3-best, SZ3 hdf5plugin, SPERR, ZFP) with the
+worst field, and its PSNR minus SZ3-best's. The anchors' elements over the
+bound are listed; only H5Z-FZ's make the exit status 1.
 
 Two chunkings (`--chunkings`):
 
@@ -72,9 +90,10 @@ libH5Zfz.so, else <repo>/build/plugin. H5Z_FZ_THREADS is left as it is
 Progress goes to stderr, the tables to stdout.
 """
 
-# The program is this file plus three modules beside it: ratio_table_fields.py
-# (the arrays and their chunks), ratio_table_compressors.py (SZ3 and the presets,
-# the round trip, the quality) and ratio_table_report.py (the tables).
+# The program is this file plus four modules beside it: ratio_table_fields.py
+# (the arrays and their chunks), ratio_table_compressors.py (the names; SZ3, ZFP
+# and the presets through HDF5; the quality), ratio_table_anchors.py (pysz and
+# SPERR around HDF5, issue 30's summary) and ratio_table_report.py (the tables).
 
 import argparse
 import logging
@@ -90,14 +109,17 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tools", "python"))
 import h5fz  # noqa: E402  (preset names, FILTER_ID, PLUGIN_FILE)
 
-from ratio_table_compressors import SZ3, SZ3_REL, measure  # noqa: E402
+from ratio_table_anchors import (available, measure_direct, print_anchor_bounds,  # noqa: E402
+                                 print_anchor_summary, print_predictors, versions)
+from ratio_table_compressors import (OTHERS, SPERR, SZ3, SZ3_BEST, SZ3_REL, ZFP,  # noqa: E402
+                                     compressor_label, measure)
 from ratio_table_fields import (FERRET_DIR, FERRET_FIELDS, REAL_FIELDS, chunk_shape,  # noqa: E402
                                 load_ferret_fields, load_real_fields)
 from ratio_table_report import Notes, fmt_shape, print_summary, print_tables  # noqa: E402
 
 BOUNDS = (1e-2, 1e-3, 1e-4)
 CHUNKINGS = ("whole", "4mib")
-DEFAULT_COMPRESSORS = ("sz3", "fzgpu", "cusz", "cuszhi-tp", "cuszhi-cr")
+DEFAULT_COMPRESSORS = (SZ3, SZ3_BEST, SPERR, ZFP, "fzgpu", "cusz", "cuszhi-tp", "cuszhi-cr")
 
 
 # ---- main -------------------------------------------------------------------------------
@@ -133,8 +155,8 @@ def parse_args():
     parser.add_argument("--chunkings", type=comma_list, default=list(CHUNKINGS),
                         help="comma-separated, of whole and 4mib (default: whole,4mib)")
     parser.add_argument("--compressors", type=comma_list, default=list(DEFAULT_COMPRESSORS),
-                        help="comma-separated: sz3, sz3-rel and H5Z-FZ lossy preset names or ids "
-                             "(default: %s)" % ",".join(DEFAULT_COMPRESSORS))
+                        help="comma-separated: %s and H5Z-FZ lossy preset names or ids "
+                             "(default: %s)" % (", ".join(OTHERS), ",".join(DEFAULT_COMPRESSORS)))
     parser.add_argument("--fz-mode", choices=("abs", "noa"), default="abs",
                         help="H5Z-FZ error mode: abs with rel x the field's range (default), or noa with rel")
     args = parser.parse_args()
@@ -143,7 +165,7 @@ def parse_args():
             parser.error("unknown chunking %r (known: %s)" % (c, ", ".join(CHUNKINGS)))
     names = []
     for c in args.compressors:
-        if c.lower() in (SZ3, SZ3_REL):
+        if c.lower() in OTHERS:
             names.append(c.lower())
             continue
         try:
@@ -162,6 +184,9 @@ def parse_args():
 
 def main():
     args = parse_args()
+    args.compressors, missing = available(args.compressors)
+    for line in missing:
+        print(line, file=sys.stderr)
     plugin_dir = find_plugin_dir(args.plugin_dir)
     os.environ["HDF5_PLUGIN_PATH"] = plugin_dir   # before HDF5 starts
     import h5py
@@ -180,9 +205,11 @@ def main():
     print("ratio_table: %s" % time.strftime("%Y-%m-%d %H:%M %Z"))
     print("machine: %s, %d logical CPUs; H5Z_FZ_THREADS=%s" % (
         platform.processor() or platform.machine(), os.cpu_count(), os.environ.get("H5Z_FZ_THREADS", "unset")))
-    print("python %s, numpy %s, h5py %s (HDF5 %s), hdf5plugin %s" % (
+    print("python %s, numpy %s, h5py %s (HDF5 %s), hdf5plugin %s; %s" % (
         platform.python_version(), np.__version__, h5py.version.version, h5py.version.hdf5_version,
-        hdf5plugin.version))
+        hdf5plugin.version, versions()))
+    for line in missing:
+        print(line)
     print("plugin: %s" % os.path.join(plugin_dir, h5fz.PLUGIN_FILE))
     print("bound: abs = NOA x (max - min) over the finite non-fill elements; SZ3 = hdf5plugin.SZ3(absolute=abs); "
           "H5Z-FZ presets: mode %s (%s)" % (args.fz_mode, "bound abs" if args.fz_mode == "abs"
@@ -190,6 +217,10 @@ def main():
     if "4mib" in args.chunkings:
         print("4mib chunks: fast axes whole, the slowest axis split into ceil(field bytes / 4 MiB) equal pieces; "
               "a field of 4 MiB or less stays one chunk (the results of whole)")
+    if SZ3_BEST in args.compressors or SPERR in args.compressors or ZFP in args.compressors:
+        print("anchors: sz3-best = pysz, mode ABS, the best of INTERP, INTERP_LORENZO, LORENZO_REG per field and "
+              "chunking; sperr = Sperr(mode='pwe', pwe=abs); zfp = hdf5plugin.Zfp(accuracy=abs); sz3-best and "
+              "sperr compress each chunk on its own in memory, ratio = field bytes / summed sizes")
     if SZ3_REL in args.compressors:
         print("SZ3 relative= : hdf5plugin.SZ3(relative=NOA), SZ3's range of each chunk, fill included; "
               "measured against abs")
@@ -212,7 +243,10 @@ def main():
                     if chunking != "whole" and same and (f.name, rel, "whole", c) in results:
                         results[key] = results[(f.name, rel, "whole", c)]   # one chunk either way
                         continue
-                    row = measure(h5py, hdf5plugin, f, rel, chunking, c, args.fz_mode)
+                    if c in (SZ3_BEST, SPERR):
+                        row = measure_direct(f, rel, chunking, c)
+                    else:
+                        row = measure(h5py, hdf5plugin, f, rel, chunking, c, args.fz_mode)
                     results[key] = row
                     print("ratio_table: %s %s NOA %g %s: %s" % (
                         f.name, chunking, rel, c, "%.2f in %.1f s" % (row["ratio"], row["seconds"])
@@ -222,10 +256,13 @@ def main():
     notes = Notes()
     for chunking in args.chunkings:
         print_tables(fields, args.bounds, chunking, args.compressors, results, notes)
+    print_predictors(fields, args.bounds, args.chunkings, results)
     print_summary(fields, args.bounds, args.chunkings, args.compressors, results)
+    print_anchor_summary(fields, args.bounds, args.chunkings, args.compressors, results, compressor_label)
     notes.print()
+    print_anchor_bounds(results)
 
-    bad = [(k, r) for k, r in results.items() if k[3] not in (SZ3, SZ3_REL) and "ratio" in r
+    bad = [(k, r) for k, r in results.items() if k[3] not in OTHERS and "ratio" in r
            and (r["over"] or r["fill_changed"])]
     for (name, rel, chunking, c), r in bad:
         print("H5Z-FZ OUT OF BOUND: %s NOA %g %s %s: %d element(s) over, %d fill element(s) changed" % (

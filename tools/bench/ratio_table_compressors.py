@@ -1,6 +1,8 @@
 """ratio_table.py's compressors: each one's h5py arguments for a case (SZ3
-through hdf5plugin, the H5Z-FZ presets through tools/python/h5fz), the round
-trip through an in-memory HDF5 file, and the quality of what comes back.
+and ZFP through hdf5plugin, the H5Z-FZ presets through tools/python/h5fz), the
+round trip through an in-memory HDF5 file, and the quality of what comes back.
+The names of every compressor are here; the anchors that go around HDF5
+(sz3-best through pysz, sperr) are measured in ratio_table_anchors.py.
 
 h5fz is importable once ratio_table.py has put tools/python on sys.path."""
 
@@ -15,13 +17,17 @@ from ratio_table_fields import chunk_shape
 
 SZ3 = "sz3"
 SZ3_REL = "sz3-rel"
+SZ3_BEST = "sz3-best"
+SPERR = "sperr"
+ZFP = "zfp"
+OTHERS = (SZ3, SZ3_REL, SZ3_BEST, SPERR, ZFP)     # every compressor that is not an H5Z-FZ preset
+LABELS = {SZ3: "SZ3", SZ3_REL: "SZ3 relative=", SZ3_BEST: "SZ3-best (pysz)", SPERR: "SPERR pwe",
+          ZFP: "ZFP accuracy"}
 
 
 def compressor_label(name):
-    if name == SZ3:
-        return "SZ3"
-    if name == SZ3_REL:
-        return "SZ3 relative="
+    if name in LABELS:
+        return LABELS[name]
     return "%s (%d)" % (name, h5fz.preset_id(name))
 
 
@@ -31,6 +37,8 @@ def compressor_kwargs(name, hdf5plugin, rel, abs_bound, fz_mode):
         return dict(hdf5plugin.SZ3(absolute=abs_bound))
     if name == SZ3_REL:
         return dict(hdf5plugin.SZ3(relative=rel))
+    if name == ZFP:
+        return dict(hdf5plugin.Zfp(accuracy=abs_bound))
     bound = abs_bound if fz_mode == "abs" else rel
     return {"compression": h5fz.FILTER_ID, "compression_opts": h5fz.compression_opts(name, fz_mode, bound)}
 
