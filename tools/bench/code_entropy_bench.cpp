@@ -9,7 +9,9 @@
 //            (static rANS/tANS per group);
 //   zrun+tab zero-run coding: the run of the most frequent code ahead of
 //            every other code, from its own table, the other codes from a
-//            second (run-length then Huffman/ANS);
+//            second (run-length then ANS);
+//   zrun>huff the same tokens through this project's Huffman stage (real
+//            bytes: what zero-run ahead of today's Huffman would store);
 //   o1b+tab  order-1 on a bucketed context: |previous code - mode| and
 //            |code before it - mode| clamped to 0..3 (16 contexts), one table
 //            each;
@@ -98,10 +100,17 @@ double order0(const std::vector<uint16_t>& s, bool with_table = true) {
 // Zero-run coding as JPEG and cuSZ's RLE do it: before every other code (and
 // at the end) the length L >= 0 of the run of the mode ahead of it, from its
 // own table (L < 32 itself, longer floor(log2 L) + that many raw bits); the
-// other codes from a second table.
+// other codes from a second table. estimate: the two order-0 entropies with
+// their tables; huffman: both token streams through this project's Huffman
+// stage (real bytes, its own tables and block index).
 constexpr uint32_t kShortRun = 32;
-double zero_runs(const std::vector<uint16_t>& s, uint16_t mode) {
+struct ZeroRuns {
+  double estimate = 0, huffman = 0;
+};
+ZeroRuns zero_runs(const std::vector<uint16_t>& s, uint16_t mode) {
   std::map<uint32_t, uint64_t> runs, others;
+  fz::Bytes run_tokens, other_tokens;
+  const auto put = [](fz::Bytes& out, uint32_t v) { out.push_back(uint8_t(v)), out.push_back(uint8_t(v >> 8)); };
   double raw_bits = 0;
   size_t run = 0;
   for (size_t i = 0; i <= s.size(); ++i) {
@@ -109,18 +118,28 @@ double zero_runs(const std::vector<uint16_t>& s, uint16_t mode) {
       ++run;
       continue;
     }
-    if (run < kShortRun) {
-      ++runs[uint32_t(run)];
-    } else {
+    uint32_t token = uint32_t(run);
+    if (run >= kShortRun) {
       unsigned bucket = 0;
       while ((size_t(2) << bucket) <= run) ++bucket;
-      ++runs[kShortRun + bucket];
+      token = kShortRun + bucket;
       raw_bits += bucket;
     }
-    if (i < s.size()) ++others[s[i]];
+    ++runs[token];
+    put(run_tokens, token);
+    if (i < s.size()) ++others[s[i]], put(other_tokens, s[i]);
     run = 0;
   }
-  return coded_bytes(runs, kShortRun + 64) + coded_bytes(others, kAlphabet) + raw_bits / 8;
+  ZeroRuns z;
+  z.estimate = coded_bytes(runs, kShortRun + 64) + coded_bytes(others, kAlphabet) + raw_bits / 8;
+  fz::Bytes coded;
+  fz::huffman::encode(run_tokens, {128, 16, 16384}, coded);
+  z.huffman = double(coded.size()) + raw_bits / 8;
+  if (!other_tokens.empty()) {
+    fz::huffman::encode(other_tokens, {kAlphabet, 16, 16384}, coded);
+    z.huffman += double(coded.size());
+  }
+  return z;
 }
 
 unsigned bucket_of(uint16_t v, uint16_t mode) { return std::min(3u, unsigned(std::abs(int(v) - int(mode)))); }
@@ -179,7 +198,7 @@ fz::Bytes huffman_bytes(const fz::Bytes& codes, unsigned group) {
 
 struct Row {
   size_t n = 0, mode_count = 0, side = 0, frame = 0;
-  double huffman = 0, huffman_rze = 0, h0_bare = 0, h0 = 0, zrun = 0, o1b = 0, o1 = 0, a0 = 0, a1b = 0;
+  double huffman = 0, huffman_rze = 0, h0_bare = 0, h0 = 0, zrun = 0, zrun_huff = 0, o1b = 0, o1 = 0, a0 = 0, a1b = 0;
 };
 
 Row measure(const std::vector<uint8_t>& raw, const Field& f, double noa, const std::string& dump,
@@ -225,7 +244,9 @@ Row measure(const std::vector<uint8_t>& raw, const Field& f, double noa, const s
     r.h0_bare += order0(s, false);
     r.a0 += adaptive(s, [](uint16_t, uint16_t) { return 0u; });
     r.a1b += adaptive(s, bucketed);
-    r.zrun += zero_runs(s, mode);
+    const ZeroRuns zr = zero_runs(s, mode);
+    r.zrun += zr.estimate;
+    r.zrun_huff += zr.huffman;
     r.o1b += order1(s, bucketed);
     r.o1 += order1(s, [](uint16_t p, uint16_t) { return uint32_t(p); });
   }
@@ -254,29 +275,32 @@ int main(int argc, char** argv) {
               "spline's raw side stream; frame: fz::compress, for reference. Estimates include tables.\n"
               "Huffman > zstd: libzstd's header is not installed and is no project dependency (see --dump).\n\n");
   for (const double noa : {1e-2, 1e-3, 1e-4}) {
-    std::printf("NOA %g\n\n| field | codes | mode share | frame | side | huff | +rze | H0 | H0+tab | zrun+tab | o1b+tab "
-                "| o1+tab | ad0 | ad1b | best / +rze |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    std::printf("NOA %g\n\n| field | codes | mode share | frame | side | huff | +rze | H0 | H0+tab | zrun+tab | zrun>huff "
+                "| o1b+tab | o1+tab | ad0 | ad1b | best / +rze |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+                "---:|---:|\n",
                 noa);
-    double log_best = 0, log_h0 = 0, log_zrun = 0, log_o1b = 0, log_a1b = 0;
+    double log_best = 0, log_h0 = 0, log_zrun = 0, log_zh = 0, log_o1b = 0, log_a1b = 0;
     for (size_t i = 0; i < fields.size(); ++i) {
       char tag[96];
       std::snprintf(tag, sizeof tag, "%s.%g", fields[i].name, noa);
       const Row r = measure(inputs[i], fields[i], noa, dump, tag);
       const double best = std::min({r.h0, r.zrun, r.o1b, r.o1, r.a0, r.a1b});
-      std::printf("| %s | %zu | %.3f | %zu | %zu | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.3f |\n",
-                  fields[i].name, r.n, double(r.mode_count) / double(r.n), r.frame, r.side, r.huffman, r.huffman_rze,
-                  r.h0_bare, r.h0, r.zrun, r.o1b, r.o1, r.a0, r.a1b, best / r.huffman_rze);
+      std::printf(
+          "| %s | %zu | %.3f | %zu | %zu | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.3f |\n",
+          fields[i].name, r.n, double(r.mode_count) / double(r.n), r.frame, r.side, r.huffman, r.huffman_rze, r.h0_bare,
+          r.h0, r.zrun, r.zrun_huff, r.o1b, r.o1, r.a0, r.a1b, best / r.huffman_rze);
       log_best += std::log(best / r.huffman_rze);
       log_h0 += std::log(r.h0 / r.huffman_rze);
       log_zrun += std::log(r.zrun / r.huffman_rze);
+      log_zh += std::log(r.zrun_huff / r.huffman_rze);
       log_o1b += std::log(r.o1b / r.huffman_rze);
       log_a1b += std::log(r.a1b / r.huffman_rze);
     }
     const double k = double(fields.size());
     std::printf("\nNOA %g geo-mean over fields / today's huff > rze: best %.3f, H0+tab %.3f, zrun+tab %.3f, "
-                "o1b+tab %.3f, ad1b %.3f\n\n",
-                noa, std::exp(log_best / k), std::exp(log_h0 / k), std::exp(log_zrun / k), std::exp(log_o1b / k),
-                std::exp(log_a1b / k));
+                "zrun>huff %.3f, o1b+tab %.3f, ad1b %.3f\n\n",
+                noa, std::exp(log_best / k), std::exp(log_h0 / k), std::exp(log_zrun / k), std::exp(log_zh / k),
+                std::exp(log_o1b / k), std::exp(log_a1b / k));
   }
   return 0;
 }
