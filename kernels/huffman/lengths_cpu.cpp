@@ -19,10 +19,7 @@ namespace {
 static_assert(sizeof(size_t) == 8, "stream sizes are 64-bit");
 
 using format::Canonical;
-using format::kHeaderBytes;
-using format::kLengthBits;
 using format::make_canonical;
-using format::table_bytes;
 
 // The same over a whole length table.
 Canonical make_canonical(const std::vector<uint8_t>& lengths) {

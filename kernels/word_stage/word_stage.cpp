@@ -9,9 +9,8 @@
 namespace fz::stage {
 namespace {
 
-bool is_word_width(unsigned w) { return w == 1 || w == 2 || w == 4 || w == 8; }
-
-bool in_set(unsigned width, uint8_t widths) { return is_word_width(width) && (word_widths({width}) & widths) != 0; }
+// word_widths gives no bit for a width other than 1, 2, 4 or 8.
+bool in_set(unsigned width, uint8_t widths) { return (word_widths({width}) & widths) != 0; }
 
 // "1, 2, 4 or 8", "4", "4 or 8": the widths of a set, for messages.
 std::string widths_text(uint8_t widths) {

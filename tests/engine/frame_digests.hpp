@@ -19,23 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/fnv1a.hpp"
 #include "common/testing/test_data.hpp"
 #include "fz/fz.hpp"
 
 namespace fz::digest {
 
 inline std::string digest_file() { return std::string(FZ_GOLDEN_DIR) + "/frame_digests.txt"; }
-
-// 64-bit FNV-1a (offset basis 14695981039346656037, prime 1099511628211):
-// defined byte by byte, so the same frame gives the same digest everywhere.
-inline uint64_t fnv1a64(const Bytes& bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (const uint8_t b : bytes) {
-    h ^= b;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 inline std::string hex64(uint64_t v) {
   char text[17];
@@ -216,7 +206,9 @@ struct Digest {
   bool operator!=(const Digest& o) const { return !(*this == o); }
 };
 
-inline Digest digest_of(const Bytes& frame) { return {frame.size(), hex64(fnv1a64(frame))}; }
+inline Digest digest_of(const Bytes& frame) {
+  return {frame.size(), hex64(testing::fnv1a64(frame.data(), frame.size()))};
+}
 
 // The file: '#' comments, then "<case> <frame bytes> <fnv1a64 hex>" per line,
 // in case order. Throws if it is missing or a line is malformed or repeated.

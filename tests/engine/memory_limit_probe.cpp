@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/fnv1a.hpp"
 #include "fz/fz.hpp"
 
 namespace {
@@ -111,13 +112,9 @@ std::vector<float> field(size_t mib, std::vector<uint64_t>& dims, bool land) {
   return v;
 }
 
-// FNV-1a over the decoded bytes: the child compares with the parent's decode
+// The child compares the decoded bytes with the parent's decode by FNV-1a,
 // without holding a second chunk inside its limit.
-uint64_t fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
+using fz::testing::fnv1a64;
 
 std::vector<uint8_t> read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -138,7 +135,7 @@ int child(const std::string& dir, const std::string& frame_path, uint64_t expect
   if (!write_file(dir + "/" + h.limit, std::to_string(limit))) return kNoCgroup;
   try {
     const size_t n = fz::decompress_into(frame.data(), frame.size(), out.data(), out.size());
-    return n == out.size() && fnv1a(out.data(), n) == expected_hash ? 0 : kWrongBytes;
+    return n == out.size() && fnv1a64(out.data(), n) == expected_hash ? 0 : kWrongBytes;
   } catch (const fz::Error& e) {
     std::fprintf(stderr, "    %s\n", e.what());
     return std::strstr(e.what(), "not enough memory to decompress") ? kClearError : kOtherError;
@@ -160,7 +157,7 @@ int run(const char* self, const std::string& preset, size_t mib) {
   const std::string tag = "fz_limit_" + std::to_string(getpid());
   const std::string frame_path = "/tmp/" + tag + ".frame";
   std::ofstream(frame_path, std::ios::binary).write(reinterpret_cast<const char*>(frame.data()), frame.size());
-  const std::string expected_hash = std::to_string(fnv1a(expected.data(), bytes));
+  const std::string expected_hash = std::to_string(fnv1a64(expected.data(), bytes));
   std::printf("%s, float32 chunk of %zu MiB, frame %.1f MiB; the cgroup's limit leaves headroom x the chunk\n",
               preset.c_str(), bytes >> 20, frame.size() / 1048576.0);
   int failures = 0, skipped = 0;
