@@ -24,8 +24,8 @@
 // a bitmap over the 8192-symbol alphabet or 13 bits each, whichever is less.
 // An adaptive coder pays no table but a learning cost of the same order.
 // Huffman followed by Zstd (SZ3's chain) needs libzstd's header, which this
-// project does not depend on: --dump DIR writes each Huffman stream so that
-// the zstd CLI can be run on them by hand.
+// project does not depend on: --dump DIR writes each Huffman stream (.huff) so that
+// the zstd CLI can be run on them by hand, and the raw u16 codes (.codes).
 // Prints a markdown table per bound and the geometric mean over fields of
 // (best estimate / today's Huffman bytes). Not a test.
 //   fz_code_entropy_bench [--data DIR] [--dump DIR]
@@ -238,6 +238,8 @@ Row measure(const std::vector<uint8_t>& raw, const Field& f, double noa, const s
     if (!dump.empty()) {
       std::ofstream(dump + "/" + tag + ".g" + std::to_string(g) + ".huff", std::ios::binary)
           .write(reinterpret_cast<const char*>(h.data()), std::streamsize(h.size()));
+      std::ofstream(dump + "/" + tag + ".g" + std::to_string(g) + ".codes", std::ios::binary)
+          .write(reinterpret_cast<const char*>(st.codes[g].data()), std::streamsize(st.codes[g].size()));
     }
     const auto bucketed = [&](uint16_t p, uint16_t p2) { return bucket_of(p, mode) * 4 + bucket_of(p2, mode); };
     r.h0 += order0(s);
