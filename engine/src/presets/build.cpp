@@ -26,11 +26,12 @@ Pipeline pipeline_from_row(const PresetRow* row, const DataType& dtype, const st
 }
 
 FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan chunk, const Executor& exec) {
-  if (facts_needed(dtype, options) == FactsNeeded::kNone) return {};
+  const FactsNeeded needed = facts_needed(dtype, options);
+  if (needed == FactsNeeded::kNone) return {};
   const auto fill = fill_bits(dtype, options);
   const auto missing = missing_bits(dtype, options);
   const bool big_endian = dtype.order == ByteOrder::Big;
-  if (options.mode == ErrorMode::Noa) return finite_range(chunk, dtype.size, big_endian, fill, missing, exec);
+  if (needed == FactsNeeded::kRangeAndFill) return finite_range(chunk, dtype.size, big_endian, fill, missing, exec);
   FiniteRange values;
   values.has_fill = fill && contains_element(chunk, dtype.size, big_endian, *fill);
   values.has_missing = missing && contains_element(chunk, dtype.size, big_endian, *missing);
@@ -39,7 +40,8 @@ FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan
 
 FactsNeeded facts_needed(const DataType& dtype, const Options& options) {
   if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return FactsNeeded::kNone;
-  if (options.mode == ErrorMode::Noa) return FactsNeeded::kRangeAndFill;
+  const PresetRow* row = preset_row(options.preset);
+  if (options.mode == ErrorMode::Noa || (row && row->tunes_to_range)) return FactsNeeded::kRangeAndFill;
   return fill_bits(dtype, options) || missing_bits(dtype, options) ? FactsNeeded::kFillOnly : FactsNeeded::kNone;
 }
 

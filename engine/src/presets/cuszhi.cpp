@@ -3,6 +3,7 @@
 // (5: zigzag, bit planes, zero elimination) or for ratio (6: Huffman per
 // code group, then zero elimination). A predictor's error is absolute, so
 // neither honours point-wise relative (REL) bounds.
+#include <algorithm>
 #include <cmath>
 
 #include "bitshuffle/bitshuffle_stage.hpp"
@@ -16,22 +17,34 @@ namespace fz::engine {
 namespace {
 
 // The per-level bounds eb_l = eb / min(alpha^l, beta) and the level tuning,
-// from Options::spline_tuning. Measured on the real fields (docs/PERFORMANCE.md,
-// "The spline presets, second step"): one bound for every level (alpha =
-// beta = 1) gives the smallest codes at NOA 1e-3 and 1e-4 on every field,
-// and within 1% of the best at 1e-2 but on pressure (tighter coarse levels:
-// +10%), so ratio-first uses it. Quality-first takes cuSZ-Hi's schedule for
-// a value-range bound: alpha 2 at 1e-1 and above, then linear in log10 of
-// the bound down to 1 at 1e-5 (1.75 at 1e-2, 1.5 at 1e-3, 1.25 at 1e-4; 1.5
-// for an absolute bound, which says nothing of the range), beta 4: better
-// coarse levels predict the fine ones better, so more errors sit near 0.
+// from Options::spline_tuning and the bound relative to the chunk's value
+// range (rel = eb / (max - min), ChunkFacts::range, taken in every mode for
+// these presets). Ratio-first, measured with real bytes on the real fields
+// (docs/PERFORMANCE.md, "Issue 30: level bounds for loose bounds"): one bound
+// for every level (alpha = beta = 1) gives the smallest frames at rel 1e-3
+// and below, but at 1e-2 and above tighter coarse levels (SZ3's own alpha
+// 1.25, beta 2) store about as much (-3% .. +8%) at 0.4-2.5 dB better PSNR,
+// and at 3e-2 both more ratio and PSNR: so alpha = 1 + 0.25 t and beta = 1 + t
+// with t = log10(rel) + 3 clamped to [0, 1] (1 at rel 1e-3 and below, 1.25 / 2
+// at 1e-2 and above, a line in log10(rel) between). Quality-first takes
+// cuSZ-Hi's schedule for a value-range bound: alpha 2 at 1e-1 and above,
+// then linear in log10 of the bound down to 1 at 1e-5 (1.75 at 1e-2, 1.5 at
+// 1e-3, 1.25 at 1e-4; 1.5 for an absolute bound, which says nothing of the
+// range), beta 4: better coarse levels predict the fine ones better, so more
+// errors sit near 0.
 struct LevelTuning {
   spline::Tuning tuning;
   double alpha;
   double beta;
 };
 
-LevelTuning level_tuning(const Options& options) {
+LevelTuning ratio_first_levels(const ChunkFacts& facts) {
+  if (!facts.enforced || !facts.range || !(*facts.range > 0)) return {spline::Tuning::kRatioFirst, 1, 1};
+  const double t = std::min(1.0, std::max(0.0, std::log10(*facts.enforced / *facts.range) + 3));
+  return {spline::Tuning::kRatioFirst, 1 + 0.25 * t, 1 + t};
+}
+
+LevelTuning level_tuning(const Options& options, const ChunkFacts& facts) {
   switch (options.spline_tuning) {
     case SplineTuning::kOff:
       return {spline::Tuning::kOff, 1, 1};
@@ -47,7 +60,7 @@ LevelTuning level_tuning(const Options& options) {
       return {spline::Tuning::kRatioFirst, options.spline_alpha, options.spline_beta};
     case SplineTuning::kRatioFirst:
     default:
-      return {spline::Tuning::kRatioFirst, 1, 1};
+      return ratio_first_levels(facts);
   }
 }
 
@@ -88,7 +101,7 @@ Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dim
   s.code_bytes = 2;
   s.radius = ratio ? 4096 : 32768;
   s.code_form = ratio ? spline::CodeForm::kOffset : spline::CodeForm::kZigzag;
-  const LevelTuning levels = level_tuning(options);
+  const LevelTuning levels = level_tuning(options, facts);
   s.alpha = levels.alpha;
   s.beta = levels.beta;
   s.tuning = levels.tuning;

@@ -13,11 +13,14 @@ namespace fz::engine {
 
 // What the lossy presets learn from one look at the chunk: the absolute bound
 // to enforce (empty: store the chunk losslessly) and whether any element is the
-// fill value or the missing value.
+// fill value or the missing value; and, when the preset asked for it
+// (PresetRow::tunes_to_range) or the bound is NOA, the range of the values it
+// quantizes (finite, fill and missing left out; empty when there is none).
 struct ChunkFacts {
   std::optional<double> enforced;
   bool has_fill = false;
   bool has_missing = false;
+  std::optional<double> range;
 };
 
 // The chunk's facts from its NOA range and fill test (see facts_from_range in

@@ -33,6 +33,7 @@ struct Row {
   uint8_t modes;                    // mode_bit of each mode it honours strictly
   const char* refused_mode_reason;  // see PresetRow
   PipelineBuilder build;            // null: listed, not in this build yet
+  bool tunes_to_range = false;      // see PresetRow
 };
 
 // One row per id, in id order (ids are stored in files: never renumber).
@@ -42,8 +43,8 @@ constexpr Row kRows[] = {
     {Preset::Pfpl, "pfpl", true, kEveryMode, nullptr, build_pfpl},
     {Preset::Fzgpu, "fzgpu", true, kPredictorModes, kPredictorRefusal, build_fzgpu},
     {Preset::Cusz, "cusz", true, kPredictorModes, kPredictorRefusal, build_cusz},
-    {Preset::CuszHiTp, "cuszhi-tp", true, kPredictorModes, kPredictorRefusal, build_cuszhi_tp},
-    {Preset::CuszHiCr, "cuszhi-cr", true, kPredictorModes, kPredictorRefusal, build_cuszhi_cr},
+    {Preset::CuszHiTp, "cuszhi-tp", true, kPredictorModes, kPredictorRefusal, build_cuszhi_tp, true},
+    {Preset::CuszHiCr, "cuszhi-cr", true, kPredictorModes, kPredictorRefusal, build_cuszhi_cr, true},
 };
 
 constexpr bool rows_in_id_order() {
@@ -63,7 +64,7 @@ const std::vector<PresetRow>& rows() {
       info.lossy = r.lossy;
       info.available = r.build != nullptr;
       info.modes = r.modes;
-      out.push_back({info, r.refused_mode_reason, r.build});
+      out.push_back({info, r.refused_mode_reason, r.build, r.tunes_to_range});
     }
     return out;
   }();

@@ -28,6 +28,9 @@ struct PresetRow {
   // 'name' ..." (validate_preset adds which presets and modes to use instead).
   const char* refused_mode_reason;
   PipelineBuilder build;  // null: not available in this build
+  // The builder tunes to the chunk's value range (ChunkFacts::range) in
+  // every mode, not only in NOA, so the range is taken for ABS chunks too.
+  bool tunes_to_range = false;
 };
 
 // The row of preset `id`; null for an id the format does not know.
