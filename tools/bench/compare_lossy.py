@@ -5,8 +5,9 @@ A benchmark program, not a test (issue 3, "Performance"): for each real float
 field at a value-range-relative (NOA) bound of 1e-2, 1e-3 and 1e-4 it measures
 ratio, PSNR, max error against the bound, and write / read MB/s of
 
-  - H5Z-FZ presets pfpl, fzgpu and cusz, mode noa (bound x the chunk's value range),
-    with H5Z_FZ_THREADS=1 and with all cores;
+  - H5Z-FZ presets pfpl, fzgpu and cusz (or those --presets names, e.g.
+    cuszhi-cr), mode noa (bound x the chunk's value range), with
+    H5Z_FZ_THREADS=1 and with all cores;
   - SZ3 (hdf5plugin.SZ3(relative=bound): SZ3's REL mode, also relative to each
     chunk's value range);
   - ZFP (hdf5plugin.Zfp(accuracy=bound x the field's value range)): ZFP has no
@@ -145,7 +146,7 @@ def fz_worker(args):
     def codecs(array, bound):
         return [(fz_label(p, threads), {"compression": cf.FZ_FILTER_ID,
                                         "compression_opts": h5fz.compression_opts(p, "noa", bound)}, None)
-                for p in FZ_PRESETS]
+                for p in args.presets]
 
     print(json.dumps(run_codecs(codecs, args.data, args.reps)))
 
@@ -156,7 +157,8 @@ def fz_in_child(args, plugin_dir, threads):
     env.pop("H5Z_FZ_THREADS", None)
     if threads is not None:
         env["H5Z_FZ_THREADS"] = str(threads)
-    command = [sys.executable, os.path.abspath(__file__), "--worker", "--data", args.data, "--reps", str(args.reps)]
+    command = [sys.executable, os.path.abspath(__file__), "--worker", "--data", args.data, "--reps", str(args.reps),
+               "--presets", ",".join(args.presets)]
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit("compare_lossy: H5Z-FZ worker failed:\n" + done.stderr)
@@ -213,7 +215,7 @@ def print_tables(rows, labels):
         print()
 
 
-def check_targets(rows, labels, sz3_label):
+def check_targets(rows, labels, sz3_label, presets):
     index = {(r["field"], r["bound"], r["chunking"], r["codec"]): r for r in rows}
     ok = True
 
@@ -222,6 +224,8 @@ def check_targets(rows, labels, sz3_label):
         return None if r is None or "error" in r else r
 
     for preset, bound, refs in (("fzgpu", 1e-3, FZGPU_REF), ("cusz", 1e-4, CUSZ_REF)):
+        if preset not in presets:
+            continue
         label = fz_label(preset, 1)
         parts, met, stretch = [], True, True
         for field, ref in refs.items():
@@ -238,7 +242,7 @@ def check_targets(rows, labels, sz3_label):
               % (preset, bound, "MET" if met else "NOT MET", "met" if stretch else "not met", "; ".join(parts)))
 
     # Speed: H5Z-FZ on 1 thread vs SZ3 (hdf5plugin without OpenMP: 1 thread).
-    for preset in FZ_PRESETS:
+    for preset in presets:
         label = fz_label(preset, 1)
         for what, key in (("compression (write)", "write_mbs"), ("decompression (read)", "read_mbs")):
             for chunking in cf.CHUNKINGS:
@@ -285,6 +289,8 @@ def main():
     parser.add_argument("--data", default=os.environ.get("FZ_DATA", os.path.join(cf.REPO, "..", "shared", "data")))
     parser.add_argument("--plugin-dir", help="folder holding libH5Zfz.so (default: <repo>/build*/plugin)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions; the best speed is reported")
+    parser.add_argument("--presets", type=lambda s: [p for p in s.split(",") if p], default=list(FZ_PRESETS),
+                        help="H5Z-FZ presets to run (default: %(default)s; cuszhi-tp and cuszhi-cr too)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.data = os.path.abspath(args.data)
@@ -320,7 +326,7 @@ def main():
     for threads in (1, None):
         rows += fz_in_child(args, plugin_dir, threads)
     rows += run_codecs(baselines, args.data, args.reps)
-    labels = [fz_label(p, 1) for p in FZ_PRESETS] + [fz_label(p, None) for p in FZ_PRESETS] + [sz3_label, zfp_label]
+    labels = [fz_label(p, 1) for p in args.presets] + [fz_label(p, None) for p in args.presets] + [sz3_label, zfp_label]
 
     # Same bytes whatever the thread count: the ratio must not depend on it.
     by_key = {(r["field"], r["bound"], r["chunking"], r["codec"]): r for r in rows}
@@ -331,7 +337,7 @@ def main():
                 r["error"] = "stored size differs with threads (%d vs %d)" % (r["stored"], other["stored"])
 
     print_tables(rows, labels)
-    ok = check_targets(rows, labels, sz3_label)
+    ok = check_targets(rows, labels, sz3_label, args.presets)
     failed = [r for r in rows if "error" in r]
     if failed:
         print("%d measurement(s) FAILED" % len(failed))
