@@ -34,7 +34,8 @@
 // significant down. A table with count > 0 has f > 0 at both ends of its
 // range, and its frequencies sum to exactly T = 2^M. The run table covers
 // run tokens 0..63 (count > 0 always); the symbol table covers [0, A),
-// f(m) = 0, and is empty (count == 0) exactly when every symbol is m.
+// f(m) = 0, and is empty (count == 0, and then lo == 0) exactly when every
+// symbol is m.
 // cum(s) = the sum of f(t) over t < s in the same table.
 //
 // Lanes: lane k holds symbols [k*S, min((k+1)*S, n)). Its tokens, as its
@@ -68,6 +69,7 @@
 #include <cstdint>
 
 #include "common/bytes.hpp"
+#include "common/executor.hpp"
 
 namespace fz::ans {
 
@@ -88,11 +90,14 @@ constexpr uint8_t kMethodCoded = 1;
 
 // Codes `symbols` (u16 little-endian, even length, each < A) into `out`
 // (replaced). UsageError for a bad config, an odd length or a symbol >= A.
-void encode(ByteSpan symbols, const Config& config, Bytes& out);
+// Lanes are coded in parallel on `exec`; the bytes do not depend on it.
+void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& exec = serial_executor());
 
 // The inverse: `out` (replaced) gets the symbols. FormatError for any stream
 // the format above does not allow, and for one that would decode to more
-// than max_bytes; never reads outside `stream`.
-void decode(ByteSpan stream, const Config& config, Bytes& out, size_t max_bytes);
+// than max_bytes; never reads outside `stream`. Lanes are decoded in parallel
+// on `exec`.
+void decode(ByteSpan stream, const Config& config, Bytes& out, size_t max_bytes,
+            const Executor& exec = serial_executor());
 
 }  // namespace fz::ans

@@ -69,10 +69,13 @@ struct Layout {
 // (prefix_size <= stream_size). Throws FormatError for a malformed stream or
 // one whose n * 2 exceeds max_bytes. When the prefix ends before payload_at
 // (the head, tables and lane arrays are not all in it), returns a layout with
-// `needed` set to the prefix size that holds them, and nothing else checked
-// beyond that; a GPU decoder reads that much back and calls again. With the
-// whole stream (prefix_size == stream_size) it never asks for more. For
-// method 0 only n, method and payload_at are set.
+// `needed` set to a prefix size that holds them (at most stream_size; an
+// upper bound while the tables are not whole in the prefix), and nothing else
+// checked beyond that; a GPU decoder reads that much back and calls again.
+// A prefix of at least min(stream_size, 10) bytes holds n, and then one more
+// call with `needed` bytes never asks again. With the whole stream
+// (prefix_size == stream_size) it never asks for more. For method 0 only n,
+// method and payload_at are set (an empty stream: n and payload_at).
 Layout parse(const uint8_t* prefix, size_t prefix_size, size_t stream_size, const Config& config, size_t max_bytes);
 
 }  // namespace fz::ans::format

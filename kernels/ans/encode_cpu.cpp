@@ -1,0 +1,232 @@
+// ANS encoding on the CPU (format: ans/ans.hpp). Three passes over the
+// symbols, each parallel over runs of consecutive lanes: the symbol histogram
+// (which gives the run symbol m and the symbol table), the run-token
+// histogram, and the lanes' coding. Each lane's non-m symbols are first
+// gathered branch-free into a position list; its tokens then come from that
+// list, last to first, without a branch per symbol. The division of rANS is a
+// multiplication by a reciprocal, exact for every 32-bit state.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "ans/ans.hpp"
+#include "ans/ans_format.hpp"
+#include "common/error.hpp"
+
+namespace fz::ans {
+namespace {
+
+static_assert(sizeof(size_t) == 8, "stream sizes are 64-bit");
+
+// floor(x / f) = (x * rcp) >> 48 with rcp = ceil(2^48 / f), for every x < 2^32
+// and 1 <= f <= 2^16 (Granlund-Montgomery: 2^48 <= rcp * f <= 2^48 + 2^16).
+constexpr unsigned kRcpShift = 48;
+
+struct EncSymbol {
+  uint64_t rcp = 0;
+  uint32_t x_above = 0;  // emit a word when x > x_above, i.e. x >= f << (32 - M)
+  uint16_t cum = 0;      // c (< 2^M <= 2^16)
+  uint16_t cmpl = 0;     // 2^M - f
+};
+
+EncSymbol make_symbol(uint32_t f, uint32_t c, unsigned prob_bits) {
+  EncSymbol e;
+  if (f == 0) return e;
+  e.rcp = ((uint64_t{1} << kRcpShift) + f - 1) / f;
+  e.x_above = static_cast<uint32_t>((uint64_t{f} << (32 - prob_bits)) - 1);
+  e.cum = static_cast<uint16_t>(c);
+  e.cmpl = static_cast<uint16_t>((uint32_t{1} << prob_bits) - f);
+  return e;
+}
+
+// One token coded: x = (x / f) * T + (x mod f) + c, after emitting a word
+// when x >= f << (32 - M). Words are written downwards from `ptr` (the slot
+// below it is always writable, so the store is unconditional).
+inline void put(uint32_t& x, uint16_t*& ptr, const EncSymbol& e) {
+  const bool emit = x > e.x_above;
+  ptr[-1] = static_cast<uint16_t>(x);
+  ptr -= emit;
+  x = emit ? x >> 16 : x;
+  const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * e.rcp) >> kRcpShift);
+  x = x + e.cum + q * e.cmpl;
+}
+
+uint16_t symbol_at(const uint8_t* p, size_t i) { return load_le<uint16_t>(p + 2 * i); }
+
+// Positions (in the lane) of the lane's symbols other than m, branch-free.
+size_t gather_others(const uint8_t* lane, size_t len, uint16_t m, uint32_t* pos) {
+  size_t k = 0;
+  for (size_t i = 0; i < len; ++i) {
+    pos[k] = static_cast<uint32_t>(i);
+    k += symbol_at(lane, i) != m;
+  }
+  return k;
+}
+
+// The run tokens of one lane, counted (format: a run of L before a symbol is
+// L / 63 tokens 63 and L mod 63; the lane's final run leaves out a 0).
+void count_runs(const uint32_t* pos, size_t k, size_t len, uint64_t* runs) {
+  int64_t prev = -1;
+  for (size_t j = 0; j < k; ++j) {
+    const uint64_t L = static_cast<uint64_t>(int64_t{pos[j]} - prev - 1);
+    runs[kRunCap] += L / kRunCap;
+    ++runs[L % kRunCap];
+    prev = pos[j];
+  }
+  const uint64_t L = static_cast<uint64_t>(static_cast<int64_t>(len) - prev - 1);
+  runs[kRunCap] += L / kRunCap;
+  if (L % kRunCap != 0) ++runs[L % kRunCap];
+}
+
+// Codes one lane's tokens, last to first. `end` is one past a buffer of at
+// least 2 * len + 1 words; returns where the lane's payload starts (it ends
+// at `end`), the words in the order the decoder reads them.
+uint16_t* code_lane(const uint8_t* lane, const uint32_t* pos, size_t k, size_t len, const EncSymbol* run,
+                    const EncSymbol* sym, uint16_t* end, uint32_t& state) {
+  uint32_t x = kStateLow;
+  uint16_t* ptr = end;
+  int64_t next = static_cast<int64_t>(len);  // the position after the current run
+  const auto put_run = [&](uint64_t L, bool final_run) {
+    if (!final_run || L % kRunCap != 0) put(x, ptr, run[L % kRunCap]);
+    for (uint64_t q = L / kRunCap; q > 0; --q) put(x, ptr, run[kRunCap]);
+  };
+  const int64_t last = k > 0 ? int64_t{pos[k - 1]} : -1;
+  put_run(static_cast<uint64_t>(next - last - 1), true);
+  for (size_t j = k; j-- > 0;) {
+    put(x, ptr, sym[symbol_at(lane, pos[j])]);
+    const int64_t before = j > 0 ? int64_t{pos[j - 1]} : -1;
+    put_run(static_cast<uint64_t>(int64_t{pos[j]} - before - 1), false);
+  }
+  state = x;
+  return ptr;
+}
+
+// The runs of consecutive lanes the workers take: lanes [r*K/R, (r+1)*K/R).
+struct Runs {
+  size_t count, lanes;
+  size_t first(size_t r) const { return lanes * r / count; }
+};
+
+}  // namespace
+
+void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& exec) {
+  format::check_config(config);
+  if (symbols.size % 2 != 0) throw UsageError("ANS input is u16 symbols: its length must be even");
+  const uint64_t n = symbols.size / 2;
+  if (n == 0) {
+    out = format::write_stored(symbols);
+    return;
+  }
+  const size_t S = config.lane_symbols;
+  const size_t A = config.alphabet;
+  const uint64_t lanes = format::lane_count(n, config);
+  const Runs runs{std::min<size_t>(std::max(1u, exec.concurrency()), lanes), lanes};
+  const auto lane_len = [&](size_t lane) { return static_cast<size_t>(std::min<uint64_t>(S, n - lane * S)); };
+  const uint8_t* data = symbols.data;
+
+  // Symbol histogram, one per run (four interleaved tables hide the
+  // store-to-load latency of repeated symbols), and the largest symbol.
+  std::vector<std::vector<uint64_t>> hists(runs.count);
+  std::vector<uint32_t> largest(runs.count, 0);
+  exec.parallel_for(runs.count, [&](size_t r) {
+    const size_t begin = runs.first(r) * S, end = std::min<uint64_t>(n, runs.first(r + 1) * S);
+    std::vector<uint32_t> h(4 * 65536, 0);
+    uint32_t top = 0;
+    size_t i = begin;
+    for (; i + 4 <= end; i += 4) {
+      const uint64_t four = load_le<uint64_t>(data + 2 * i);
+      const uint32_t a = four & 0xFFFF, b = (four >> 16) & 0xFFFF, c = (four >> 32) & 0xFFFF, d = four >> 48;
+      ++h[a];
+      ++h[65536 + b];
+      ++h[2 * 65536 + c];
+      ++h[3 * 65536 + d];
+      top = std::max(top, std::max(std::max(a, b), std::max(c, d)));
+    }
+    for (; i < end; ++i) {
+      ++h[symbol_at(data, i)];
+      top = std::max<uint32_t>(top, symbol_at(data, i));
+    }
+    largest[r] = top;
+    hists[r].assign(A, 0);
+    for (size_t s = 0; s < std::min<size_t>(A, 65536); ++s)
+      hists[r][s] = uint64_t{h[s]} + h[65536 + s] + h[2 * 65536 + s] + h[3 * 65536 + s];
+  });
+  for (size_t r = 0; r < runs.count; ++r) {
+    if (largest[r] >= A) {
+      throw UsageError("ANS symbol " + std::to_string(largest[r]) + " outside the alphabet of " + std::to_string(A));
+    }
+  }
+  std::vector<uint64_t> counts(A, 0);
+  for (const auto& h : hists) {
+    for (size_t s = 0; s < A; ++s) counts[s] += h[s];
+  }
+  const uint16_t m = format::mode_of(counts);
+  counts[m] = 0;  // every other symbol is one symbol token
+
+  // Run-token histogram.
+  std::vector<std::vector<uint64_t>> run_hists(runs.count, std::vector<uint64_t>(kRunTokens, 0));
+  exec.parallel_for(runs.count, [&](size_t r) {
+    std::vector<uint32_t> pos(S);
+    for (size_t lane = runs.first(r); lane < runs.first(r + 1); ++lane) {
+      const size_t len = lane_len(lane);
+      const uint8_t* at = data + 2 * lane * S;
+      count_runs(pos.data(), gather_others(at, len, m, pos.data()), len, run_hists[r].data());
+    }
+  });
+  std::vector<uint64_t> run_counts(kRunTokens, 0);
+  for (const auto& h : run_hists) {
+    for (size_t t = 0; t < kRunTokens; ++t) run_counts[t] += h[t];
+  }
+
+  const std::vector<uint32_t> run_freq = format::normalize(run_counts, config.prob_bits);
+  const std::vector<uint32_t> symbol_freq = format::normalize(counts, config.prob_bits);
+  const std::vector<uint32_t> run_cum = format::cumulative(run_freq);
+  const std::vector<uint32_t> symbol_cum = format::cumulative(symbol_freq);
+  std::vector<EncSymbol> run_enc(kRunTokens), sym_enc(A);
+  for (size_t t = 0; t < kRunTokens; ++t) run_enc[t] = make_symbol(run_freq[t], run_cum[t], config.prob_bits);
+  for (size_t s = 0; s < A; ++s) sym_enc[s] = make_symbol(symbol_freq[s], symbol_cum[s], config.prob_bits);
+
+  // The lanes, each run's words gathered in its own buffer.
+  std::vector<std::vector<uint16_t>> run_words(runs.count);
+  std::vector<uint32_t> states(lanes);
+  std::vector<uint16_t> word_counts(lanes);
+  exec.parallel_for(runs.count, [&](size_t r) {
+    std::vector<uint32_t> pos(S);
+    std::vector<uint16_t> scratch(2 * S + 1);
+    std::vector<uint16_t>& words = run_words[r];
+    for (size_t lane = runs.first(r); lane < runs.first(r + 1); ++lane) {
+      const size_t len = lane_len(lane);
+      const uint8_t* at = data + 2 * lane * S;
+      const size_t k = gather_others(at, len, m, pos.data());
+      uint16_t* const end = scratch.data() + scratch.size();
+      const uint16_t* begin = code_lane(at, pos.data(), k, len, run_enc.data(), sym_enc.data(), end, states[lane]);
+      word_counts[lane] = static_cast<uint16_t>(end - begin);
+      words.insert(words.end(), begin, static_cast<const uint16_t*>(end));
+    }
+  });
+
+  const Bytes head = format::write_head(n, m, run_freq, symbol_freq);
+  size_t total_words = 0;
+  for (const auto& w : run_words) total_words += w.size();
+  const size_t coded_size = head.size() + 6 * lanes + 2 * total_words;
+  size_t varint_bytes = 1;
+  for (uint64_t v = n; v >= 0x80; v >>= 7) ++varint_bytes;
+  if (coded_size >= varint_bytes + 1 + 2 * n) {  // method 0's size
+    out = format::write_stored(symbols);
+    return;
+  }
+  out.assign(head.begin(), head.end());
+  const size_t states_at = out.size(), words_at = states_at + 4 * lanes, payload_at = words_at + 2 * lanes;
+  out.resize(coded_size);
+  for (size_t lane = 0; lane < lanes; ++lane) {
+    store_le<uint32_t>(out.data() + states_at + 4 * lane, states[lane]);
+    store_le<uint16_t>(out.data() + words_at + 2 * lane, word_counts[lane]);
+  }
+  size_t at = payload_at;
+  for (const auto& w : run_words) {
+    if (!w.empty()) std::memcpy(out.data() + at, w.data(), 2 * w.size());
+    at += 2 * w.size();
+  }
+}
+
+}  // namespace fz::ans

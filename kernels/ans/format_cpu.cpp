@@ -1,0 +1,360 @@
+// The ANS stream layout's host routines (ans_format.hpp): the config checks,
+// the encoder's choices (run symbol, normalised tables), the stream's head
+// written, and a stream's head, tables and lane arrays parsed and validated.
+// The CPU coder and the CUDA backend both call these, so they write the same
+// bytes and refuse the same streams.
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "ans/ans_format.hpp"
+#include "common/error.hpp"
+
+namespace fz::ans {
+namespace {
+
+static_assert(sizeof(size_t) == 8, "stream sizes are 64-bit");
+
+// gamma(v) takes at most 2 * 16 + 1 bits for the values a table holds
+// (v <= 2^16 + 1): the decoder refuses more leading zeros.
+constexpr unsigned kMaxGammaZeros = 16;
+constexpr unsigned kMaxGammaBits = 2 * kMaxGammaZeros + 1;
+constexpr size_t kMaxVarintBytes = 10;
+
+size_t align4(size_t x) { return (x + 3) & ~size_t{3}; }
+
+void put_varint(Bytes& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<uint8_t>(v));
+}
+
+// The format's LSB-first bit string (bit b is bit b % 8 of byte b / 8).
+class BitWriter {
+ public:
+  explicit BitWriter(Bytes& out) : out_(out), start_(out.size()) {}
+  void put(uint64_t v, unsigned bits) {  // the low `bits` bits of v, from the least significant
+    for (unsigned i = 0; i < bits; ++i, ++at_) {
+      if (at_ % 8 == 0) out_.push_back(0);
+      out_[start_ + at_ / 8] |= static_cast<uint8_t>(((v >> i) & 1u) << (at_ % 8));
+    }
+  }
+  void gamma(uint64_t v) {  // v >= 1
+    unsigned b = 0;
+    while ((v >> (b + 1)) != 0) ++b;
+    put(0, b);
+    for (unsigned i = b + 1; i-- > 0;) put(v >> i, 1);
+  }
+
+ private:
+  Bytes& out_;
+  size_t start_;
+  size_t at_ = 0;
+};
+
+void put_table(BitWriter& w, const std::vector<uint32_t>& freq) {
+  size_t lo = 0;
+  while (lo < freq.size() && freq[lo] == 0) ++lo;
+  if (lo == freq.size()) {  // empty: lo 0, count 0
+    w.gamma(1);
+    w.gamma(1);
+    return;
+  }
+  size_t hi = freq.size() - 1;
+  while (freq[hi] == 0) --hi;
+  w.gamma(lo + 1);
+  w.gamma(hi - lo + 2);
+  for (size_t s = lo; s <= hi; ++s) w.gamma(uint64_t{freq[s]} + 1);
+}
+
+// Reads the tables' bit string from data[begin, end). `short_` turns true
+// (and reads stop) when a read would pass `end`.
+class BitReader {
+ public:
+  BitReader(const uint8_t* data, size_t begin, size_t end) : data_(data), bit_(begin * 8), end_(end * 8) {}
+  bool short_ = false;
+  uint64_t bit() {
+    if (bit_ >= end_) {
+      short_ = true;
+      return 0;
+    }
+    const uint64_t b = (data_[bit_ / 8] >> (bit_ % 8)) & 1u;
+    ++bit_;
+    return b;
+  }
+  // 0 when the prefix ran out (short_ set); FormatError for too many zeros.
+  uint64_t gamma() {
+    unsigned b = 0;
+    for (;;) {
+      const uint64_t one = bit();
+      if (short_) return 0;
+      if (one) break;
+      require_format(++b <= kMaxGammaZeros, "ANS: table value too long");
+    }
+    uint64_t v = 1;
+    for (unsigned i = 0; i < b; ++i) v = (v << 1) | bit();
+    return short_ ? 0 : v;
+  }
+  size_t bit_position() const { return bit_; }
+
+ private:
+  const uint8_t* data_;
+  size_t bit_, end_;
+};
+
+// One table over `size` symbols into freq (size entries) and cum (size + 1).
+// Returns false when the prefix ran out. `may_be_empty`: count == 0 allowed
+// (then lo must be 0 and every f 0).
+bool read_table(BitReader& r, size_t size, unsigned prob_bits, bool may_be_empty, std::vector<uint32_t>& freq,
+                std::vector<uint32_t>& cum) {
+  const uint64_t lo1 = r.gamma();
+  if (r.short_) return false;
+  const uint64_t count1 = r.gamma();
+  if (r.short_) return false;
+  const uint64_t lo = lo1 - 1, count = count1 - 1;
+  freq.assign(size, 0);
+  cum.assign(size + 1, 0);
+  if (count == 0) {
+    require_format(may_be_empty, "ANS: empty run table");
+    require_format(lo == 0, "ANS: an empty table must have lo 0");
+    return true;
+  }
+  require_format(lo < size && count <= size - lo, "ANS: table range outside its alphabet");
+  const uint64_t total = uint64_t{1} << prob_bits;
+  uint64_t sum = 0;
+  for (uint64_t s = lo; s < lo + count; ++s) {
+    const uint64_t f1 = r.gamma();
+    if (r.short_) return false;
+    const uint64_t f = f1 - 1;
+    sum += f;
+    require_format(sum <= total, "ANS: table frequencies exceed 2^M");
+    freq[s] = static_cast<uint32_t>(f);
+  }
+  require_format(freq[lo] != 0 && freq[lo + count - 1] != 0, "ANS: table range not tight");
+  require_format(sum == total, "ANS: table frequencies do not sum to 2^M");
+  for (size_t s = 0; s < size; ++s) cum[s + 1] = cum[s] + freq[s];
+  return true;
+}
+
+// The prefix size that holds a method-1 stream's tables and lane arrays,
+// whatever they hold: everything up to the tables, their longest bit string,
+// padding, and 6 bytes per lane.
+size_t head_bound(size_t tables_at, uint64_t lanes, const Config& config, size_t stream_size) {
+  const uint64_t bits = 4 * kMaxGammaBits + (uint64_t{kRunTokens} + config.alphabet) * (2 * config.prob_bits + 1);
+  const uint64_t bound = align4(tables_at + (bits + 7) / 8) + 6 * std::min<uint64_t>(lanes, stream_size / 6 + 1);
+  return static_cast<size_t>(std::min<uint64_t>(bound, stream_size));
+}
+
+}  // namespace
+
+namespace format {
+
+void check_config(const Config& config) {
+  if (config.alphabet < 2 || config.alphabet > 65536) {
+    throw UsageError("ANS alphabet size must be 2..65536, got " + std::to_string(config.alphabet));
+  }
+  if (config.prob_bits < kMinProbBits || config.prob_bits > kMaxProbBits ||
+      (uint64_t{1} << config.prob_bits) < config.alphabet) {
+    throw UsageError("ANS probability bits must be 6..16 with 2^M >= A, got M " +
+                     std::to_string(unsigned{config.prob_bits}) + " for A " + std::to_string(config.alphabet));
+  }
+  if (config.lane_symbols < 1 || config.lane_symbols > kMaxLaneSymbols) {
+    throw UsageError("ANS lane size must be 1..32767 symbols, got " + std::to_string(config.lane_symbols));
+  }
+}
+
+uint64_t lane_count(uint64_t n, const Config& config) {
+  return n / config.lane_symbols + (n % config.lane_symbols != 0 ? 1 : 0);
+}
+
+uint16_t mode_of(const std::vector<uint64_t>& counts) {
+  size_t best = 0;
+  for (size_t s = 1; s < counts.size(); ++s) {
+    if (counts[s] > counts[best]) best = s;
+  }
+  return static_cast<uint16_t>(best);
+}
+
+std::vector<uint32_t> normalize(const std::vector<uint64_t>& counts, unsigned prob_bits) {
+  const uint64_t total_f = uint64_t{1} << prob_bits;
+  std::vector<uint32_t> f(counts.size(), 0);
+  unsigned __int128 total = 0;
+  size_t counted = 0;
+  for (const uint64_t c : counts) {
+    total += c;
+    counted += c != 0;
+  }
+  if (counted == 0) return f;
+  if (counted > total_f) {
+    throw UsageError("ANS: " + std::to_string(counted) + " symbols counted, more than 2^M = " +
+                     std::to_string(total_f));
+  }
+  uint64_t sum = 0;
+  for (size_t s = 0; s < counts.size(); ++s) {
+    if (counts[s] == 0) continue;
+    const uint64_t q = static_cast<uint64_t>((static_cast<unsigned __int128>(counts[s]) << prob_bits) / total);
+    f[s] = static_cast<uint32_t>(std::max<uint64_t>(1, q));
+    sum += f[s];
+  }
+  if (sum < total_f) {
+    size_t most = 0;
+    for (size_t s = 1; s < counts.size(); ++s) {
+      if (counts[s] > counts[most]) most = s;
+    }
+    f[most] += static_cast<uint32_t>(total_f - sum);
+    return f;
+  }
+  // Passes over the symbols with f > 1 by (f descending, symbol ascending),
+  // 1 from each. A whole pass lowers every such f by one, which keeps their
+  // order; the ones that reach 1 are the last in it. So the order is sorted
+  // once, whole passes are taken in bulk, and only the last pass is partial.
+  uint64_t excess = sum - total_f;
+  std::vector<uint32_t> order;
+  for (size_t s = 0; s < f.size(); ++s) {
+    if (f[s] > 1) order.push_back(static_cast<uint32_t>(s));
+  }
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return f[a] > f[b]; });
+  size_t active = order.size();
+  uint32_t taken = 0;  // whole passes done: every active f is its start value minus taken
+  while (excess > 0) {
+    // active > 0 here: with every f at 1 the sum is the counted symbols, <= 2^M.
+    const uint32_t room = f[order[active - 1]] - taken - 1;  // passes before the last active one reaches 1
+    const uint64_t passes = std::min<uint64_t>(room, excess / active);
+    taken += static_cast<uint32_t>(passes);
+    excess -= passes * active;
+    if (excess < active) break;
+    while (active > 0 && f[order[active - 1]] - taken == 1) --active;
+  }
+  for (size_t i = 0; i < active; ++i) f[order[i]] -= taken + (i < excess ? 1 : 0);
+  for (size_t i = active; i < order.size(); ++i) f[order[i]] = 1;
+  return f;
+}
+
+std::vector<uint32_t> cumulative(const std::vector<uint32_t>& freq) {
+  std::vector<uint32_t> cum(freq.size() + 1, 0);
+  for (size_t s = 0; s < freq.size(); ++s) cum[s + 1] = cum[s] + freq[s];
+  return cum;
+}
+
+Bytes write_head(uint64_t n, uint16_t mode, const std::vector<uint32_t>& run_freq,
+                 const std::vector<uint32_t>& symbol_freq) {
+  Bytes out;
+  put_varint(out, n);
+  out.push_back(kMethodCoded);
+  append_le<uint16_t>(out, mode);
+  {
+    BitWriter w(out);
+    put_table(w, run_freq);
+    put_table(w, symbol_freq);
+  }
+  out.resize(align4(out.size()), 0);
+  return out;
+}
+
+Bytes write_stored(ByteSpan symbols) {
+  Bytes out;
+  const uint64_t n = symbols.size / 2;
+  put_varint(out, n);
+  if (n == 0) return out;
+  out.push_back(kMethodStored);
+  out.insert(out.end(), symbols.data, symbols.data + 2 * n);
+  return out;
+}
+
+Layout parse(const uint8_t* prefix, size_t prefix_size, size_t stream_size, const Config& config, size_t max_bytes) {
+  check_config(config);
+  Layout layout;
+  // Bytes are read only below prefix_size; past it, either more prefix is
+  // needed (it is shorter than the stream) or the stream is truncated.
+  const auto out_of_prefix = [&](size_t end, Layout& l, size_t needed) {
+    if (end <= prefix_size) return false;
+    require_format(prefix_size < stream_size, "ANS: stream truncated");
+    l.needed = needed;
+    return true;
+  };
+
+  // varint n
+  uint64_t n = 0;
+  size_t at = 0;
+  for (unsigned shift = 0;; shift += 7) {
+    require_format(at < kMaxVarintBytes, "ANS: varint too long");
+    if (out_of_prefix(at + 1, layout, std::min(stream_size, kMaxVarintBytes))) return layout;
+    const uint8_t byte = prefix[at++];
+    require_format(shift < 63 || byte <= 1, "ANS: varint exceeds 64 bits");
+    n |= uint64_t{byte & 0x7Fu} << shift;
+    if ((byte & 0x80) == 0) {
+      require_format(byte != 0 || at == 1, "ANS: varint has a redundant group");
+      break;
+    }
+  }
+  require_format(n <= max_bytes / 2, "ANS: decoded size exceeds the allowed maximum");
+  layout.n = n;
+  if (n == 0) {
+    require_format(stream_size == at, "ANS: bytes after an empty stream");
+    layout.payload_at = at;
+    return layout;
+  }
+  // From here on one more call, with `bound` bytes, has all a method-1 stream's head.
+  const uint64_t lanes = lane_count(n, config);
+  const size_t tables_at = at + 3;  // after the method and m
+  const size_t bound = head_bound(tables_at, lanes, config, stream_size);
+  if (out_of_prefix(at + 1, layout, bound)) return layout;
+  layout.method = prefix[at++];
+  if (layout.method == kMethodStored) {
+    layout.payload_at = at;
+    require_format(stream_size >= at && (stream_size - at) / 2 == n && (stream_size - at) % 2 == 0,
+                   "ANS: stored stream's length disagrees with n");
+    return layout;
+  }
+  require_format(layout.method == kMethodCoded, "ANS: unknown method");
+
+  if (out_of_prefix(tables_at, layout, bound)) return layout;
+  layout.mode = load_le<uint16_t>(prefix + at);
+  require_format(layout.mode < config.alphabet, "ANS: run symbol outside the alphabet");
+
+  BitReader r(prefix, tables_at, std::min(prefix_size, stream_size));
+  const bool whole = read_table(r, kRunTokens, config.prob_bits, false, layout.run_freq, layout.run_cum) &&
+                     read_table(r, config.alphabet, config.prob_bits, true, layout.symbol_freq, layout.symbol_cum);
+  if (!whole) {
+    require_format(prefix_size < stream_size, "ANS: tables truncated");
+    layout.needed = bound;
+    return layout;
+  }
+  require_format(layout.symbol_freq[layout.mode] == 0, "ANS: the run symbol has a symbol frequency");
+  const size_t table_end_bits = r.bit_position();
+  const size_t states_at = align4((table_end_bits + 7) / 8);
+  if (out_of_prefix(states_at, layout, bound)) return layout;
+  if (table_end_bits % 8 != 0) {
+    require_format((prefix[table_end_bits / 8] >> (table_end_bits % 8)) == 0, "ANS: non-zero table padding");
+  }
+  for (size_t i = (table_end_bits + 7) / 8; i < states_at; ++i) {
+    require_format(prefix[i] == 0, "ANS: non-zero table padding");
+  }
+
+  // Lane arrays: checked against the stream's length before anything is sized by n.
+  require_format(stream_size >= states_at && lanes <= (stream_size - states_at) / 6, "ANS: lane arrays truncated");
+  const size_t words_at = states_at + 4 * lanes;
+  const size_t payload_at = words_at + 2 * lanes;
+  if (out_of_prefix(payload_at, layout, payload_at)) return layout;
+  std::vector<uint64_t>& start = layout.word_start;
+  start.assign(lanes + 1, 0);
+  const uint32_t max_words = 2 * config.lane_symbols;
+  for (size_t k = 0; k < lanes; ++k) {
+    require_format(load_le<uint32_t>(prefix + states_at + 4 * k) >= kStateLow, "ANS: lane state below 2^16");
+    const uint32_t words = load_le<uint16_t>(prefix + words_at + 2 * k);
+    require_format(words <= max_words, "ANS: lane holds more than 2S words");
+    start[k + 1] = start[k] + words;
+  }
+  require_format((stream_size - payload_at) % 2 == 0 && (stream_size - payload_at) / 2 == start[lanes],
+                 "ANS: payload length disagrees with the lanes' word counts");
+  layout.lanes = lanes;
+  layout.states_at = states_at;
+  layout.words_at = words_at;
+  layout.payload_at = payload_at;
+  return layout;
+}
+
+}  // namespace format
+}  // namespace fz::ans
