@@ -5,6 +5,8 @@
 // against what cuszhi-cr stores for them today (per code group Huffman ->
 // rze(1)) and against bounds for other coders, computed here, per group as
 // today (each group its own tables):
+//   ans      real bytes of the ans stage (zero-run tokens, then static rANS
+//            in lanes; kernels/ans/ans.hpp) at A = 8192, M = 14, S = 8192;
 //   H0+tab   order-0 entropy + a table of 12-bit normalised frequencies
 //            (static rANS/tANS per group);
 //   zrun+tab zero-run coding: the run of the most frequent code ahead of
@@ -27,8 +29,10 @@
 // project does not depend on: --dump DIR writes each Huffman stream (.huff) so that
 // the zstd CLI can be run on them by hand, and the raw u16 codes (.codes).
 // Prints a markdown table per bound and the geometric mean over fields of
-// (best estimate / today's Huffman bytes). Not a test.
-//   fz_code_entropy_bench [--data DIR] [--dump DIR]
+// (best estimate / today's Huffman bytes). --sweep instead prints, per bound,
+// the geo-mean over fields of ans / today's for M in 12..16 (12 is
+// below 2^M >= A: a dash) and S in 2048..16384 (the choice of the ans stage's config). Not a test.
+//   fz_code_entropy_bench [--data DIR] [--dump DIR] [--sweep]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -41,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "ans/ans.hpp"
 #include "fz/fz.hpp"
 #include "huffman/huffman.hpp"
 #include "rze/rze.hpp"
@@ -198,20 +203,17 @@ fz::Bytes huffman_bytes(const fz::Bytes& codes, unsigned group) {
 
 struct Row {
   size_t n = 0, mode_count = 0, side = 0, frame = 0;
-  double huffman = 0, huffman_rze = 0, h0_bare = 0, h0 = 0, zrun = 0, zrun_huff = 0, o1b = 0, o1 = 0, a0 = 0, a1b = 0;
+  double huffman = 0, huffman_rze = 0, ans = 0, h0_bare = 0, h0 = 0, zrun = 0, zrun_huff = 0, o1b = 0, o1 = 0, a0 = 0, a1b = 0;
 };
 
-Row measure(const std::vector<uint8_t>& raw, const Field& f, double noa, const std::string& dump,
-            const std::string& tag) {
+// The spline's code groups of a field at a NOA bound, as cuszhi-cr makes them.
+fz::spline::Streams spline_codes(const std::vector<uint8_t>& raw, const Field& f, double noa) {
   const fz::DataType dtype = f.width == 4 ? fz::DataType::of<float>() : fz::DataType::of<double>();
   fz::Options o;
   o.preset = fz::Preset::CuszHiCr;
   o.mode = fz::ErrorMode::Noa;
   o.bound = noa;
   const fz::ChunkBound b = fz::chunk_bound(raw.data(), raw.size(), dtype, o);
-  Row r;
-  r.frame = fz::compress(raw.data(), raw.size(), dtype, f.dims, o).size();
-
   fz::spline::Config c;
   c.width = f.width;
   c.code_bytes = 2;
@@ -223,6 +225,32 @@ Row measure(const std::vector<uint8_t>& raw, const Field& f, double noa, const s
   fz::spline::Streams st;
   fz::spline::encode(fz::ByteSpan(raw.data(), raw.size()), std::vector<size_t>(f.dims.begin(), f.dims.end()), c,
                      b.bound, st);
+  return st;
+}
+
+// Bytes of today's Huffman > rze(1) and of ans at (M, S) for every code group.
+void group_bytes(const fz::spline::Streams& st, unsigned prob_bits, uint32_t lane_symbols, double& today,
+                 double& ans) {
+  for (unsigned g = 0; g < fz::spline::kCodeGroups; ++g) {
+    if (st.codes[g].empty()) continue;
+    fz::Bytes z, a;
+    fz::rze::encode(huffman_bytes(st.codes[g], g), 1, z);
+    fz::ans::encode(st.codes[g], {kAlphabet, static_cast<uint8_t>(prob_bits), lane_symbols}, a);
+    today += double(z.size());
+    ans += double(a.size());
+  }
+}
+
+Row measure(const std::vector<uint8_t>& raw, const Field& f, double noa, const std::string& dump,
+            const std::string& tag) {
+  const fz::DataType dtype = f.width == 4 ? fz::DataType::of<float>() : fz::DataType::of<double>();
+  fz::Options o;
+  o.preset = fz::Preset::CuszHiCr;
+  o.mode = fz::ErrorMode::Noa;
+  o.bound = noa;
+  Row r;
+  r.frame = fz::compress(raw.data(), raw.size(), dtype, f.dims, o).size();
+  const fz::spline::Streams st = spline_codes(raw, f, noa);
   r.side = st.side.size();
   for (unsigned g = 0; g < fz::spline::kCodeGroups; ++g) {
     const std::vector<uint16_t> s = symbols(st.codes[g]);
@@ -235,6 +263,9 @@ Row measure(const std::vector<uint8_t>& raw, const Field& f, double noa, const s
     fz::rze::encode(h, 1, z);
     r.huffman += double(h.size());
     r.huffman_rze += double(z.size());
+    fz::Bytes a;
+    fz::ans::encode(st.codes[g], {kAlphabet, 14, 8192}, a);
+    r.ans += double(a.size());
     if (!dump.empty()) {
       std::ofstream(dump + "/" + tag + ".g" + std::to_string(g) + ".huff", std::ios::binary)
           .write(reinterpret_cast<const char*>(h.data()), std::streamsize(h.size()));
@@ -259,8 +290,11 @@ Row measure(const std::vector<uint8_t>& raw, const Field& f, double noa, const s
 
 int main(int argc, char** argv) {
   std::string data = FZ_DEFAULT_DATA_DIR, dump;
+  bool sweep = false;
   if (const char* env = std::getenv("FZ_DATA")) data = env;
-  for (int i = 1; i + 1 < argc; ++i) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--sweep") == 0) sweep = true;
+    if (i + 1 == argc) break;
     if (std::strcmp(argv[i], "--data") == 0) data = argv[i + 1];
     if (std::strcmp(argv[i], "--dump") == 0) dump = argv[i + 1];
   }
@@ -271,27 +305,54 @@ int main(int argc, char** argv) {
                                      {"pressure.384_384.f64", {384, 384}, 8}};
   std::vector<std::vector<uint8_t>> inputs;
   for (const auto& f : fields) inputs.push_back(read_file(data + "/" + f.name));
+  if (sweep) {
+    std::printf("ans / today's huff > rze, geo-mean over fields, per (M, S)\n\n| NOA | M | S=2048 | 4096 | 8192 | 16384 |\n"
+                "|---|---:|---:|---:|---:|---:|\n");
+    for (const double noa : {1e-2, 1e-3, 1e-4}) {
+      std::vector<fz::spline::Streams> codes;
+      for (size_t i = 0; i < fields.size(); ++i) codes.push_back(spline_codes(inputs[i], fields[i], noa));
+      for (unsigned m = 12; m <= 16; ++m) {
+        std::printf("| %g | %u |", noa, m);
+        for (const uint32_t lane : {2048u, 4096u, 8192u, 16384u}) {
+          if ((1u << m) < kAlphabet) {  // the format needs 2^M >= A
+            std::printf(" - |");
+            continue;
+          }
+          double log_ratio = 0;
+          for (const auto& st : codes) {
+            double today = 0, ans = 0;
+            group_bytes(st, m, lane, today, ans);
+            log_ratio += std::log(ans / today);
+          }
+          std::printf(" %.4f |", std::exp(log_ratio / double(codes.size())));
+        }
+        std::printf("\n");
+      }
+    }
+    return 0;
+  }
 
   std::printf("cuszhi-cr's spline codes (whole field, one chunk), bytes per coder; huff: today's Huffman\n"
               "output of the 3 groups, +rze: what the frame stores for them (huff > rze(1)); side: the\n"
               "spline's raw side stream; frame: fz::compress, for reference. Estimates include tables.\n"
               "Huffman > zstd: libzstd's header is not installed and is no project dependency (see --dump).\n\n");
   for (const double noa : {1e-2, 1e-3, 1e-4}) {
-    std::printf("NOA %g\n\n| field | codes | mode share | frame | side | huff | +rze | H0 | H0+tab | zrun+tab | zrun>huff "
-                "| o1b+tab | o1+tab | ad0 | ad1b | best / +rze |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    std::printf("NOA %g\n\n| field | codes | mode share | frame | side | huff | +rze | ans | H0 | H0+tab | zrun+tab | zrun>huff "
+                "| o1b+tab | o1+tab | ad0 | ad1b | best / +rze |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
                 "---:|---:|\n",
                 noa);
-    double log_best = 0, log_h0 = 0, log_zrun = 0, log_zh = 0, log_o1b = 0, log_a1b = 0;
+    double log_best = 0, log_ans = 0, log_h0 = 0, log_zrun = 0, log_zh = 0, log_o1b = 0, log_a1b = 0;
     for (size_t i = 0; i < fields.size(); ++i) {
       char tag[96];
       std::snprintf(tag, sizeof tag, "%s.%g", fields[i].name, noa);
       const Row r = measure(inputs[i], fields[i], noa, dump, tag);
       const double best = std::min({r.h0, r.zrun, r.o1b, r.o1, r.a0, r.a1b});
       std::printf(
-          "| %s | %zu | %.3f | %zu | %zu | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.3f |\n",
-          fields[i].name, r.n, double(r.mode_count) / double(r.n), r.frame, r.side, r.huffman, r.huffman_rze, r.h0_bare,
+          "| %s | %zu | %.3f | %zu | %zu | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.3f |\n",
+          fields[i].name, r.n, double(r.mode_count) / double(r.n), r.frame, r.side, r.huffman, r.huffman_rze, r.ans, r.h0_bare,
           r.h0, r.zrun, r.zrun_huff, r.o1b, r.o1, r.a0, r.a1b, best / r.huffman_rze);
       log_best += std::log(best / r.huffman_rze);
+      log_ans += std::log(r.ans / r.huffman_rze);
       log_h0 += std::log(r.h0 / r.huffman_rze);
       log_zrun += std::log(r.zrun / r.huffman_rze);
       log_zh += std::log(r.zrun_huff / r.huffman_rze);
@@ -299,9 +360,9 @@ int main(int argc, char** argv) {
       log_a1b += std::log(r.a1b / r.huffman_rze);
     }
     const double k = double(fields.size());
-    std::printf("\nNOA %g geo-mean over fields / today's huff > rze: best %.3f, H0+tab %.3f, zrun+tab %.3f, "
+    std::printf("\nNOA %g geo-mean over fields / today's huff > rze: ans %.3f, best %.3f, H0+tab %.3f, zrun+tab %.3f, "
                 "zrun>huff %.3f, o1b+tab %.3f, ad1b %.3f\n\n",
-                noa, std::exp(log_best / k), std::exp(log_h0 / k), std::exp(log_zrun / k), std::exp(log_zh / k),
+                noa, std::exp(log_ans / k), std::exp(log_best / k), std::exp(log_h0 / k), std::exp(log_zrun / k), std::exp(log_zh / k),
                 std::exp(log_o1b / k), std::exp(log_a1b / k));
   }
   return 0;
