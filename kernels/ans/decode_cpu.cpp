@@ -1,10 +1,11 @@
 // ANS decoding on the CPU (format: ans/ans.hpp). format::parse validates the
 // head, the tables and the lane arrays (and the payload's exact length)
 // before anything is sized by n; then runs of consecutive lanes decode in
-// parallel. A lane's output is first filled with the run symbol m, so a run
-// token only moves the position, and a symbol token writes one symbol. Each
-// token is one lookup in a table of 2^M slots (token, f, slot - cum), so the
-// serial chain per token is a load, a multiply-add and the refill test.
+// parallel, four side by side in one loop (their serial chains overlap). A
+// lane's output is first filled with the run symbol m, so a run token only
+// moves the position, and a symbol token writes one symbol. Each token is one
+// lookup in a table of 2^M slots (token, f, slot - cum), so the serial chain
+// per token is a load, a multiply-add and a branch-free refill.
 #include <algorithm>
 #include <cstring>
 
@@ -34,42 +35,74 @@ std::vector<Slot> slot_table(const std::vector<uint32_t>& freq, const std::vecto
   return table;
 }
 
+// One lane being decoded: its state, its output position, its words.
+struct Lane {
+  uint32_t x = 0;
+  size_t p = 0, len = 0;  // symbols produced, and the lane's length
+  size_t w = 0, count = 0;  // words read, and the lane's word count
+  const uint8_t* words = nullptr;
+  uint16_t* out = nullptr;
+};
+
 struct LaneDecoder {
   const Slot* run;
   const Slot* sym;
   bool has_symbols;
   unsigned prob_bits;
   uint16_t mode;
+  const uint8_t* spare;  // two readable bytes: what a refill past a lane's words reads
 
-  // Decodes one lane of `len` symbols into out (len u16 slots) from its
-  // state and its `count` words at `words` (unaligned, little-endian).
-  void operator()(uint32_t state, const uint8_t* words, size_t count, size_t len, uint16_t* out) const {
-    std::fill(out, out + len, mode);
-    const uint32_t mask = (uint32_t{1} << prob_bits) - 1;
-    uint32_t x = state;
-    size_t w = 0;
-    const auto step = [&](const Slot* table) {
-      const Slot e = table[x & mask];
-      x = e.freq * (x >> prob_bits) + e.bias;
-      if (x < kStateLow) {
-        require_format(w < count, "ANS: a lane reads past its words");
-        x = (x << 16) | load_le<uint16_t>(words + 2 * w);
-        ++w;
-      }
-      return e.token;
-    };
-    size_t p = 0;
-    while (p < len) {
-      const uint32_t t = step(run);
-      require_format(t <= len - p, "ANS: a run passes the lane's end");
-      p += t;
-      if (t < kRunCap && p < len) {
-        require_format(has_symbols, "ANS: a symbol token with an empty symbol table");
-        out[p++] = step(sym);
+  // One token from `table`. The refill is branch-free: a lane that runs out
+  // of words reads `spare` and counts on (w > count), which finish() refuses.
+  uint32_t step(Lane& l, const Slot* table) const {
+    const Slot e = table[l.x & ((uint32_t{1} << prob_bits) - 1)];
+    const uint32_t x = e.freq * (l.x >> prob_bits) + e.bias;
+    const bool refill = x < kStateLow;
+    const uint8_t* src = l.w < l.count ? l.words + 2 * l.w : spare;
+    const uint32_t refilled = (x << 16) | load_le<uint16_t>(src);
+    l.x = refill ? refilled : x;
+    l.w += refill;
+    return e.token;
+  }
+
+  // A run token, then a symbol token unless the run is 63 or ends the lane.
+  // The output is pre-filled with m, so a run only moves the position.
+  void item(Lane& l) const {
+    const uint32_t t = step(l, run);
+    require_format(t <= l.len - l.p, "ANS: a run passes the lane's end");
+    l.p += t;
+    if (t < kRunCap && l.p < l.len) {
+      require_format(has_symbols, "ANS: a symbol token with an empty symbol table");
+      l.out[l.p++] = static_cast<uint16_t>(step(l, sym));
+    }
+  }
+
+  void finish(Lane& l) const {
+    while (l.p < l.len) item(l);
+    require_format(l.w <= l.count, "ANS: a lane reads past its words");
+    require_format(l.w == l.count, "ANS: a lane leaves words unread");
+    require_format(l.x == kStateLow, "ANS: a lane's final state is not 2^16");
+  }
+
+  // Up to kInterleave lanes side by side, so that their serial chains
+  // (lookup, multiply-add, refill) overlap; each finishes alone once the
+  // first of them is done.
+  static constexpr size_t kInterleave = 4;
+  void operator()(Lane* lanes, size_t count) const {
+    for (size_t i = 0; i < count; ++i) std::fill(lanes[i].out, lanes[i].out + lanes[i].len, mode);
+    if (count == kInterleave) {
+      Lane& a = lanes[0];
+      Lane& b = lanes[1];
+      Lane& c = lanes[2];
+      Lane& d = lanes[3];
+      while (a.p < a.len && b.p < b.len && c.p < c.len && d.p < d.len) {
+        item(a);
+        item(b);
+        item(c);
+        item(d);
       }
     }
-    require_format(w == count, "ANS: a lane leaves words unread");
-    require_format(x == kStateLow, "ANS: a lane's final state is not 2^16");
+    for (size_t i = 0; i < count; ++i) finish(lanes[i]);
   }
 };
 
@@ -93,19 +126,27 @@ void decode(ByteSpan stream, const Config& config, Bytes& out, size_t max_bytes,
   const std::vector<Slot> run = slot_table(layout.run_freq, layout.run_cum, config.prob_bits);
   const std::vector<Slot> sym = slot_table(layout.symbol_freq, layout.symbol_cum, config.prob_bits);
   const LaneDecoder lane_decoder{run.data(), sym.data(), layout.symbol_cum.back() != 0, config.prob_bits,
-                                 layout.mode};
+                                 layout.mode, stream.data};
   out.resize(2 * n);
   auto* symbols = reinterpret_cast<uint16_t*>(out.data());
   const size_t S = config.lane_symbols;
   const size_t lanes = layout.lanes;
   const size_t runs = std::min<size_t>(std::max(1u, exec.concurrency()), lanes);
   exec.parallel_for(runs, [&](size_t r) {
-    for (size_t lane = lanes * r / runs; lane < lanes * (r + 1) / runs; ++lane) {
-      const uint32_t state = load_le<uint32_t>(stream.data + layout.states_at + 4 * lane);
-      const uint64_t first = layout.word_start[lane];
-      const size_t len = static_cast<size_t>(std::min<uint64_t>(S, n - lane * S));
-      lane_decoder(state, stream.data + layout.payload_at + 2 * first, layout.word_start[lane + 1] - first, len,
-                   symbols + lane * S);
+    const size_t end = lanes * (r + 1) / runs;
+    for (size_t first = lanes * r / runs; first < end; first += LaneDecoder::kInterleave) {
+      Lane group[LaneDecoder::kInterleave];
+      const size_t count = std::min(LaneDecoder::kInterleave, end - first);
+      for (size_t i = 0; i < count; ++i) {
+        const size_t lane = first + i;
+        Lane& l = group[i];
+        l.x = load_le<uint32_t>(stream.data + layout.states_at + 4 * lane);
+        l.len = static_cast<size_t>(std::min<uint64_t>(S, n - lane * S));
+        l.count = layout.word_start[lane + 1] - layout.word_start[lane];
+        l.words = stream.data + layout.payload_at + 2 * layout.word_start[lane];
+        l.out = symbols + lane * S;
+      }
+      lane_decoder(group, count);
     }
   });
 }

@@ -3,8 +3,9 @@
 // (which gives the run symbol m and the symbol table), the run-token
 // histogram, and the lanes' coding. Each lane's non-m symbols are first
 // gathered branch-free into a position list; its tokens then come from that
-// list, last to first, without a branch per symbol. The division of rANS is a
-// multiplication by a reciprocal, exact for every 32-bit state.
+// list, last to first, without a branch per symbol; four lanes' tokens are
+// then coded side by side, so that their serial chains overlap. The division
+// of rANS is a multiplication by a reciprocal, exact for every 32-bit state.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -18,24 +19,27 @@ namespace {
 
 static_assert(sizeof(size_t) == 8, "stream sizes are 64-bit");
 
-// floor(x / f) = (x * rcp) >> 48 with rcp = ceil(2^48 / f), for every x < 2^32
-// and 1 <= f <= 2^16 (Granlund-Montgomery: 2^48 <= rcp * f <= 2^48 + 2^16).
-constexpr unsigned kRcpShift = 48;
-
+// The division of rANS as a multiplication, for states x in [1, 2^32):
+// q = the high 64 bits of x * rcp, rcp = ceil(2^64 / f), is floor(x / f) for
+// 2 <= f <= 2^16 (Granlund-Montgomery: 2^64 <= rcp * f <= 2^64 + 2^32). For
+// f = 1 rcp is 2^64 - 1, q is x - 1, and the bias takes back the T - 1 it
+// costs (ryg_rans' trick): x + bias + q * (T - f) is (x / f) * T + x mod f + c
+// either way.
 struct EncSymbol {
   uint64_t rcp = 0;
   uint32_t x_above = 0;  // emit a word when x > x_above, i.e. x >= f << (32 - M)
-  uint16_t cum = 0;      // c (< 2^M <= 2^16)
-  uint16_t cmpl = 0;     // 2^M - f
+  uint32_t bias = 0;     // c, or c + T - 1 when f = 1
+  uint32_t cmpl = 0;     // T - f
 };
 
 EncSymbol make_symbol(uint32_t f, uint32_t c, unsigned prob_bits) {
   EncSymbol e;
   if (f == 0) return e;
-  e.rcp = ((uint64_t{1} << kRcpShift) + f - 1) / f;
+  const uint32_t total = uint32_t{1} << prob_bits;
+  e.rcp = f == 1 ? ~uint64_t{0} : static_cast<uint64_t>(((static_cast<unsigned __int128>(1) << 64) + f - 1) / f);
   e.x_above = static_cast<uint32_t>((uint64_t{f} << (32 - prob_bits)) - 1);
-  e.cum = static_cast<uint16_t>(c);
-  e.cmpl = static_cast<uint16_t>((uint32_t{1} << prob_bits) - f);
+  e.bias = f == 1 ? c + total - 1 : c;
+  e.cmpl = total - f;
   return e;
 }
 
@@ -47,8 +51,8 @@ inline void put(uint32_t& x, uint16_t*& ptr, const EncSymbol& e) {
   ptr[-1] = static_cast<uint16_t>(x);
   ptr -= emit;
   x = emit ? x >> 16 : x;
-  const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * e.rcp) >> kRcpShift);
-  x = x + e.cum + q * e.cmpl;
+  const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * e.rcp) >> 64);
+  x = x + e.bias + q * e.cmpl;
 }
 
 uint16_t symbol_at(const uint8_t* p, size_t i) { return load_le<uint16_t>(p + 2 * i); }
@@ -78,27 +82,54 @@ void count_runs(const uint32_t* pos, size_t k, size_t len, uint64_t* runs) {
   if (L % kRunCap != 0) ++runs[L % kRunCap];
 }
 
-// Codes one lane's tokens, last to first. `end` is one past a buffer of at
-// least 2 * len + 1 words; returns where the lane's payload starts (it ends
-// at `end`), the words in the order the decoder reads them.
-uint16_t* code_lane(const uint8_t* lane, const uint32_t* pos, size_t k, size_t len, const EncSymbol* run,
-                    const EncSymbol* sym, uint16_t* end, uint32_t& state) {
-  uint32_t x = kStateLow;
-  uint16_t* ptr = end;
-  int64_t next = static_cast<int64_t>(len);  // the position after the current run
+// One lane's tokens in coding order (last to first), as indices into the
+// combined table (run tokens 0..63, then symbol s at kRunTokens + s); at most
+// 2 * len + 1 of them. Branch-free but for runs of 63 or more.
+size_t lane_tokens(const uint8_t* lane, const uint32_t* pos, size_t k, size_t len, uint32_t* tok) {
+  size_t nt = 0;
   const auto put_run = [&](uint64_t L, bool final_run) {
-    if (!final_run || L % kRunCap != 0) put(x, ptr, run[L % kRunCap]);
-    for (uint64_t q = L / kRunCap; q > 0; --q) put(x, ptr, run[kRunCap]);
+    tok[nt] = static_cast<uint32_t>(L % kRunCap);
+    nt += !final_run || L % kRunCap != 0;
+    for (uint64_t q = L / kRunCap; q > 0; --q) tok[nt++] = kRunCap;
   };
   const int64_t last = k > 0 ? int64_t{pos[k - 1]} : -1;
-  put_run(static_cast<uint64_t>(next - last - 1), true);
+  put_run(static_cast<uint64_t>(static_cast<int64_t>(len) - last - 1), true);
   for (size_t j = k; j-- > 0;) {
-    put(x, ptr, sym[symbol_at(lane, pos[j])]);
+    tok[nt++] = kRunTokens + symbol_at(lane, pos[j]);
     const int64_t before = j > 0 ? int64_t{pos[j - 1]} : -1;
     put_run(static_cast<uint64_t>(int64_t{pos[j]} - before - 1), false);
   }
-  state = x;
-  return ptr;
+  return nt;
+}
+
+// Codes up to kInterleave lanes' tokens side by side (their serial chains
+// overlap), then each lane's rest alone. Lane i writes its words downwards
+// from end[i] (a buffer of 2 * len + 1 words below it) and gets its state and
+// where its payload starts.
+constexpr size_t kInterleave = 4;
+void code_lanes(size_t count, uint32_t* const* tok, const size_t* nt, const EncSymbol* enc, uint16_t* const* end,
+                uint16_t** begin, uint32_t* state) {
+  uint32_t x[kInterleave];
+  uint16_t* ptr[kInterleave];
+  for (size_t i = 0; i < count; ++i) {
+    x[i] = kStateLow;
+    ptr[i] = end[i];
+  }
+  size_t common = 0;
+  if (count == kInterleave) {
+    common = *std::min_element(nt, nt + kInterleave);
+    for (size_t t = 0; t < common; ++t) {
+      put(x[0], ptr[0], enc[tok[0][t]]);
+      put(x[1], ptr[1], enc[tok[1][t]]);
+      put(x[2], ptr[2], enc[tok[2][t]]);
+      put(x[3], ptr[3], enc[tok[3][t]]);
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    for (size_t t = common; t < nt[i]; ++t) put(x[i], ptr[i], enc[tok[i][t]]);
+    begin[i] = ptr[i];
+    state[i] = x[i];
+  }
 }
 
 // The runs of consecutive lanes the workers take: lanes [r*K/R, (r+1)*K/R).
@@ -182,26 +213,39 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
   const std::vector<uint32_t> symbol_freq = format::normalize(counts, config.prob_bits);
   const std::vector<uint32_t> run_cum = format::cumulative(run_freq);
   const std::vector<uint32_t> symbol_cum = format::cumulative(symbol_freq);
-  std::vector<EncSymbol> run_enc(kRunTokens), sym_enc(A);
-  for (size_t t = 0; t < kRunTokens; ++t) run_enc[t] = make_symbol(run_freq[t], run_cum[t], config.prob_bits);
-  for (size_t s = 0; s < A; ++s) sym_enc[s] = make_symbol(symbol_freq[s], symbol_cum[s], config.prob_bits);
+  std::vector<EncSymbol> enc(kRunTokens + A);
+  for (size_t t = 0; t < kRunTokens; ++t) enc[t] = make_symbol(run_freq[t], run_cum[t], config.prob_bits);
+  for (size_t s = 0; s < A; ++s) enc[kRunTokens + s] = make_symbol(symbol_freq[s], symbol_cum[s], config.prob_bits);
 
-  // The lanes, each run's words gathered in its own buffer.
+  // The lanes, kInterleave at a time, each run's words gathered in its own buffer.
   std::vector<std::vector<uint16_t>> run_words(runs.count);
   std::vector<uint32_t> states(lanes);
   std::vector<uint16_t> word_counts(lanes);
   exec.parallel_for(runs.count, [&](size_t r) {
-    std::vector<uint32_t> pos(S);
-    std::vector<uint16_t> scratch(2 * S + 1);
+    std::vector<uint32_t> pos(S), tokens(kInterleave * (2 * S + 1));
+    std::vector<uint16_t> scratch(kInterleave * (2 * S + 1));
     std::vector<uint16_t>& words = run_words[r];
-    for (size_t lane = runs.first(r); lane < runs.first(r + 1); ++lane) {
-      const size_t len = lane_len(lane);
-      const uint8_t* at = data + 2 * lane * S;
-      const size_t k = gather_others(at, len, m, pos.data());
-      uint16_t* const end = scratch.data() + scratch.size();
-      const uint16_t* begin = code_lane(at, pos.data(), k, len, run_enc.data(), sym_enc.data(), end, states[lane]);
-      word_counts[lane] = static_cast<uint16_t>(end - begin);
-      words.insert(words.end(), begin, static_cast<const uint16_t*>(end));
+    uint32_t* tok[kInterleave];
+    uint16_t* end[kInterleave];
+    uint16_t* begin[kInterleave];
+    size_t nt[kInterleave];
+    for (size_t i = 0; i < kInterleave; ++i) {
+      tok[i] = tokens.data() + i * (2 * S + 1);
+      end[i] = scratch.data() + (i + 1) * (2 * S + 1);
+    }
+    const size_t last = runs.first(r + 1);
+    for (size_t first = runs.first(r); first < last; first += kInterleave) {
+      const size_t count = std::min(kInterleave, last - first);
+      for (size_t i = 0; i < count; ++i) {
+        const size_t len = lane_len(first + i);
+        const uint8_t* at = data + 2 * (first + i) * S;
+        nt[i] = lane_tokens(at, pos.data(), gather_others(at, len, m, pos.data()), len, tok[i]);
+      }
+      code_lanes(count, tok, nt, enc.data(), end, begin, states.data() + first);
+      for (size_t i = 0; i < count; ++i) {
+        word_counts[first + i] = static_cast<uint16_t>(end[i] - begin[i]);
+        words.insert(words.end(), begin[i], end[i]);
+      }
     }
   });
 
