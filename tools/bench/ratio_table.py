@@ -73,7 +73,13 @@ values); and from the ferret-datasets NetCDF-3 files in --ferret-dir
 (/usr/share/ferret-vis/data; Debian ferret-datasets), converted with
 `nccopy -k nc4` (Debian netcdf-bin) and read with h5py:
 levitus_climatology.cdf TEMP and SALT (float32 20 x 180 x 360, land at the
-_FillValue -1e10) and etopo5.cdf ROSE (relief, float32 2161 x 4320). A
+_FillValue -1e10) and etopo5.cdf ROSE (relief, float32 2161 x 4320). These
+two sets (`--sets shared,ferret`) are the default. `--sets public` (or
+`--sets shared,ferret,public`) adds issue 30's held-out set: the 23 fields of
+tools/bench/public_fields.py (NCL's, Iris's and matplotlib's sample data and
+the other ferret-datasets files), read from its cache (--public-dir, default
+$FZ_PUBLIC_FIELDS, else ~/.cache/h5z-fz/public-fields) and extracted there
+first when not cached; a field's fill value is the one its manifest gives. A
 variable's _FillValue becomes the dataset's HDF5 fill value (create_dataset
 fillvalue=) when the variable holds it, for every compressor: H5Z-FZ keeps
 those elements exactly and leaves them out of a chunk's range, SZ3 compresses
@@ -86,6 +92,8 @@ libH5Zfz.so, else <repo>/build/plugin. H5Z_FZ_THREADS is left as it is
     python3 tools/bench/ratio_table.py --plugin-dir build-R/plugin
     python3 tools/bench/ratio_table.py --fields wmag91,levitus --bounds 1e-3 --chunkings whole \\
         --compressors sz3,sz3-rel,cusz,cuszhi-cr
+    python3 tools/bench/ratio_table.py --sets public --chunkings whole \\
+        --compressors sz3,sz3-best,sperr,zfp,cuszhi-cr
 
 Progress goes to stderr, the tables to stdout.
 """
@@ -113,8 +121,9 @@ from ratio_table_anchors import (available, measure_direct, print_anchor_bounds,
                                  print_anchor_summary, print_predictors, versions)
 from ratio_table_compressors import (OTHERS, SPERR, SZ3, SZ3_BEST, SZ3_REL, ZFP,  # noqa: E402
                                      compressor_label, measure)
-from ratio_table_fields import (FERRET_DIR, FERRET_FIELDS, REAL_FIELDS, chunk_shape,  # noqa: E402
-                                load_ferret_fields, load_real_fields)
+from ratio_table_fields import (DEFAULT_SETS, FERRET_DIR, FERRET_FIELDS, REAL_FIELDS, SETS,  # noqa: E402
+                                chunk_shape, load_ferret_fields, load_public_fields, load_real_fields)
+import public_fields  # noqa: E402  (the held-out set's cache folder)
 from ratio_table_report import Notes, fmt_shape, print_summary, print_tables  # noqa: E402
 
 BOUNDS = (1e-2, 1e-3, 1e-4)
@@ -146,10 +155,18 @@ def parse_args():
     parser.add_argument("--data", default=os.environ.get("FZ_DATA", os.path.join(REPO, "..", "shared", "data")),
                         help="folder of the real fields (default: $FZ_DATA, else ../shared/data)")
     parser.add_argument("--ferret-dir", default=FERRET_DIR, help="ferret-datasets folder (default: %(default)s)")
+    parser.add_argument("--public-dir", default=public_fields.default_dir(),
+                        help="cache of tools/bench/public_fields.py (default: $FZ_PUBLIC_FIELDS, else "
+                             "~/.cache/h5z-fz/public-fields)")
+    parser.add_argument("--sets", type=comma_list, default=list(DEFAULT_SETS),
+                        help="comma-separated field sets, of %s (default: %s; public: the held-out fields "
+                             "of public_fields.py)" % (", ".join(SETS), ",".join(DEFAULT_SETS)))
     parser.add_argument("--plugin-dir", help="folder holding libH5Zfz.so")
     parser.add_argument("--fields", type=comma_list, default=[],
-                        help="comma-separated parts of field names to keep, e.g. wmag91,levitus (default: all: %s)"
-                        % ", ".join([f[0] for f in REAL_FIELDS] + [f[0] for f in FERRET_FIELDS]))
+                        help="comma-separated parts of field names to keep in the sets, e.g. wmag91,levitus "
+                             "(default: all: %s, and with --sets public: %s)"
+                        % (", ".join([f[0] for f in REAL_FIELDS] + [f[0] for f in FERRET_FIELDS]),
+                           ", ".join(f[0] for f in public_fields.FIELDS)))
     parser.add_argument("--bounds", type=lambda s: [float(b) for b in comma_list(s)], default=list(BOUNDS),
                         help="comma-separated NOA bounds (default: 1e-2,1e-3,1e-4)")
     parser.add_argument("--chunkings", type=comma_list, default=list(CHUNKINGS),
@@ -160,6 +177,9 @@ def parse_args():
     parser.add_argument("--fz-mode", choices=("abs", "noa"), default="abs",
                         help="H5Z-FZ error mode: abs with rel x the field's range (default), or noa with rel")
     args = parser.parse_args()
+    for s in args.sets:
+        if s not in SETS:
+            parser.error("unknown field set %r (known: %s)" % (s, ", ".join(SETS)))
     for c in args.chunkings:
         if c not in CHUNKINGS:
             parser.error("unknown chunking %r (known: %s)" % (c, ", ".join(CHUNKINGS)))
@@ -196,8 +216,11 @@ def main():
     if not h5py.h5z.filter_avail(h5fz.FILTER_ID):
         sys.exit("ratio_table: HDF5 cannot load %s from %s" % (h5fz.PLUGIN_FILE, plugin_dir))
 
-    fields = load_real_fields(os.path.abspath(args.data), args.fields)
-    fields += load_ferret_fields(args.ferret_dir, args.fields, h5py)
+    fields = load_real_fields(os.path.abspath(args.data), args.fields) if "shared" in args.sets else []
+    if "ferret" in args.sets:
+        fields += load_ferret_fields(args.ferret_dir, args.fields, h5py)
+    if "public" in args.sets:
+        fields += load_public_fields(os.path.abspath(args.public_dir), args.fields)
     if not fields:
         sys.exit("ratio_table: no field matches --fields %s" % ",".join(args.fields))
 

@@ -1,5 +1,6 @@
-"""ratio_table.py's fields: the real fields of --data and the ferret-datasets
-variables (read through `nccopy -k nc4` and h5py), each with its fill value and
+"""ratio_table.py's fields: the real fields of --data, the ferret-datasets
+variables (read through `nccopy -k nc4` and h5py) and the held-out public
+fields of public_fields.py (read from its cache), each with its fill value and
 non-fill range, and the chunk shape of a chunking (whole, 4mib).
 
 Kept apart from the compressors and the tables so that what is measured (the
@@ -32,6 +33,9 @@ FERRET_FIELDS = (
     ("etopo5 ROSE", "etopo5.cdf", "ROSE"),
 )
 FERRET_DIR = "/usr/share/ferret-vis/data"
+# The field sets of --sets: the fields above (shared, ferret) and public_fields.py's (public).
+SETS = ("shared", "ferret", "public")
+DEFAULT_SETS = ("shared", "ferret")
 
 
 class Field:
@@ -97,6 +101,30 @@ def load_ferret_fields(ferret_dir, patterns, h5py):
                 else:
                     note = "_FillValue %g on no element: no fill value declared" % marker
             fields.append(Field(label, array, fill, "%s variable %s (%s)" % (path, variable, note)))
+    return fields
+
+
+def load_public_fields(directory, patterns):
+    """public_fields.py's held-out fields: extracted into directory when not cached
+    yet (absent sources are reported by public_fields.py and left out), each with
+    the fill value its manifest gives."""
+    import public_fields
+    fields = []
+    entries = public_fields.extract(directory)
+    if not entries:
+        print("ratio_table: no public field in %s (python3 tools/bench/public_fields.py extract --install)"
+              % directory, file=sys.stderr)
+    for entry in entries:
+        if not wanted(entry["name"], patterns):
+            continue
+        array = public_fields.load(entry, directory)
+        fill, note = None, "no fill value"
+        if entry["fill"] is not None:
+            fill = np.asarray(entry["fill"], dtype=array.dtype).reshape(-1)[0]
+            note = "fill %g on %d elements" % (fill, entry["fill_count"])
+        fields.append(Field(entry["name"], array, fill, "%s %s: %s %s%s (%s)" % (
+            entry["package"], entry["package_version"], entry["file"], entry["variable"],
+            "" if entry["index"] is None else "[%d]" % entry["index"], note)))
     return fields
 
 
