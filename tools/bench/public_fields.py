@@ -176,7 +176,7 @@ def to_field(array, marker, index):
     array = array.reshape([n for n in array.shape if n != 1])
     if array.dtype.kind in "iu":
         array = array.astype(np.float32)
-    if array.dtype not in (np.float32, np.float64):
+    if array.dtype.kind != "f" or array.dtype.itemsize not in (4, 8):
         raise ValueError("dtype %s is neither float32 nor float64" % array.dtype)
     array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     if marker is None:
