@@ -27,15 +27,15 @@
 //   u16 payload[...]      lane 0's words, then lane 1's, ..., each lane's in the
 //                         order its decoder reads them; the stream ends after them
 //
-// A table gives frequencies f over a range of symbols: gamma(lo + 1),
-// gamma(count + 1), then gamma(f + 1) for each of the symbols lo ..
-// lo + count - 1 (every other symbol has f = 0). gamma(v), v >= 1: with
+// A table gives frequencies f to the symbols it lists (every other symbol
+// has f = 0): gamma(u + 1), u the number of symbols listed, then for each of
+// them in increasing order gamma(s - p), p the previous listed symbol + 1 (0
+// for the first), and gamma(f(s)), f >= 1. gamma(v), v >= 1: with
 // b = floor(log2 v), b zero bits, then the b + 1 bits of v from the most
-// significant down. A table with count > 0 has f > 0 at both ends of its
-// range, and its frequencies sum to exactly T = 2^M. The run table covers
-// run tokens 0..63 (count > 0 always); the symbol table covers [0, A),
-// f(m) = 0, and is empty (count == 0, and then lo == 0) exactly when every
-// symbol is m.
+// significant down. The symbols lie in the table's alphabet, and a table with
+// u > 0 sums to exactly T = 2^M. The run table lists run tokens of 0..63
+// (u > 0 always); the symbol table lists symbols of [0, A), never m, and is
+// empty (u == 0) exactly when every symbol is m.
 // cum(s) = the sum of f(t) over t < s in the same table.
 //
 // Lanes: lane k holds symbols [k*S, min((k+1)*S, n)). Its tokens, as its

@@ -54,19 +54,19 @@ class BitWriter {
   size_t at_ = 0;
 };
 
+// A table: gamma(used + 1), then per used symbol, in increasing order, the
+// gap from the previous one (the first: s + 1) and f, both as gamma.
 void put_table(BitWriter& w, const std::vector<uint32_t>& freq) {
-  size_t lo = 0;
-  while (lo < freq.size() && freq[lo] == 0) ++lo;
-  if (lo == freq.size()) {  // empty: lo 0, count 0
-    w.gamma(1);
-    w.gamma(1);
-    return;
+  size_t used = 0;
+  for (const uint32_t f : freq) used += f != 0;
+  w.gamma(used + 1);
+  size_t next = 0;  // the previous used symbol + 1
+  for (size_t s = 0; s < freq.size(); ++s) {
+    if (freq[s] == 0) continue;
+    w.gamma(s + 1 - next);
+    w.gamma(freq[s]);
+    next = s + 1;
   }
-  size_t hi = freq.size() - 1;
-  while (freq[hi] == 0) --hi;
-  w.gamma(lo + 1);
-  w.gamma(hi - lo + 2);
-  for (size_t s = lo; s <= hi; ++s) w.gamma(uint64_t{freq[s]} + 1);
 }
 
 // Reads the tables' bit string from data[begin, end). `short_` turns true
@@ -105,34 +105,30 @@ class BitReader {
 };
 
 // One table over `size` symbols into freq (size entries) and cum (size + 1).
-// Returns false when the prefix ran out. `may_be_empty`: count == 0 allowed
-// (then lo must be 0 and every f 0).
+// Returns false when the prefix ran out. `may_be_empty`: used == 0 allowed.
 bool read_table(BitReader& r, size_t size, unsigned prob_bits, bool may_be_empty, std::vector<uint32_t>& freq,
                 std::vector<uint32_t>& cum) {
-  const uint64_t lo1 = r.gamma();
+  const uint64_t used = r.gamma() - 1;
   if (r.short_) return false;
-  const uint64_t count1 = r.gamma();
-  if (r.short_) return false;
-  const uint64_t lo = lo1 - 1, count = count1 - 1;
   freq.assign(size, 0);
   cum.assign(size + 1, 0);
-  if (count == 0) {
-    require_format(may_be_empty, "ANS: empty run table");
-    require_format(lo == 0, "ANS: an empty table must have lo 0");
-    return true;
-  }
-  require_format(lo < size && count <= size - lo, "ANS: table range outside its alphabet");
+  require_format(used > 0 || may_be_empty, "ANS: empty run table");
+  require_format(used <= size, "ANS: table lists more symbols than its alphabet");
   const uint64_t total = uint64_t{1} << prob_bits;
   uint64_t sum = 0;
-  for (uint64_t s = lo; s < lo + count; ++s) {
-    const uint64_t f1 = r.gamma();
+  uint64_t next = 0;  // the previous listed symbol + 1
+  for (uint64_t i = 0; i < used; ++i) {
+    const uint64_t gap = r.gamma();
+    const uint64_t f = r.gamma();
     if (r.short_) return false;
-    const uint64_t f = f1 - 1;
+    require_format(gap <= size - next, "ANS: table symbol outside its alphabet");
+    const uint64_t s = next + gap - 1;
     sum += f;
     require_format(sum <= total, "ANS: table frequencies exceed 2^M");
     freq[s] = static_cast<uint32_t>(f);
+    next = s + 1;
   }
-  require_format(freq[lo] != 0 && freq[lo + count - 1] != 0, "ANS: table range not tight");
+  if (used == 0) return true;
   require_format(sum == total, "ANS: table frequencies do not sum to 2^M");
   for (size_t s = 0; s < size; ++s) cum[s + 1] = cum[s] + freq[s];
   return true;
@@ -142,7 +138,7 @@ bool read_table(BitReader& r, size_t size, unsigned prob_bits, bool may_be_empty
 // whatever they hold: everything up to the tables, their longest bit string,
 // padding, and 6 bytes per lane.
 size_t head_bound(size_t tables_at, uint64_t lanes, const Config& config, size_t stream_size) {
-  const uint64_t bits = 4 * kMaxGammaBits + (uint64_t{kRunTokens} + config.alphabet) * (2 * config.prob_bits + 1);
+  const uint64_t bits = 2 * kMaxGammaBits + (uint64_t{kRunTokens} + config.alphabet) * 2 * kMaxGammaBits;
   const uint64_t bound = align4(tables_at + (bits + 7) / 8) + 6 * std::min<uint64_t>(lanes, stream_size / 6 + 1);
   return static_cast<size_t>(std::min<uint64_t>(bound, stream_size));
 }
