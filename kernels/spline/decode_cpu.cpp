@@ -2,17 +2,19 @@
 //
 // 1. Check the side stream before anything depends on it: its sizes and
 //    fields, the outlier list (strictly increasing, < N).
-// 2. Scatter anchors and outliers (their exact bits) into the output.
+// 2. Scatter the stored anchors (all, or the root alone with coarse levels)
+//    and the outliers (their exact bits) into the output; with coarse levels,
+//    decode the other anchors (coarse_cpu.cpp).
 // 3. Rebuild the tiles in parallel with the encoder's arithmetic
 //    (tile_cpu.hpp, spline_rules.hpp). A tile reads the codes of all the
 //    points it computes straight from the group streams (groups_cpu.hpp),
 //    every one below 2R, and checks the rows it owns (each element once):
-//    code 0 at its anchor, and the other code-0 points of a row exactly the
+//    code 0 at its stored anchor, and the other code-0 points of a row exactly the
 //    listed outliers in that row (found by binary search), counted. At code
 //    0 it reads the scattered value, which no tile writes; it writes only
 //    the points it owns with a nonzero code, so tiles never race.
 // 4. The tiles matched all K listed outliers: then code 0 is exactly at the
-//    anchors and the outliers (an outlier listed at an anchor or at a
+//    stored anchors and the outliers (an outlier listed at a stored anchor or at a
 //    nonzero code is never matched). Any failed check throws here.
 #include <cstring>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "common/error.hpp"
 #include "common/float_state.hpp"
 #include "spline/spline.hpp"
+#include "spline/coarse_cpu.hpp"
 #include "spline/groups_cpu.hpp"
 #include "spline/spline_rules.hpp"
 #include "spline/tile_cpu.hpp"
@@ -33,9 +36,11 @@ template <typename T>
 struct DecodeJob {
   rules::Grid grid;
   detail::GroupStreams<const uint8_t> codes;  // with the radius, from the side stream
-  uint8_t flags[rules::kMaxLevels] = {};
-  T steps[rules::kMaxLevels] = {};
+  uint8_t flags[rules::kMaxSideLevels] = {};
+  T steps[rules::kMaxSideLevels] = {};
   uint8_t* out = nullptr;
+  bool coarse = false;
+  const T* anchors = nullptr;  // what predictions read at each anchor (coarse_cpu.hpp)
 
   T out_at(size_t g) const { return load_le<T>(out + g * sizeof(T)); }
 };
@@ -69,18 +74,21 @@ Side parse_side(ByteSpan side, DecodeJob<T>& job) {
   const size_t width = sizeof(T);
   require_format(side.size >= 6, "spline: side stream too short");
   require_format(side.data[0] == grid.rank, "spline: rank does not match dims");
-  const unsigned levels = rules::level_count(grid.rank);
-  require_format(side.data[1] == levels, "spline: level count does not match the rank");
+  const unsigned levels = rules::side_level_count(grid, job.coarse);
+  require_format(side.data[1] == levels, "spline: level count does not match the rank and dims");
   job.codes.radius = load_le<uint32_t>(side.data + 2);
   require_format(job.codes.radius >= 1 && job.codes.radius <= rules::max_radius(job.codes.code_bytes),
                  "spline: radius out of range");
-  const rules::SideLayout layout = rules::side_layout(grid.rank, width, grid.tile_count);
+  const unsigned tile_levels = rules::level_count(grid.rank);
+  const rules::SideLayout layout = rules::side_layout(grid.rank, width, rules::stored_anchor_count(grid, job.coarse),
+                                                      levels - tile_levels);
   require_format(side.size >= layout.indices_at, "spline: side stream too short");
   for (unsigned k = 0; k < levels; ++k) {
     const uint8_t* at = side.data + layout.levels_at + k * layout.level_bytes;
     const unsigned level = levels - 1 - k;  // stored coarsest first
     job.flags[level] = at[0];
-    require_format(rules::flags_are_valid(at[0]), "spline: unknown level flags");
+    require_format(rules::flags_are_valid(at[0]) && (level < tile_levels || at[0] == 0),
+                   "spline: unknown level flags");  // the coarse levels' are 0
     job.steps[level] = load_le<T>(at + 1);
     require_format(rules::step_is_valid(job.steps[level]), "spline: level step not positive, normal and finite");
   }
@@ -106,7 +114,7 @@ Side parse_side(ByteSpan side, DecodeJob<T>& job) {
 }
 
 // What a tile's checks found (step 3): how many listed outliers it matched,
-// and whether its codes were valid (its anchor's 0, every code it read
+// and whether its codes were valid (its stored anchor's 0, every code it read
 // below 2R, the code-0 points it owns but its anchor exactly the listed
 // outliers in their rows).
 struct TileCheck {
@@ -131,6 +139,7 @@ TileCheck decode_tile(const DecodeJob<T>& job, const Side& side, size_t tile_ind
   // points but the anchor matched with the listed outliers of that row.
   bool has_zero[kMaxRegionRows];
   TileCheck check;
+  const bool stored_anchor = !job.coarse || tile_index == 0;  // local (0, 0, 0): code 0, not listed
   const uint32_t limit = 2 * job.codes.radius;
   for (size_t z = 0; z < frame.extent[0]; ++z)
     for (size_t y = 0; y < frame.extent[1]; ++y) {
@@ -147,7 +156,7 @@ TileCheck decode_tile(const DecodeJob<T>& job, const Side& side, size_t tile_ind
       if (z >= rows || y >= columns) continue;
       const size_t first = side.first_at_or_after(base);
       size_t k = first;
-      for (size_t x = z == 0 && y == 0 ? 1 : 0; x < width; ++x)  // (0, 0, 0) is the tile's anchor
+      for (size_t x = z == 0 && y == 0 && stored_anchor ? 1 : 0; x < width; ++x)
         if (codes[slot + x] == 0) {
           check.valid &= k < side.outliers && side.index(k) == base + x;
           ++k;
@@ -155,8 +164,11 @@ TileCheck decode_tile(const DecodeJob<T>& job, const Side& side, size_t tile_ind
       check.valid &= k >= side.outliers || side.index(k) >= base + width;  // no listed outlier left in the row
       check.matched += k - first;
     }
-  check.valid &= codes[0] == 0;  // the anchor at local (0, 0, 0)
+  check.valid &= !stored_anchor || codes[0] == 0;
   if (!check.valid) return check;
+  detail::for_each_corner(grid, frame, [&](size_t slot, size_t z, size_t y, size_t x) {
+    buffer[slot] = job.anchors[rules::corner_anchor(grid, frame, z, y, x)];
+  });
   const int32_t radius = static_cast<int32_t>(job.codes.radius);
   for (unsigned level = rules::level_count(grid.rank); level-- > 0;) {
     const T step = job.steps[level];
@@ -197,6 +209,7 @@ void decode_typed(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const rul
   job.codes.groups = rules::code_groups(grid);
   job.codes.code_bytes = format.code_bytes;
   job.codes.form = static_cast<unsigned>(format.code_form);
+  job.coarse = format.coarse_levels;
   const Side parsed = parse_side(side, job);
   for (unsigned g = 0; g < kCodeGroups; ++g) {
     require_format(codes[g].size == job.codes.groups.size[g] * format.code_bytes,
@@ -209,15 +222,16 @@ void decode_typed(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const rul
     out = owned->data();
   }
   job.out = out;
-  size_t a = 0;
-  for (size_t z = 0; z < grid.n[0]; z += grid.tile)
-    for (size_t y = 0; y < grid.n[1]; y += grid.tile)
-      for (size_t x = 0; x < grid.n[2]; x += grid.tile, ++a) {
-        const size_t g = (z * grid.n[1] + y) * grid.n[2] + x;
-        std::memcpy(job.out + g * width, parsed.anchors + a * width, width);
-      }
+  const size_t stored_anchors = rules::stored_anchor_count(grid, job.coarse);
+  for (size_t a = 0; a < stored_anchors; ++a) {
+    const size_t g = rules::global_index(grid, TileFrame(grid, a), 0, 0, 0);
+    std::memcpy(job.out + g * width, parsed.anchors + a * width, width);
+  }
   for (size_t k = 0; k < parsed.outliers; ++k)
     std::memcpy(job.out + parsed.index(k) * width, parsed.values + k * width, width);
+  std::vector<T> anchors;
+  detail::decode_anchors<T>(grid, job.codes, job.steps, job.coarse, job.out, anchors);
+  job.anchors = anchors.data();
   std::vector<TileCheck> checks(grid.tile_count);
   const size_t buffer_size = rules::tile_buffer_size(grid.rank);
   exec.parallel_for(grid.tile_count, [&](size_t tile_index) {

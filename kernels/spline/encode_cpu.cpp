@@ -1,5 +1,7 @@
 // CPU spline encoder (stream format: spline.hpp).
 //
+// 0. The anchors: raw, or with coarse levels predicted and quantized from
+//    the root (coarse_cpu.cpp); the tiles start from their x'.
 // 1. The per-level flags: all 0 (kOff) or tuned on a sample of tiles
 //    (tune_cpu.cpp).
 // 2. Every tile, in parallel, in a private working buffer: its points, then
@@ -19,6 +21,7 @@
 #include "common/cpu_features.hpp"
 #include "common/error.hpp"
 #include "common/float_state.hpp"
+#include "spline/coarse_cpu.hpp"
 #include "spline/encode_cpu.hpp"
 #include "spline/groups_cpu.hpp"
 #include "spline/spline.hpp"
@@ -40,7 +43,9 @@ void encode_tile(const EncodeJob<T>& job, const GroupStreams<uint8_t>& streams, 
   load_region(job, frame, buffer);
   if (job.fill_mask == nullptr) fills = nullptr;
   else load_fills(job, frame, fills);
-  for_each_corner(grid, frame, [&](size_t slot, size_t, size_t, size_t) { codes[slot] = 0; });
+  for_each_corner(grid, frame, [&](size_t slot, size_t z, size_t y, size_t x) {
+    codes[slot] = job.anchor_codes[rules::corner_anchor(grid, frame, z, y, x)];
+  });
   PointBatch<T> batch;
   for (unsigned level = grid_levels(grid); level-- > 0;) {
     const LevelQuantizer<T> lq = job.quantizers[level];
@@ -59,10 +64,12 @@ void encode_tile(const EncodeJob<T>& job, const GroupStreams<uint8_t>& streams, 
       const uint16_t* row = codes + frame.slot(z, y, 0);
       const size_t zeros =
           write_code_row(grid, streams, frame.origin[0] + z, frame.origin[1] + y, frame.origin[2], width, row);
-      const bool anchor_row = z == 0 && y == 0;  // its (0, 0, 0) is the tile's anchor, code 0
-      if (zeros == (anchor_row ? 1 : 0)) continue;
+      // Its (0, 0, 0) is the tile's anchor, code 0 and stored in the side
+      // stream: every anchor without coarse levels, the root alone with them.
+      const bool stored_anchor = z == 0 && y == 0 && (!job.coarse || tile_index == 0);
+      if (zeros == (stored_anchor ? 1 : 0)) continue;
       const size_t base = rules::global_index(grid, frame, z, y, 0);
-      for (size_t x = anchor_row ? 1 : 0; x < width; ++x)
+      for (size_t x = stored_anchor ? 1 : 0; x < width; ++x)
         if (row[x] == 0) outliers.push_back(base + x);
     }
 }
@@ -92,29 +99,30 @@ void merge_outliers(const rules::Grid& grid, std::vector<std::vector<size_t>>& l
   }
 }
 
-// Appends the side stream (spline.hpp): header, level flags and steps,
-// anchors in anchor-grid C order, then the outliers in index order (from
-// the tiles' lists, which it frees).
+// Appends the side stream (spline.hpp): header, level flags and steps (the
+// coarse levels' flags 0 and steps[l] above the tile levels), anchors in
+// anchor-grid C order (the root alone with coarse levels), then the outliers
+// in index order (from the tiles' lists, which it frees).
 template <typename T>
-void write_side(const EncodeJob<T>& job, std::vector<std::vector<size_t>>& tile_outliers, Bytes& side) {
+void write_side(const EncodeJob<T>& job, const T* steps, std::vector<std::vector<size_t>>& tile_outliers,
+                Bytes& side) {
   const rules::Grid& grid = job.grid;
   const uint8_t* input = job.input;
   const size_t width = sizeof(T);
   side.clear();
   side.push_back(static_cast<uint8_t>(grid.rank));
-  const unsigned levels = grid_levels(grid);
+  const unsigned levels = rules::side_level_count(grid, job.coarse);
   side.push_back(static_cast<uint8_t>(levels));
   append_le<uint32_t>(side, job.radius);
   for (unsigned level = levels; level-- > 0;) {
-    side.push_back(job.flags[level]);
-    append_le<T>(side, job.quantizers[level].step);
+    side.push_back(level < grid_levels(grid) ? job.flags[level] : 0);
+    append_le<T>(side, steps[level]);
   }
-  for (size_t z = 0; z < grid.n[0]; z += grid.tile)
-    for (size_t y = 0; y < grid.n[1]; y += grid.tile)
-      for (size_t x = 0; x < grid.n[2]; x += grid.tile) {
-        const size_t g = (z * grid.n[1] + y) * grid.n[2] + x;
-        side.insert(side.end(), input + g * width, input + (g + 1) * width);
-      }
+  const size_t stored_anchors = rules::stored_anchor_count(grid, job.coarse);
+  for (size_t t = 0; t < stored_anchors; ++t) {
+    const size_t g = rules::global_index(grid, rules::TileFrame(grid, t), 0, 0, 0);
+    side.insert(side.end(), input + g * width, input + (g + 1) * width);
+  }
   size_t outliers = 0;
   for (const std::vector<size_t>& list : tile_outliers) outliers += list.size();
   append_le<uint64_t>(side, outliers);
@@ -141,10 +149,17 @@ void encode_typed(ByteSpan in, ByteSpan fill_mask, const rules::Grid& grid, cons
   job.fill_mask = fill_mask.size != 0 ? fill_mask.data : nullptr;
   job.radius = config.radius;
   job.avx2 = cpu_has_avx2();
-  const unsigned levels = grid_levels(grid);
-  T steps[rules::kMaxLevels];
+  job.coarse = config.coarse_levels;
+  const unsigned levels = rules::side_level_count(grid, job.coarse);
+  T steps[rules::kMaxSideLevels];
   rules::level_steps<T>(eb, config.alpha, config.beta, levels, steps);
-  for (unsigned l = 0; l < levels; ++l) job.quantizers[l] = rules::make_level_quantizer<T>(steps[l], config.radius, eb);
+  LevelQuantizer<T> quantizers[rules::kMaxSideLevels];
+  for (unsigned l = 0; l < levels; ++l) quantizers[l] = rules::make_level_quantizer<T>(steps[l], config.radius, eb);
+  for (unsigned l = 0; l < grid_levels(grid); ++l) job.quantizers[l] = quantizers[l];
+  Anchors<T> anchors;  // the coarse levels run before the tuning: its sample tiles start from x' too
+  encode_anchors<T>(grid, in.data, job.fill_mask, job.coarse, quantizers, anchors);
+  job.anchors = anchors.values.data();
+  job.anchor_codes = anchors.codes.data();
   if (config.tuning == Tuning::kRatioFirst && grid.tile_count > 0) tune_ratio_first(job, exec);
   GroupStreams<uint8_t> streams;
   streams.groups = rules::code_groups(grid);
@@ -167,7 +182,7 @@ void encode_typed(ByteSpan in, ByteSpan fill_mask, const rules::Grid& grid, cons
     if (job.fill_mask != nullptr) fills.resize(buffer_size);
     encode_tile(job, streams, tile_index, buffer.data(), codes.data(), fills.data(), tile_outliers[tile_index]);
   });
-  write_side(job, tile_outliers, out.side);
+  write_side(job, steps, tile_outliers, out.side);
 }
 
 }  // namespace

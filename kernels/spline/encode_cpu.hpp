@@ -29,11 +29,15 @@ struct EncodeJob {
   uint8_t flags[rules::kMaxLevels] = {};              // by level l (0 finest)
   LevelQuantizer<T> quantizers[rules::kMaxLevels] = {};  // by level l
   bool avx2 = false;  // cpu_has_avx2() on the calling thread (quantize_batch)
+  bool coarse = false;  // coarse levels (spline.hpp): only the root's code 0 is not an outlier
+  const T* anchors = nullptr;             // what predictions read at each anchor (coarse_cpu.hpp)
+  const uint16_t* anchor_codes = nullptr;  // and its code
 };
 
 // Puts the tile's points inside the chunk into its working buffer: the
-// corners (anchors) as predictions read them (the exact values, 0 where not
-// finite), every other point as its input value, which the level walk reads
+// corners (anchors) as predictions read them (job.anchors: the exact values,
+// 0 where not finite, or the coarse levels' x'), every other point as its
+// input value, which the level walk reads
 // as the point's x before it sets the slot to what predictions read (a
 // point is computed once, and nothing reads it before).
 template <typename T>
@@ -43,8 +47,8 @@ void load_region(const EncodeJob<T>& job, const TileFrame& f, T* buffer) {
     for (size_t y = 0; y < f.extent[1]; ++y)
       std::memcpy(buffer + f.slot(z, y, 0), job.input + rules::global_index(grid, f, z, y, 0) * sizeof(T),
                   f.extent[2] * sizeof(T));  // little-endian hosts only (common/bytes.hpp)
-  for_each_corner(grid, f, [&](size_t slot, size_t, size_t, size_t) {
-    buffer[slot] = rules::prediction_value(buffer[slot]);
+  for_each_corner(grid, f, [&](size_t slot, size_t z, size_t y, size_t x) {
+    buffer[slot] = job.anchors[rules::corner_anchor(grid, f, z, y, x)];
   });
 }
 

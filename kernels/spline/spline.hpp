@@ -118,6 +118,12 @@ struct Config {
   double beta = 4.0;         //   alpha >= 1, beta >= 1
   Tuning tuning = Tuning::kRatioFirst;
   CodeForm code_form = CodeForm::kOffset;
+  // Coarse levels (above): the anchors predicted and coded from the root
+  // instead of stored raw. Off by default: the streams of older frames.
+  bool coarse_levels = false;
+  // The stage's config in the compact layout v2 (spline_stage.hpp); needed
+  // for coarse_levels, which the layout v1 cannot say.
+  bool compact_config = false;
 };
 
 constexpr unsigned kCodeGroups = 3;
@@ -132,6 +138,7 @@ struct CodeFormat {
   unsigned width = 4;
   unsigned code_bytes = 2;
   CodeForm code_form = CodeForm::kOffset;
+  bool coarse_levels = false;
 };
 
 // dims: 1 to 3 extents, slowest first. eb: the user's absolute bound, > 0 and
@@ -159,7 +166,9 @@ size_t decode_into(const ByteSpan (&codes)[kCodeGroups], ByteSpan side, const st
                    const CodeFormat& format, uint8_t* dst, size_t capacity, const Executor& exec = serial_executor());
 
 // The same over an encoder's output.
-inline CodeFormat format_of(const Config& config) { return {config.width, config.code_bytes, config.code_form}; }
+inline CodeFormat format_of(const Config& config) {
+  return {config.width, config.code_bytes, config.code_form, config.coarse_levels};
+}
 inline void decode(const Streams& streams, const std::vector<size_t>& dims, const CodeFormat& format, Bytes& out,
                    const Executor& exec = serial_executor()) {
   const ByteSpan codes[kCodeGroups] = {streams.codes[0], streams.codes[1], streams.codes[2]};

@@ -43,7 +43,10 @@ FZ_HOST_DEVICE inline size_t sample_tile(size_t j, size_t tile_count) {
 FZ_HOST_DEVICE inline size_t index_width_of(size_t n) { return n <= (uint64_t{1} << 32) ? 4 : 8; }
 
 // Byte offsets of the side stream's parts (spline.hpp): u8 rank, u8 L,
-// u32 radius, L x (u8 flags, step), anchors, u64 K, indices, values.
+// u32 radius, L x (u8 flags, step), anchors, u64 K, indices, values. With
+// coarse levels L counts them too (extra_levels = C) and the anchors are the
+// root alone (anchor_count 1; spline_coarse_rules.hpp, side_level_count and
+// stored_anchor_count).
 struct SideLayout {
   size_t levels_at = 6;
   size_t level_bytes = 0;  // 1 + W
@@ -54,10 +57,10 @@ struct SideLayout {
     return indices_at + outliers * index_width;
   }
 };
-inline SideLayout side_layout(unsigned rank, unsigned width, size_t anchor_count) {
+inline SideLayout side_layout(unsigned rank, unsigned width, size_t anchor_count, unsigned extra_levels = 0) {
   SideLayout s;
   s.level_bytes = 1 + width;
-  s.anchors_at = s.levels_at + level_count(rank) * s.level_bytes;
+  s.anchors_at = s.levels_at + (level_count(rank) + extra_levels) * s.level_bytes;
   s.count_at = s.anchors_at + anchor_count * width;
   s.indices_at = s.count_at + 8;
   return s;

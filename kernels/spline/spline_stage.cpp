@@ -17,10 +17,73 @@ SplineStage::SplineStage(const spline::Config& config, double enforced_bound, st
   if (config_.width != 4 && config_.width != 8) throw UsageError("spline: width must be 4 or 8");
   if (const char* problem = spline::rules::config_problem(config_)) throw UsageError(problem);
   if (!(std::isfinite(enforced_bound_) && enforced_bound_ > 0)) throw UsageError("spline: bound must be positive");
+  if (config_.coarse_levels && !config_.compact_config)
+    throw UsageError("spline: coarse levels need the compact config (v2), which says so");
 }
+
+std::unique_ptr<SplineStage> SplineStage::decoder_only(const spline::CodeFormat& format, std::vector<size_t> dims,
+                                                       bool fill_input) {
+  spline::Config config;  // the encoder's settings stay at defaults the constructor accepts; forward refuses
+  config.width = format.width;
+  config.code_bytes = format.code_bytes;
+  config.radius = 1;
+  config.code_form = format.code_form;
+  config.coarse_levels = format.coarse_levels;
+  config.compact_config = true;
+  auto stage = std::make_unique<SplineStage>(config, 1.0, std::move(dims), fill_input);
+  stage->decoder_only_ = true;
+  return stage;
+}
+
+void SplineStage::require_encoder() const {
+  if (decoder_only_)
+    throw UsageError("spline: a stage parsed from a v2 config only decodes (v2 leaves the bound, alpha and beta out)");
+}
+
+namespace {
+
+constexpr uint8_t kConfigV2 = 0x82;
+constexpr uint8_t kV2CoarseLevels = 1, kV2FillInput = 2;
+
+// Unsigned LEB128: 7 bits per byte, low groups first, high bit = more follows.
+void append_leb128(Bytes& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<uint8_t>(v));
+}
+
+// The canonical LEB128 at c[at] (no redundant high zero group, at most 64
+// bits); advances `at`. FormatError when malformed or cut short.
+uint64_t read_leb128(ByteSpan c, size_t& at) {
+  uint64_t v = 0;
+  for (unsigned shift = 0;; shift += 7) {
+    require_format(at < c.size, "spline stage: config v2 ends inside a dim");
+    const uint8_t byte = c.data[at++];
+    require_format(shift < 63 || byte <= 1, "spline stage: config v2 dim overflows 64 bits");
+    v |= uint64_t(byte & 0x7F) << shift;
+    if (!(byte & 0x80)) {
+      require_format(byte != 0 || shift == 0, "spline stage: config v2 dim not minimally encoded");
+      return v;
+    }
+  }
+}
+
+}  // namespace
 
 Bytes SplineStage::config() const {
   Bytes c;
+  if (config_.compact_config) {
+    c.push_back(kConfigV2);
+    c.push_back(static_cast<uint8_t>(config_.width));
+    c.push_back(static_cast<uint8_t>(config_.code_bytes));
+    c.push_back(static_cast<uint8_t>(config_.code_form));
+    c.push_back(static_cast<uint8_t>(dims_.size()));
+    for (size_t d : dims_) append_leb128(c, d);
+    c.push_back(static_cast<uint8_t>((config_.coarse_levels ? kV2CoarseLevels : 0) | (fill_input_ ? kV2FillInput : 0)));
+    return c;
+  }
   c.push_back(static_cast<uint8_t>(config_.width));
   c.push_back(static_cast<uint8_t>(config_.code_bytes));
   append_le<uint32_t>(c, config_.radius);
@@ -42,6 +105,7 @@ size_t SplineStage::fill_mask_bytes() const {
 }
 
 void SplineStage::forward(const std::vector<ByteSpan>& in, std::vector<Bytes>& out, const StageContext& ctx) const {
+  require_encoder();
   out.resize(kSidePort + 1);  // the pipeline hands in pooled buffers; reuse their capacity
   spline::Streams streams;
   for (unsigned g = 0; g < spline::kCodeGroups; ++g) streams.codes[g] = std::move(out[g]);
@@ -118,7 +182,35 @@ std::unique_ptr<Stage> make_spline(const spline::Config& config, double enforced
   return std::make_unique<SplineStage>(config, enforced_bound, std::move(dims), fill_input);
 }
 
+namespace {
+
+// Config v2 (spline_stage.hpp): a stage that only decodes.
+std::unique_ptr<Stage> parse_spline_v2(ByteSpan c) {
+  require_format(c.size >= 6, "spline stage: config v2 too short");
+  spline::CodeFormat format;
+  format.width = c.data[1];
+  format.code_bytes = c.data[2];
+  require_format(c.data[3] <= 2, "spline stage: unknown code form");
+  format.code_form = static_cast<spline::CodeForm>(c.data[3]);
+  const unsigned rank = c.data[4];
+  require_format(rank >= 1 && rank <= 3, "spline stage: bad rank");
+  size_t at = 5;
+  std::vector<size_t> dims;
+  for (unsigned i = 0; i < rank; ++i) dims.push_back(static_cast<size_t>(read_leb128(c, at)));
+  require_format(at + 1 == c.size, at < c.size ? "spline stage: bytes after config v2's flags"
+                                               : "spline stage: config v2 has no flags byte");
+  const uint8_t flags = c.data[at];
+  require_format((flags & ~(kV2CoarseLevels | kV2FillInput)) == 0, "spline stage: unknown config v2 flags");
+  format.coarse_levels = (flags & kV2CoarseLevels) != 0;
+  return config_error_as_format_error("spline", [&]() -> std::unique_ptr<Stage> {
+    return SplineStage::decoder_only(format, std::move(dims), (flags & kV2FillInput) != 0);
+  });
+}
+
+}  // namespace
+
 std::unique_ptr<Stage> parse_spline(ByteSpan c) {
+  if (c.size > 0 && c.data[0] == kConfigV2) return parse_spline_v2(c);
   require_format(c.size >= 33, "spline stage: config too short");
   spline::Config config;
   config.width = c.data[0];

@@ -23,6 +23,7 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
 
   void forward_device(const SplineStage& stage, const std::vector<DeviceBuffer>& in, std::vector<DeviceBuffer>& out,
                       DeviceWork& work) const override {
+    stage.require_encoder();
     const std::vector<size_t>& dims = stage.dims();
     const spline::Config& config = stage.predictor_config();
     auto* side_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
