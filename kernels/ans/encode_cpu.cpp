@@ -156,31 +156,33 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
   const uint8_t* data = symbols.data;
 
   // Symbol histogram, one per run (four interleaved tables hide the
-  // store-to-load latency of repeated symbols), and the largest symbol.
+  // store-to-load latency of repeated symbols; a symbol >= A is tallied in
+  // slot A, and refused below), and the largest symbol.
   std::vector<std::vector<uint64_t>> hists(runs.count);
   std::vector<uint32_t> largest(runs.count, 0);
   exec.parallel_for(runs.count, [&](size_t r) {
     const size_t begin = runs.first(r) * S, end = std::min<uint64_t>(n, runs.first(r + 1) * S);
-    std::vector<uint32_t> h(4 * 65536, 0);
+    const size_t width = A + 1;
+    const uint32_t cap = static_cast<uint32_t>(A);
+    std::vector<uint32_t> h(4 * width, 0);
     uint32_t top = 0;
     size_t i = begin;
     for (; i + 4 <= end; i += 4) {
       const uint64_t four = load_le<uint64_t>(data + 2 * i);
       const uint32_t a = four & 0xFFFF, b = (four >> 16) & 0xFFFF, c = (four >> 32) & 0xFFFF, d = four >> 48;
-      ++h[a];
-      ++h[65536 + b];
-      ++h[2 * 65536 + c];
-      ++h[3 * 65536 + d];
+      ++h[std::min(a, cap)];
+      ++h[width + std::min(b, cap)];
+      ++h[2 * width + std::min(c, cap)];
+      ++h[3 * width + std::min(d, cap)];
       top = std::max(top, std::max(std::max(a, b), std::max(c, d)));
     }
     for (; i < end; ++i) {
-      ++h[symbol_at(data, i)];
+      ++h[std::min<uint32_t>(symbol_at(data, i), cap)];
       top = std::max<uint32_t>(top, symbol_at(data, i));
     }
     largest[r] = top;
     hists[r].assign(A, 0);
-    for (size_t s = 0; s < std::min<size_t>(A, 65536); ++s)
-      hists[r][s] = uint64_t{h[s]} + h[65536 + s] + h[2 * 65536 + s] + h[3 * 65536 + s];
+    for (size_t s = 0; s < A; ++s) hists[r][s] = uint64_t{h[s]} + h[width + s] + h[2 * width + s] + h[3 * width + s];
   });
   for (size_t r = 0; r < runs.count; ++r) {
     if (largest[r] >= A) {
