@@ -220,8 +220,9 @@ std::vector<uint32_t> normalize(const std::vector<uint64_t>& counts, unsigned pr
     const uint64_t passes = std::min<uint64_t>(room, excess / active);
     taken += static_cast<uint32_t>(passes);
     excess -= passes * active;
-    if (excess < active) break;
+    // Those the passes brought to 1 take no part in the next pass, partial or whole.
     while (active > 0 && f[order[active - 1]] - taken == 1) --active;
+    if (excess < active) break;
   }
   for (size_t i = 0; i < active; ++i) f[order[i]] -= taken + (i < excess ? 1 : 0);
   for (size_t i = active; i < order.size(); ++i) f[order[i]] = 1;
