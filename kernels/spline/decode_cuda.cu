@@ -2,7 +2,8 @@
 // decode_kernels_cuda.cuh. Stream format: spline/spline.hpp; host interface:
 // spline/spline_cuda.hpp. The side stream is validated on the device (its
 // bytes may exist only there), in the CPU's terms (decode_cpu.cpp): header,
-// outlier list, codes; then anchors and outliers are scattered and the tiles
+// outlier list, codes; then anchors (or the root, and with coarse levels the
+// other anchors decoded in one block) and outliers are scattered and the tiles
 // rebuilt with the encoder's arithmetic (spline_rules.hpp), each reading its
 // codes straight from the three group streams (and checking the ones it owns).
 #include <cstddef>
@@ -20,13 +21,19 @@ using namespace detail;
 struct DecodeLayout {
   void* header;                    // DecodeHeader<T>
   unsigned long long* zero_codes;  // predicted points with code 0
+  void* anchors;                   // coarse levels: the anchors' values (T), or nullptr
   size_t total;
 };
 
-DecodeLayout decode_layout(void* scratch) {
+DecodeLayout decode_layout(void* scratch, const Grid& grid, bool coarse) {
   auto* base = static_cast<uint8_t*>(scratch);
   DecodeLayout l;
   size_t at = 0;
+  l.anchors = nullptr;
+  if (coarse) {
+    l.anchors = base + at;
+    at += aligned(grid.tile_count * sizeof(double));
+  }
   l.header = base + at;
   at += aligned(sizeof(DecodeHeader<double>));
   l.zero_codes = reinterpret_cast<unsigned long long*>(base + at);
@@ -41,9 +48,13 @@ cudaError_t decode_typed(const ConstCodeStreams& code_streams, const uint8_t* si
                          cudaStream_t stream) {
   const unsigned code_bytes = format.code_bytes;
   const unsigned form = static_cast<unsigned>(format.code_form);
-  const DecodeLayout l = decode_layout(scratch);
+  const bool coarse = format.coarse_levels;
+  const unsigned coarse_levels = coarse ? coarse_level_count(grid) : 0;
+  if (coarse_levels > kMaxDeviceCoarseLevels) return cudaErrorInvalidValue;
+  const DecodeLayout l = decode_layout(scratch, grid, coarse);
   auto* header = static_cast<DecodeHeader<T>*>(l.header);
-  const SideLayout layout = side_layout(grid.rank, sizeof(T), grid.tile_count);
+  const size_t stored_anchors = stored_anchor_count(grid, coarse);
+  const SideLayout layout = side_layout(grid.rank, sizeof(T), stored_anchors, coarse_levels);
   const CodeGroups groups = code_groups(grid);
   ConstGroupStreams codes;
   for (unsigned g = 0; g < kCodeGroups; ++g) codes.at[g] = code_streams.at[g];
@@ -57,21 +68,24 @@ cudaError_t decode_typed(const ConstCodeStreams& code_streams, const uint8_t* si
   if ((capacity + kCheckThreads - 1) / kCheckThreads > 0x7FFFFFFFu) return cudaErrorInvalidValue;
   cudaError_t err = cudaMemsetAsync(l.zero_codes, 0, sizeof(unsigned long long), stream);
   if (err != cudaSuccess) return err;
-  read_header<T><<<1, 1, 0, stream>>>(side, side_size, grid, code_bytes, layout, header, status);
+  read_header<T><<<1, 1, 0, stream>>>(side, side_size, grid, code_bytes, coarse, layout, header, status);
   if (capacity > 0)
     check_outliers<T><<<static_cast<unsigned>((capacity + kCheckThreads - 1) / kCheckThreads), kCheckThreads, 0,
-                        stream>>>(side, layout.indices_at, grid, groups, codes, code_bytes, form, capacity,
-                                  header, status);
-  const size_t scattered = grid.tile_count > capacity ? grid.tile_count : capacity;
+                        stream>>>(side, layout.indices_at, grid, groups, codes, code_bytes, form, coarse,
+                                  capacity, header, status);
+  const size_t scattered = stored_anchors > capacity ? stored_anchors : capacity;
   if (scattered > 0)
     scatter<T><<<static_cast<unsigned>((scattered + kCheckThreads - 1) / kCheckThreads), kCheckThreads, 0, stream>>>(
-        side, layout, grid, capacity, header, out);
+        side, layout, grid, stored_anchors, capacity, header, out);
+  T* anchors = static_cast<T*>(l.anchors);
+  if (coarse && grid.tile_count > 0)
+    decode_coarse<T><<<1, kCoarseThreads, 0, stream>>>(grid, groups, codes, code_bytes, form, header, out, anchors);
   if (grid.tile_count > 0) {
     const size_t shared = decode_shared_bytes<T>(grid.rank);
     err = allow_shared(decode_tiles<T>, shared);
     if (err != cudaSuccess) return err;
     decode_tiles<T><<<static_cast<unsigned>(grid.tile_count), kTileThreads, shared, stream>>>(
-        grid, groups, codes, code_bytes, form, header, out, l.zero_codes, status);
+        grid, groups, codes, code_bytes, form, header, anchors, out, l.zero_codes, status);
   }
   check_zero_count<T><<<1, 1, 0, stream>>>(header, l.zero_codes, status);
   return cudaGetLastError();
@@ -82,7 +96,7 @@ cudaError_t decode_typed(const ConstCodeStreams& code_streams, const uint8_t* si
 size_t decode_scratch_bytes(const std::vector<size_t>& dims, const CodeFormat& format) {
   Grid grid;
   if (grid_of(dims, grid) != GridCheck::kOk) return 0;
-  return decode_layout(nullptr).total;
+  return decode_layout(nullptr, grid, format.coarse_levels).total;
 }
 
 cudaError_t decode(const ConstCodeStreams& codes, const std::array<size_t, kCodeGroups>& code_sizes,

@@ -3,7 +3,8 @@
 // spline/spline_cuda.hpp. The steps and their inverses are computed on the
 // host by the CPU's own functions (spline_rules.hpp) and passed to every
 // kernel, so the device only repeats the per-element arithmetic. Order:
-//   1. the outlier bitmap, flags and tuning totals cleared;
+//   1. the outlier bitmap, flags and tuning totals cleared; with coarse
+//      levels, encode_coarse (one block: the anchors' values and codes);
 //   2. with Tuning::kRatioFirst, per level coarsest first: tune_level over the
 //      sample tiles (every flag choice in one block), then choose_flags
 //      (tune_cpu.cpp's rule); with Tuning::kOff the flags stay 0;
@@ -11,7 +12,8 @@
 //      streams (fill elements, when a fill mask is given, coded q = 0), the
 //      outliers into the bitmap;
 //   4. count_outliers, an exclusive scan of the span counts, write_outliers;
-//   5. write_header (K and the side stream's size), write_anchors.
+//   5. write_header (K and the side stream's size), write_anchors (the
+//      root alone with coarse levels).
 // Nothing synchronises: the engine captures this in a CUDA graph.
 #include <cub/device/device_scan.cuh>
 
@@ -38,16 +40,26 @@ struct EncodeLayout {
   uint64_t* offsets;            // their exclusive prefix sums
   uint32_t* outliers;           // bitmap, element order, kSpanWords words a span
   size_t outlier_bytes;
+  void* anchors;                // coarse levels: the anchors' values (T), or nullptr
+  uint16_t* anchor_codes;       // and their codes
   void* scan;
   size_t scan_bytes;
   size_t total;
 };
 
-EncodeLayout encode_layout(void* scratch, size_t elements) {
+EncodeLayout encode_layout(void* scratch, const Grid& grid, bool coarse) {
   auto* base = static_cast<uint8_t*>(scratch);
-  const size_t spans = spans_of(elements);
+  const size_t spans = spans_of(grid.elements);
   EncodeLayout l;
   size_t at = 0;
+  l.anchors = nullptr;
+  l.anchor_codes = nullptr;
+  if (coarse) {
+    l.anchors = base + at;
+    at += aligned(grid.tile_count * sizeof(double));
+    l.anchor_codes = reinterpret_cast<uint16_t*>(base + at);
+    at += aligned(grid.tile_count * sizeof(uint16_t));
+  }
   l.flags = base + at;
   at += aligned(kMaxLevels);
   l.totals = reinterpret_cast<unsigned long long*>(base + at);
@@ -94,13 +106,22 @@ cudaError_t encode_typed(const uint8_t* in, const uint8_t* fill_mask, const Grid
   job.fill_mask = fill_mask;
   job.radius = config.radius;
   job.code_bytes = config.code_bytes;
-  T steps[kMaxLevels];
-  level_steps<T>(eb, config.alpha, config.beta, levels, steps);
+  const bool coarse = config.coarse_levels;
+  CoarseParams<T> coarse_job;
+  CoarseSteps<T> coarse_steps;
+  coarse_job.levels = coarse_steps.levels = coarse ? coarse_level_count(grid) : 0;
+  if (coarse_job.levels > kMaxDeviceCoarseLevels) return cudaErrorInvalidValue;
+  T steps[kMaxSideLevels];
+  level_steps<T>(eb, config.alpha, config.beta, levels + coarse_job.levels, steps);
   for (unsigned l = 0; l < levels; ++l) job.quantizers[l] = make_level_quantizer<T>(steps[l], config.radius, eb);
+  for (unsigned m = 0; m < coarse_job.levels; ++m) {
+    coarse_job.quantizers[m] = make_level_quantizer<T>(steps[levels + m], config.radius, eb);
+    coarse_steps.steps[m] = steps[levels + m];
+  }
 
   const size_t spans = spans_of(grid.elements);
   if (spans > 0x7FFFFFFFu) return cudaErrorInvalidValue;
-  const EncodeLayout l = encode_layout(scratch, grid.elements);
+  const EncodeLayout l = encode_layout(scratch, grid, coarse);
   cudaError_t err = cudaMemsetAsync(l.flags, 0, kMaxLevels, stream);
   if (err == cudaSuccess)
     err = cudaMemsetAsync(l.totals, 0, kMaxLevels * kFlagChoices * sizeof(unsigned long long), stream);
@@ -108,6 +129,13 @@ cudaError_t encode_typed(const uint8_t* in, const uint8_t* fill_mask, const Grid
   if (err != cudaSuccess) return err;
 
   const unsigned tiles = static_cast<unsigned>(grid.tile_count);  // device_grid_of bounds it
+  if (coarse && tiles > 0) {
+    coarse_job.values = static_cast<T*>(l.anchors);
+    coarse_job.codes = l.anchor_codes;
+    encode_coarse<T><<<1, kCoarseThreads, 0, stream>>>(job, coarse_job, l.outliers);
+    job.anchors = coarse_job.values;
+    job.anchor_codes = coarse_job.codes;
+  }
   if (config.tuning == Tuning::kRatioFirst && tiles > 0) {
     const size_t shared = tune_shared_bytes<T>(grid.rank);
     err = allow_shared(tune_level<T>, shared);
@@ -135,29 +163,33 @@ cudaError_t encode_typed(const uint8_t* in, const uint8_t* fill_mask, const Grid
     err = scan_spans(l, spans, stream);
     if (err != cudaSuccess) return err;
   }
-  const SideLayout layout = side_layout(grid.rank, sizeof(T), grid.tile_count);
+  const size_t stored_anchors = stored_anchor_count(grid, coarse);
+  const SideLayout layout = side_layout(grid.rank, sizeof(T), stored_anchors, coarse_job.levels);
   if (spans > 0)
     write_outliers<T><<<static_cast<unsigned>(spans), kSpanThreads, 0, stream>>>(
         grid, in, l.outliers, l.counts, l.offsets, spans, layout.indices_at, side);
-  write_header<T><<<1, 1, 0, stream>>>(job, l.flags, l.counts, l.offsets, spans, layout, side, side_size);
-  if (tiles > 0)
-    write_anchors<T><<<(tiles + kSpanThreads - 1) / kSpanThreads, kSpanThreads, 0, stream>>>(grid, in,
-                                                                                          layout.anchors_at, side);
+  write_header<T><<<1, 1, 0, stream>>>(job, l.flags, l.counts, l.offsets, spans, layout, coarse_steps, side,
+                                       side_size);
+  if (stored_anchors > 0)
+    write_anchors<T><<<static_cast<unsigned>((stored_anchors + kSpanThreads - 1) / kSpanThreads), kSpanThreads, 0,
+                       stream>>>(grid, in, layout.anchors_at, stored_anchors, side);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-size_t max_side_bytes(const std::vector<size_t>& dims, unsigned width) {
+size_t max_side_bytes(const std::vector<size_t>& dims, unsigned width, bool coarse) {
   Grid grid;
   if (grid_of(dims, grid) != GridCheck::kOk) return 0;
-  return side_layout(grid.rank, width, grid.tile_count).indices_at + grid.elements * (index_width_of(grid.elements) + width);
+  const SideLayout layout =
+      side_layout(grid.rank, width, stored_anchor_count(grid, coarse), coarse ? coarse_level_count(grid) : 0);
+  return layout.indices_at + grid.elements * (index_width_of(grid.elements) + width);
 }
 
 size_t encode_scratch_bytes(const std::vector<size_t>& dims, const Config& config) {
   Grid grid;
   if (grid_of(dims, grid) != GridCheck::kOk) return 0;
-  return encode_layout(nullptr, grid.elements).total;
+  return encode_layout(nullptr, grid, config.coarse_levels).total;
 }
 
 std::array<size_t, kCodeGroups> code_group_bytes(const std::vector<size_t>& dims, unsigned code_bytes) {

@@ -22,7 +22,10 @@
 //                   exclusive scan of the counts) plus its rank in the span, so
 //                   the list is in index order whatever the schedule;
 //   write_header    rank, L, radius, per level flags and step, K, the size;
-//   write_anchors   one thread per anchor, in anchor-grid order.
+//   write_anchors   one thread per stored anchor (all, or the root alone
+//                   with coarse levels), in anchor-grid order.
+// With coarse levels encode_coarse (coarse_cuda.cuh) runs first, one block:
+// the anchors' values and codes, which tune_level and encode_tiles read.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -31,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "spline/coarse_cuda.cuh"
 #include "spline/groups_cuda.cuh"
 #include "spline/tiles_cuda.cuh"
 
@@ -51,6 +55,17 @@ struct EncodeParams {
   uint32_t radius;
   unsigned code_bytes;
   LevelQuantizer<T> quantizers[kMaxLevels];
+  // With coarse levels (coarse_cuda.cuh): the anchors' values and codes;
+  // nullptr without (the corners are the input's, their codes 0).
+  const T* anchors = nullptr;
+  const uint16_t* anchor_codes = nullptr;
+};
+
+// The coarse levels' steps for write_header (C of them, by m).
+template <typename T>
+struct CoarseSteps {
+  unsigned levels = 0;
+  T steps[kMaxDeviceCoarseLevels];
 };
 
 // rules::quantize, then rules::code_fill when the point is a fill element
@@ -90,7 +105,7 @@ __global__ void __launch_bounds__(kTileThreads, kTuneBlocks<T>)
   const TileFrame f(grid, sample_tile(blockIdx.x, grid.tile_count));
   const TileGeometry t = geometry_of(grid, f);
   if (threadIdx.x < kFlagChoices) block_cost[threadIdx.x] = 0;
-  load_region(grid, f, t, job.input, buffer, input);
+  load_region(grid, f, t, job.input, buffer, input, job.anchors);
   __syncthreads();
   {
     const LevelPlans coarser(t, [&](unsigned l) { return l > level ? flags[l] : uint8_t{0}; });
@@ -142,7 +157,8 @@ struct CodeOut {
 };
 
 // One block per tile: anchors, then the levels coarsest to finest; codes of
-// the owned points (the tile's own anchor, never visited, has code 0).
+// the owned points (the tile's own anchor, never visited, has code 0, or its
+// coarse levels' code; a coarse outlier's bit is encode_coarse's).
 template <typename T>
 __global__ void __launch_bounds__(kTileThreads, kTileBlocks<T>)
     encode_tiles(const __grid_constant__ EncodeParams<T> job, const uint8_t* flags, const __grid_constant__ CodeOut out) {
@@ -152,8 +168,8 @@ __global__ void __launch_bounds__(kTileThreads, kTileBlocks<T>)
   const TileFrame f(grid, blockIdx.x);
   const TileGeometry t = geometry_of(grid, f);
   const LevelPlans plans(t, [&](unsigned level) { return flags[level]; });
-  load_region(grid, f, t, job.input, buffer);
-  if (threadIdx.x == 0) codes[0] = 0;
+  load_region(grid, f, t, job.input, buffer, static_cast<T*>(nullptr), job.anchors);
+  if (threadIdx.x == 0) codes[0] = job.anchor_codes != nullptr ? job.anchor_codes[blockIdx.x] : uint16_t{0};
   __syncthreads();
   const unsigned B = t.tile;
   for (unsigned level = level_count(grid.rank); level-- > 0;) {
@@ -228,21 +244,26 @@ __global__ void __launch_bounds__(kSpanThreads)
   }
 }
 
-// Everything of the side stream but the anchors and the outliers; one thread.
+// Everything of the side stream but the anchors and the outliers; one
+// thread. The coarse levels (coarse_steps[m], level L + m; none without
+// coarse levels) with flags 0 above the tile levels.
 template <typename T>
-__global__ void write_header(EncodeParams<T> job, const uint8_t* flags, const uint64_t* counts,
-                             const uint64_t* offsets, size_t spans, SideLayout layout, uint8_t* side,
+__global__ void write_header(const __grid_constant__ EncodeParams<T> job, const uint8_t* flags,
+                             const uint64_t* counts, const uint64_t* offsets, size_t spans, SideLayout layout,
+                             const __grid_constant__ CoarseSteps<T> coarse_steps, uint8_t* side,
                              uint64_t* side_size) {
-  const unsigned levels = level_count(job.grid.rank);
+  const unsigned tile_levels = level_count(job.grid.rank);
+  const unsigned levels = tile_levels + coarse_steps.levels;
   side[0] = static_cast<uint8_t>(job.grid.rank);
   side[1] = static_cast<uint8_t>(levels);
   store_word<uint32_t>(side + 2, job.radius);
   for (unsigned k = 0; k < levels; ++k) {
     const unsigned level = levels - 1 - k;  // stored coarsest first
     uint8_t* at = side + layout.levels_at + k * layout.level_bytes;
-    at[0] = flags[level];
+    at[0] = level < tile_levels ? flags[level] : uint8_t{0};
+    const T step = level < tile_levels ? job.quantizers[level].step : coarse_steps.steps[level - tile_levels];
     Bits<T> bits;
-    memcpy(&bits, &job.quantizers[level].step, sizeof(T));
+    memcpy(&bits, &step, sizeof(T));
     store_word<Bits<T>>(at + 1, bits);
   }
   const uint64_t outliers = outlier_total(counts, offsets, spans);
@@ -250,10 +271,11 @@ __global__ void write_header(EncodeParams<T> job, const uint8_t* flags, const ui
   *side_size = layout.values_at(outliers, index_width_of(job.grid.elements)) + outliers * sizeof(T);
 }
 
+// The first `count` anchors: all of them, or the root alone (coarse levels).
 template <typename T>
-__global__ void write_anchors(Grid grid, const uint8_t* input, size_t anchors_at, uint8_t* side) {
+__global__ void write_anchors(Grid grid, const uint8_t* input, size_t anchors_at, size_t count, uint8_t* side) {
   const size_t a = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (a >= grid.tile_count) return;
+  if (a >= count) return;
   copy_value<T>(input + anchor_index(grid, a) * sizeof(T), side + anchors_at + a * sizeof(T));
 }
 

@@ -12,7 +12,7 @@
 // `fill_mask` is nullptr or ceil(N / 8) bytes of fill mask (spline.hpp);
 // codes.at[g] receives code group g (code_group_bytes(dims, code_bytes)[g]
 // bytes); `side` holds
-// max_side_bytes(dims, width) bytes and receives the side stream, whose
+// max_side_bytes(dims, width, config.coarse_levels) bytes and receives the side stream, whose
 // length (known only once the outliers are counted) is written to *side_size
 // (device memory) for the caller to read back. The tuning (Tuning::kRatioFirst)
 // runs on the device too, on the CPU's sample tiles with integer sums, so the
@@ -58,7 +58,7 @@ enum DecodeStatus : uint32_t {
 };
 
 // indices_at + N * (index width + width): the side stream with every element an outlier.
-size_t max_side_bytes(const std::vector<size_t>& dims, unsigned width);
+size_t max_side_bytes(const std::vector<size_t>& dims, unsigned width, bool coarse_levels = false);
 
 // The three code groups' sizes in bytes for dims (zeros for dims encode refuses).
 std::array<size_t, kCodeGroups> code_group_bytes(const std::vector<size_t>& dims, unsigned code_bytes);

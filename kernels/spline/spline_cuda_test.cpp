@@ -4,7 +4,9 @@
 // streams; hostile streams are refused (a nonzero status, or
 // cudaErrorInvalidValue for code streams of the wrong sizes) exactly where
 // the CPU throws FormatError, and never a write past the output (skipped
-// without a CUDA device).
+// without a CUDA device). With coarse levels (spline.hpp) the same: the
+// GPU's bytes the CPU's, each decoding the other's streams, hostile streams
+// refused alike.
 #include "spline/spline_cuda.hpp"
 
 #include <gtest/gtest.h>
@@ -71,7 +73,7 @@ spline::Streams gpu_encode(const Bytes& in, const Dims& dims, const spline::Conf
   const DeviceBuffer codes0(group_bytes[0] + kGuardBytes), codes1(group_bytes[1] + kGuardBytes),
       codes2(group_bytes[2] + kGuardBytes);
   const DeviceBuffer* codes[spline::kCodeGroups] = {&codes0, &codes1, &codes2};
-  const size_t side_capacity = spline::cuda::max_side_bytes(dims, config.width);
+  const size_t side_capacity = spline::cuda::max_side_bytes(dims, config.width, config.coarse_levels);
   const DeviceBuffer side(side_capacity + kGuardBytes);
   const DeviceBuffer side_size(sizeof(uint64_t));
   const DeviceBuffer scratch(spline::cuda::encode_scratch_bytes(dims, config));
@@ -166,6 +168,17 @@ void check_case(const Bytes& in, const Dims& dims, const spline::Config& config,
   EXPECT_EQ(decoded.launch, cudaSuccess);
   EXPECT_EQ(decoded.status, 0u);
   EXPECT_TRUE(decoded.out == *expected) << "decoded bytes differ";
+  // And the CPU decodes the GPU's streams (the same bytes, unless they differ above).
+  const std::optional<Bytes> from_gpu = cpu_decode(gpu, dims, format);
+  ASSERT_TRUE(from_gpu.has_value()) << "the CPU refuses the GPU's streams";
+  EXPECT_TRUE(*from_gpu == *expected) << "the CPU's decode of the GPU's streams differs";
+}
+
+// The same configs with coarse levels (spline.hpp, "Coarse levels").
+spline::Config with_coarse(spline::Config c) {
+  c.coarse_levels = true;
+  c.compact_config = true;
+  return c;
 }
 
 template <typename T>
@@ -318,6 +331,103 @@ TEST(SplineCuda, SpecialValuesFloat64) {
   check_specials<double>();
 }
 
+// Coarse levels: real fields (as stored, and float32 ones as float64),
+// ragged and tiny shapes, special values (at anchors too) and fill masks,
+// both tunings, every code form.
+template <typename T>
+void check_coarse_field(const testing::RealField& field) {
+  const std::vector<T> values = testing::field_values<T>(field);
+  const Bytes in = to_bytes(values);
+  const double range = value_range(values);
+  for (double relative : {1e-2, 1e-3, 1e-4})
+    for (spline::Tuning tuning : kTunings) {
+      SCOPED_TRACE(field.name + ", coarse levels");
+      check_case(in, field.dims, with_coarse(config_for(sizeof(T), tuning, 2, 4096)), relative * range);
+      check_case(in, field.dims, with_coarse(config_for(sizeof(T), tuning, 1, 128)), relative * range);
+      check_case(in, field.dims, with_coarse(config_for(sizeof(T), tuning, 2, 32768, spline::CodeForm::kZigzag)),
+                 relative * range);
+    }
+}
+
+TEST(SplineCuda, CoarseLevelsRealFieldsMatchTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  for (const auto& field : testing::real_fields()) {
+    if (field.f64) {
+      check_coarse_field<double>(field);
+    } else {
+      check_coarse_field<float>(field);
+      check_coarse_field<double>(field);
+    }
+  }
+}
+
+template <typename T>
+void check_coarse_shapes() {
+  for (const Dims& dims : ragged_shapes()) {
+    const Bytes in = to_bytes(smooth_field<T>(element_count(dims), dims.size()));
+    for (spline::Tuning tuning : kTunings)
+      for (double eb : {1e-1, 1e-3, 1e-5}) {
+        check_case(in, dims, with_coarse(config_for(sizeof(T), tuning, 2, 512)), eb);
+        check_case(in, dims, with_coarse(config_for(sizeof(T), tuning, 1, 1)), eb);
+        check_case(in, dims, with_coarse(config_for(sizeof(T), tuning, 1, 128, spline::CodeForm::kSigned)), eb);
+      }
+  }
+  // A long 1-D chunk: an anchor grid of 11719 points, 14 coarse levels.
+  const Bytes in = to_bytes(smooth_field<T>(3000000, 1));
+  check_case(in, Dims{3000000}, with_coarse(config_for(sizeof(T), spline::Tuning::kRatioFirst, 2, 4096)), 1e-3);
+}
+
+TEST(SplineCuda, CoarseLevelsShapesFloat32) {
+  FZ_SKIP_WITHOUT_CUDA();
+  check_coarse_shapes<float>();
+}
+TEST(SplineCuda, CoarseLevelsShapesFloat64) {
+  FZ_SKIP_WITHOUT_CUDA();
+  check_coarse_shapes<double>();
+}
+
+template <typename T>
+void check_coarse_specials() {
+  const std::vector<T> specials = special_values<T>();
+  for (const FieldWithSpecials<T>& field : fields_with_specials<T>()) {
+    std::vector<T> values = field.values;
+    for (spline::Tuning tuning : kTunings)
+      for (double eb : {1e-2, 1e-6})
+        check_case(to_bytes(values), field.dims, with_coarse(config_for(sizeof(T), tuning, 2, 512)), eb);
+    // A special value at every anchor.
+    const size_t tile = spline::rules::tile_size(static_cast<unsigned>(field.dims.size()));
+    for (size_t g = 0, k = 0; g < values.size(); ++g) {
+      size_t rest = g;
+      bool anchor = true;
+      for (size_t a = field.dims.size(); a-- > 0; rest /= field.dims[a]) anchor = anchor && (rest % field.dims[a]) % tile == 0;
+      if (anchor) values[g] = specials[k++ % specials.size()];
+    }
+    check_case(to_bytes(values), field.dims, with_coarse(config_for(sizeof(T), spline::Tuning::kRatioFirst, 2, 512)),
+               1e-3);
+  }
+}
+
+TEST(SplineCuda, CoarseLevelsSpecialValues) {
+  FZ_SKIP_WITHOUT_CUDA();
+  check_coarse_specials<float>();
+  check_coarse_specials<double>();
+}
+
+TEST(SplineCuda, CoarseLevelsFillMasks) {
+  FZ_SKIP_WITHOUT_CUDA();
+  for (const Dims& dims : std::vector<Dims>{{60, 40, 70}, {300, 200}, {70000}}) {
+    std::vector<float> values = smooth_field<float>(element_count(dims), 2);
+    Bytes mask((values.size() + 7) / 8, 0);
+    for (size_t g = 0; g < values.size(); ++g)
+      if (g < values.size() / 3 || g % 7 == 3) {
+        mask[g / 8] = static_cast<uint8_t>(mask[g / 8] | (1u << (g % 8)));
+        values[g] = -1e10f;
+      }
+    for (spline::Tuning tuning : kTunings)
+      check_case(to_bytes(values), dims, with_coarse(config_for(4, tuning, 2, 4096)), 1e-3, mask);
+  }
+}
+
 TEST(SplineCuda, AlphaBetaAndMisalignedBuffers) {
   FZ_SKIP_WITHOUT_CUDA();
   // Unaligned input and stream buffers: every word goes through byte loads.
@@ -404,8 +514,9 @@ struct HostileSample {
   size_t outliers;
 };
 
-HostileSample hostile_sample(const Dims& dims, unsigned width, unsigned code_bytes, spline::CodeForm form) {
-  HostileSample s{dims, {width, code_bytes, form}, code_bytes == 1 ? 64u : 512u, code_places(dims), {}, 0, 0};
+HostileSample hostile_sample(const Dims& dims, unsigned width, unsigned code_bytes, spline::CodeForm form,
+                             bool coarse) {
+  HostileSample s{dims, {width, code_bytes, form, coarse}, code_bytes == 1 ? 64u : 512u, code_places(dims), {}, 0, 0};
   const size_t n = element_count(dims);
   Bytes in(n * width);
   for (size_t i = 0; i < n; ++i) {
@@ -414,11 +525,13 @@ HostileSample hostile_sample(const Dims& dims, unsigned width, unsigned code_byt
     if (width == 4) store_le<float>(in.data() + 4 * i, static_cast<float>(v));
     else store_le<double>(in.data() + 8 * i, v);
   }
-  spline::encode(in, dims, config_for(width, spline::Tuning::kRatioFirst, code_bytes, s.radius, form), 1e-3,
-                 s.streams);
+  spline::Config config = config_for(width, spline::Tuning::kRatioFirst, code_bytes, s.radius, form);
+  if (coarse) config = with_coarse(config);
+  spline::encode(in, dims, config, 1e-3, s.streams);
   spline::rules::Grid grid;
   spline::rules::grid_of(dims, grid);
-  const auto layout = spline::rules::side_layout(grid.rank, width, grid.tile_count);
+  const auto layout = spline::rules::side_layout(grid.rank, width, spline::rules::stored_anchor_count(grid, coarse),
+                                                 coarse ? spline::rules::coarse_level_count(grid) : 0);
   s.indices_at = layout.indices_at;
   s.outliers = load_le<uint64_t>(s.streams.side.data() + layout.count_at);
   return s;
@@ -427,11 +540,13 @@ HostileSample hostile_sample(const Dims& dims, unsigned width, unsigned code_byt
 TEST(SplineCuda, HostileStreamsSetTheStatusWhereTheCpuThrows) {
   FZ_SKIP_WITHOUT_CUDA();
   std::mt19937_64 rng(7);
-  for (const Dims& dims : std::vector<Dims>{{20, 19, 33}, {70, 65}, {1000}}) {
+  for (const Dims& dims : std::vector<Dims>{{20, 19, 33}, {70, 65}, {1000}})
+    for (const bool coarse : {false, true})
     for (unsigned width : {4u, 8u})
       for (spline::CodeForm form : {spline::CodeForm::kOffset, spline::CodeForm::kSigned, spline::CodeForm::kZigzag}) {
-        SCOPED_TRACE("width " + std::to_string(width) + ", code form " + std::to_string(static_cast<int>(form)));
-        const HostileSample s = hostile_sample(dims, width, width == 4 ? 2 : 1, form);
+        SCOPED_TRACE("width " + std::to_string(width) + ", code form " + std::to_string(static_cast<int>(form)) +
+                     (coarse ? ", coarse levels" : ""));
+        const HostileSample s = hostile_sample(dims, width, width == 4 ? 2 : 1, form, coarse);
         const spline::Streams& streams = s.streams;
         const Bytes& side = streams.side;
         const unsigned code_bytes = s.format.code_bytes;
@@ -532,7 +647,6 @@ TEST(SplineCuda, HostileStreamsSetTheStatusWhereTheCpuThrows) {
           verdict(t, "bit flips, trial " + std::to_string(trial));
         }
       }
-  }
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
       codes.at[g] = static_cast<uint8_t*>(work.allocate(group_bytes[g]));
       out[g] = {codes.at[g], group_bytes[g], nullptr, nullptr};
     }
-    const size_t side_capacity = spline::cuda::max_side_bytes(dims, config.width);
+    const size_t side_capacity = spline::cuda::max_side_bytes(dims, config.width, config.coarse_levels);
     out[SplineStage::kSidePort] = {work.allocate(side_capacity), 0, side_size, nullptr, side_capacity};
     void* scratch = work.allocate(spline::cuda::encode_scratch_bytes(dims, config));
     work.check(spline::cuda::encode(in.at(0).data, fill_mask, dims, config, stage.enforced_bound(), codes,

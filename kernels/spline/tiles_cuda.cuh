@@ -92,15 +92,19 @@ __device__ __forceinline__ T* tile_buffer() {
 }
 
 // The tile's corners inside the chunk (its anchors, tile_cpu.hpp's
-// for_each_corner) from `values` (the input, or the decoder's scattered
+// for_each_corner) from `anchors` (the coarse levels' values,
+// coarse_cuda.cuh) when given, else from `values` (the decoder's scattered
 // output): what predictions read, 0 where not finite. Ends with a barrier.
 template <typename T>
-__device__ void load_corners(const Grid& grid, const TileFrame& f, const uint8_t* values, T* buffer) {
+__device__ void load_corners(const Grid& grid, const TileFrame& f, const uint8_t* values, T* buffer,
+                             const T* anchors = nullptr) {
   const unsigned c = threadIdx.x;
   if (c < 8) {
     const size_t z = ((c >> 2) & 1) * grid.tile, y = ((c >> 1) & 1) * grid.tile, x = (c & 1) * grid.tile;
     if (z < f.extent[0] && y < f.extent[1] && x < f.extent[2])
-      buffer[f.slot(z, y, x)] = prediction_value(load_value<T>(values, global_index(grid, f, z, y, x)));
+      buffer[f.slot(z, y, x)] = anchors != nullptr
+                                    ? anchors[corner_anchor(grid, f, z, y, x)]
+                                    : prediction_value(load_value<T>(values, global_index(grid, f, z, y, x)));
   }
   __syncthreads();
 }
@@ -314,7 +318,7 @@ __device__ __forceinline__ void for_each_owned_point(const TileGeometry& t, Visi
 // once, and no prediction reads a point before it is computed).
 template <bool kAligned, typename T>
 __device__ __forceinline__ void load_region_points(const Grid& grid, const TileFrame& f, const TileGeometry& t,
-                                                   const uint8_t* values, T* buffer, T* copy) {
+                                                   const uint8_t* values, T* buffer, T* copy, const T* anchors) {
   const uint8_t* base = values + global_index(grid, f, 0, 0, 0) * sizeof(T);
   const size_t plane = grid.n[1] * grid.n[2], row = grid.n[2];
   const unsigned corner_mask = t.tile - 1;
@@ -323,7 +327,8 @@ __device__ __forceinline__ void load_region_points(const Grid& grid, const TileF
     T v;
     if constexpr (kAligned) v = reinterpret_cast<const T*>(base)[i];
     else v = load_value<T>(base, i);
-    if (((z | y | x) & corner_mask) == 0) v = prediction_value(v);
+    if (((z | y | x) & corner_mask) == 0)  // a corner: the anchor as predictions read it
+      v = anchors != nullptr ? anchors[corner_anchor(grid, f, z, y, x)] : prediction_value(v);
     buffer[slot] = v;
     if (copy) copy[slot] = v;
   });
@@ -332,13 +337,16 @@ __device__ __forceinline__ void load_region_points(const Grid& grid, const TileF
 // load_region_points, with plain loads when the chunk is aligned to its
 // element width, as it is on every path the engine takes (the per-load
 // alignment test and byte loads cost a tenth of the encoder's loading).
+// The corners from `anchors` (the coarse levels' values, coarse_cuda.cuh)
+// when given, else the input's values as predictions read them.
 template <typename T>
 __device__ __forceinline__ void load_region(const Grid& grid, const TileFrame& f, const TileGeometry& t,
-                                            const uint8_t* values, T* buffer, T* copy = nullptr) {
+                                            const uint8_t* values, T* buffer, T* copy = nullptr,
+                                            const T* anchors = nullptr) {
   if ((reinterpret_cast<uintptr_t>(values) & (sizeof(T) - 1)) == 0)
-    load_region_points<true>(grid, f, t, values, buffer, copy);
+    load_region_points<true>(grid, f, t, values, buffer, copy, anchors);
   else
-    load_region_points<false>(grid, f, t, values, buffer, copy);
+    load_region_points<false>(grid, f, t, values, buffer, copy, anchors);
 }
 
 // Dynamic shared memory above the default 48 KiB needs the kernel's consent
