@@ -179,16 +179,20 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
     if (dims.empty() || expected != nbytes) {
       // Another filter ran first and changed the size: the elements are gone,
       // only bytes are left, and bytes are compressed losslessly.
-      say_once(said_bytes_fallback, "chunk of " + std::to_string(nbytes) + " bytes does not match the chunk shape (" +
-                                        std::to_string(expected.value_or(0)) + " bytes): compressed losslessly as bytes");
+      say_once(said_bytes_fallback, [&] {
+        return "chunk of " + std::to_string(nbytes) + " bytes does not match the chunk shape (" +
+               std::to_string(expected.value_or(0)) + " bytes): compressed losslessly as bytes";
+      });
       dtype = bytes_type();
       dims = {static_cast<uint64_t>(nbytes)};
       options.preset = Preset::Lossless;
       options.fill_value.clear();
       options.missing_value.clear();
     }
-    say_once(said_compress, "compressing chunks: " + describe(params) + ", threads " +
-                                (options.threads ? std::to_string(options.threads) : std::string("default")));
+    say_once(said_compress, [&] {
+      return "compressing chunks: " + describe(params) + ", threads " +
+             (options.threads ? std::to_string(options.threads) : std::string("default"));
+    });
     // The frame goes into HDF5's own buffer, over the chunk (compress_into
     // reads the chunk first): warm memory, where a new multi-megabyte buffer
     // costs its page faults on every chunk (2.5 us per 4 KiB page measured on
@@ -203,7 +207,8 @@ size_t compress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[], 
     // goes back in a buffer of its own size (FrameBufferChoice, environment.hpp).
     const FrameBufferChoice& frame_buffers = frame_buffers_from_environment();
     if (hand_back_frame_sized(written, *buf_size, frame_buffers.own)) {
-      say_once(said_frame_sized, frame_buffers.reason + ": frames handed back in buffers of their own size");
+      say_once(said_frame_sized,
+               [&] { return frame_buffers.reason + ": frames handed back in buffers of their own size"; });
       try {
         return hand_back(api, *buf, written, buf_size, buf);
       } catch (const std::bad_alloc&) {
@@ -233,9 +238,11 @@ size_t decompress_chunk(const Hdf5Api& api, size_t cd_count, const unsigned cd[]
     // The frame against the dataset's stored parameters (frame_check.hpp,
     // shared with the batch readers).
     const FrameExpectation target = check_frame(cd, cd_count, info);
-    say_once(said_decompress, "decompressing chunks (frame format " + std::to_string(info.version_major) + "." +
-                                  std::to_string(info.version_minor) + ", preset " + preset_name(info.preset) + ", " +
-                                  describe(info.dtype) + ")");
+    say_once(said_decompress, [&] {
+      return "decompressing chunks (frame format " + std::to_string(info.version_major) + "." +
+             std::to_string(info.version_minor) + ", preset " + preset_name(info.preset) + ", " +
+             describe(info.dtype) + ")";
+    });
     const size_t size = static_cast<size_t>(info.original_bytes);
     // A frame allowed to be shorter than the chunk (see check_frame) still
     // gets a whole chunk of buffer, zeros past its end, so that HDF5 copying

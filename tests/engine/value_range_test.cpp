@@ -9,20 +9,34 @@
 #include <random>
 #include <vector>
 
+#include "common/cpu_features.hpp"
 #include "common/testing/thread_executor.hpp"
 
 namespace fz::engine {
 namespace {
 
-// The definition, one element at a time: finite, not +0.0, not the fill value.
+// The definition, one element at a time: finite, not +0.0, not the fill or
+// the missing value (each noted when present).
 template <typename T, typename U>
-FiniteRange reference_range(const std::vector<T>& v, std::optional<uint64_t> fill) {
+FiniteRange reference_range(const std::vector<T>& v, std::optional<uint64_t> fill,
+                            std::optional<uint64_t> missing = std::nullopt) {
   FiniteRange r;
   for (T x : v) {
     U bits;
     std::memcpy(&bits, &x, sizeof bits);
-    if (bits == 0 || (fill && bits == static_cast<U>(*fill)) || !std::isfinite(x)) continue;
-    if (!r.any) r = {true, static_cast<double>(x), static_cast<double>(x)};
+    if (fill && bits == static_cast<U>(*fill)) {
+      r.has_fill = true;
+      continue;
+    }
+    if (missing && bits == static_cast<U>(*missing)) {
+      r.has_missing = true;
+      continue;
+    }
+    if (bits == 0 || !std::isfinite(x)) continue;
+    if (!r.any) {
+      r.any = true;
+      r.min = r.max = static_cast<double>(x);
+    }
     r.min = std::min<double>(r.min, x);
     r.max = std::max<double>(r.max, x);
   }
@@ -46,31 +60,58 @@ std::vector<T> mixed_values(size_t n, uint32_t seed, T fill) {
   return v;
 }
 
+// Bit for bit: a range's ends go into the pipeline key and NOA's bound.
+uint64_t bits_of(double x) {
+  uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
 template <typename T, typename U>
 void check_against_reference() {
   const T fill = T(-1e30);
   U fill_bits;
   std::memcpy(&fill_bits, &fill, sizeof fill_bits);
+  const T missing = T(9.5e29);
+  U missing_bits;
+  std::memcpy(&missing_bits, &missing, sizeof missing_bits);
   testing::ThreadExecutor three(3);
-  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{8}, size_t{33}, size_t{4097},
-                   size_t{70001}}) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{8}, size_t{16}, size_t{17},
+                   size_t{33}, size_t{4097}, size_t{70001}}) {
     for (uint32_t seed = 1; seed <= 20; ++seed) {
       std::vector<T> v = mixed_values<T>(n, seed * 7919 + static_cast<uint32_t>(n), fill);
       // Some lanes see only skipped elements; the extremes sit in every lane position.
       if (seed == 1) std::fill(v.begin(), v.end(), T(0.0));
       if (seed == 2)
         for (size_t i = 0; i < n; ++i) v[i] = i % 4 == 3 ? static_cast<T>(i) : fill;
+      // The missing value here and there, -0.0 as the only zero (the range's
+      // lowest end when the rest is positive).
+      if (seed == 3)
+        for (size_t i = 0; i < n; ++i) v[i] = i % 5 == 1 ? missing : std::fabs(v[i]);
+      if (seed == 4)
+        for (size_t i = 0; i < n; ++i) v[i] = i % 7 == 2 ? T(-0.0) : (std::isnan(v[i]) ? v[i] : std::fabs(v[i]) + 1);
       for (std::optional<uint64_t> f : {std::optional<uint64_t>{}, std::optional<uint64_t>{fill_bits}}) {
+        for (std::optional<uint64_t> m : {std::optional<uint64_t>{}, std::optional<uint64_t>{missing_bits}}) {
+          const FiniteRange want = reference_range<T, U>(v, f, m);
+          const ByteSpan bytes(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T));
+          // The AVX2 loops where the CPU has them, and the SSE2 ones.
+          for (bool optional_isa : {true, false}) {
+            set_optional_isa_for_testing(optional_isa);
+            for (const Executor* exec : {&serial_executor(), static_cast<const Executor*>(&three)}) {
+              const FiniteRange got = finite_range(bytes, sizeof(T), false, f, m, *exec);
+              ASSERT_EQ(got.any, want.any) << "n " << n << " seed " << seed;
+              EXPECT_EQ(got.has_fill, want.has_fill) << "n " << n << " seed " << seed;
+              EXPECT_EQ(got.has_missing, want.has_missing) << "n " << n << " seed " << seed;
+              if (want.any) {
+                EXPECT_EQ(bits_of(got.min), bits_of(want.min)) << "n " << n << " seed " << seed;
+                EXPECT_EQ(bits_of(got.max), bits_of(want.max)) << "n " << n << " seed " << seed;
+              }
+            }
+          }
+          set_optional_isa_for_testing(true);
+        }
         const FiniteRange want = reference_range<T, U>(v, f);
         const ByteSpan bytes(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T));
-        for (const Executor* exec : {&serial_executor(), static_cast<const Executor*>(&three)}) {
-          const FiniteRange got = finite_range(bytes, sizeof(T), false, f, *exec);
-          ASSERT_EQ(got.any, want.any) << "n " << n << " seed " << seed;
-          if (want.any) {
-            EXPECT_EQ(got.min, want.min) << "n " << n << " seed " << seed;
-            EXPECT_EQ(got.max, want.max) << "n " << n << " seed " << seed;
-          }
-        }
         // The same values stored big-endian give the same range.
         std::vector<uint8_t> swapped(bytes.size);
         for (size_t i = 0; i < v.size(); ++i)

@@ -10,8 +10,9 @@
 // the per-chunk cost of the engine alone, to set against what
 // compare_filters.py measures through HDF5 with the same chunks.
 //
-//   fz_bench [--data DIR] [--reps N] [--threads N] [--whole-only]
-//            [--preset lossless|pfpl|fzgpu|cusz] [--mode abs|noa|rel] [--bound B]
+//   fz_bench [--data DIR] [--reps N] [--threads N] [--whole-only | --chunks-only] [--field NAME]
+//            [--preset NAME (any of fz::preset_table(): lossless, cusz, cuszhi-cr, ...)]
+//            [--mode abs|noa|rel] [--bound B]
 //   data directory: --data, else $FZ_DATA, else ../shared/data beside the repo
 #include <algorithm>
 #include <chrono>
@@ -184,7 +185,8 @@ Measurement measure(const std::vector<Chunk>& chunks, const fz::DataType& dtype,
     std::vector<size_t> lengths(chunks.size());
     start = std::chrono::steady_clock::now();
     for (size_t i = 0; i < chunks.size(); ++i)
-      lengths[i] = fz::decompress_into(frames[i].data(), frames[i].size(), decoded[i].data(), decoded[i].size());
+      lengths[i] =
+          fz::decompress_into(frames[i].data(), frames[i].size(), decoded[i].data(), decoded[i].size(), options);
     m.decompress_seconds = std::min(m.decompress_seconds, seconds_since(start));
     for (size_t i = 0; i < chunks.size(); ++i)
       if (!round_trip_ok(chunks[i].bytes, decoded[i], lengths[i], dtype, options)) m.exact = false;
@@ -201,8 +203,8 @@ std::string shape_text(const std::vector<uint64_t>& dims) {
 }
 
 const char* const kUsage =
-    "usage: fz_bench [--data DIR] [--reps N] [--threads N] [--whole-only]\n"
-    "                [--preset lossless|pfpl|fzgpu|cusz] [--mode abs|noa|rel] [--bound B]\n";
+    "usage: fz_bench [--data DIR] [--reps N] [--threads N] [--whole-only | --chunks-only] [--field NAME]\n"
+    "                [--preset lossless|pfpl|fzgpu|cusz|cuszhi-tp|cuszhi-cr] [--mode abs|noa|rel] [--bound B]\n";
 
 int usage(const std::string& message) {
   std::fprintf(stderr, "fz_bench: %s\n%s", message.c_str(), kUsage);
@@ -275,6 +277,8 @@ int main(int argc, char** argv) {
   std::string data_dir = std::getenv("FZ_DATA") ? std::getenv("FZ_DATA") : FZ_DEFAULT_DATA_DIR;
   int repetitions = 5;
   bool whole_only = false;
+  bool chunks_only = false;  // with --field: one table of one field, for a profiler (perf record)
+  std::string only_field;
   fz::Options options;  // preset lossless unless --preset says otherwise
   unsigned all_threads = std::max(1u, std::thread::hardware_concurrency());
   for (int i = 1; i < argc; ++i) {
@@ -291,11 +295,10 @@ int main(int argc, char** argv) {
       } else if (arg == "--threads") {
         all_threads = static_cast<unsigned>(std::stoul(value()));
       } else if (arg == "--preset") {
-        std::string name = value();
-        bool found = false;
-        for (fz::Preset p : {fz::Preset::Lossless, fz::Preset::Pfpl, fz::Preset::Fzgpu, fz::Preset::Cusz})
-          if (name == fz::preset_name(p)) options.preset = p, found = true;
-        if (!found) throw std::runtime_error("unknown preset " + name);
+        const std::string name = value();
+        const fz::PresetInfo* info = fz::find_preset(name);  // any preset of the table (cuszhi-cr: issue 30)
+        if (!info || !info->available) throw std::runtime_error("unknown preset " + name);
+        options.preset = info->id;
       } else if (arg == "--mode") {
         std::string name = value();
         bool found = false;
@@ -306,6 +309,10 @@ int main(int argc, char** argv) {
         options.bound = std::stod(value());
       } else if (arg == "--whole-only") {
         whole_only = true;
+      } else if (arg == "--chunks-only") {
+        chunks_only = true;
+      } else if (arg == "--field") {
+        only_field = value();
       } else if (arg == "--help" || arg == "-h") {
         std::printf("%s", kUsage);
         return 0;
@@ -323,6 +330,7 @@ int main(int argc, char** argv) {
   int failures = 0;
   std::vector<Loaded> fields;
   for (const Field& field : real_fields()) {
+    if (!only_field.empty() && only_field != field.file) continue;
     std::string path = data_dir + "/" + field.file;
     Loaded loaded{&field, {}};
     if (!read_file(path, loaded.data)) {
@@ -347,8 +355,11 @@ int main(int argc, char** argv) {
   std::printf("fz_bench: engine %s, preset %s, best of %d, MB = 1e6 bytes of the field, "
               "threads 1 and %u (fz::Options::threads)\n\n",
               fz::version(), setting.c_str(), repetitions, all_threads);
-  std::printf("whole field as one chunk:\n\n");
-  failures += run_table(fields, true, all_threads, repetitions, options);
+  if (!only_field.empty() && fields.empty() && !failures) return usage("no field named " + only_field);
+  if (!chunks_only) {
+    std::printf("whole field as one chunk:\n\n");
+    failures += run_table(fields, true, all_threads, repetitions, options);
+  }
   if (!whole_only) {
     std::printf("h5py's default chunks (edge chunks padded), one engine call per chunk:\n\n");
     failures += run_table(fields, false, all_threads, repetitions, options);
