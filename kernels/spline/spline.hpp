@@ -8,7 +8,8 @@
 // computes its points at local coordinates 0..B on every axis (the points at
 // local B, its "halo", belong to the next tile, which computes them the same
 // way) whose global coordinate is < n_k. It never reads another tile's work.
-// Anchors: the points whose every coordinate is a multiple of B, stored exactly.
+// Anchors: the points whose every coordinate is a multiple of B, stored exactly
+// (or, with coarse levels, coded from the root: below).
 //
 // Levels. Unit u runs B/2, B/4, ..., 1 (level l = log2(u): 3..0 in 3-D, 5..0
 // in 2-D, 7..0 in 1-D). At level u the points of the 2u-grid are known; the
@@ -48,15 +49,45 @@
 // accepted: code 0, the element is an outlier stored exactly, and its exact
 // value is what later predictions read (0 if it is not finite).
 //
+// Coarse levels (optional; the decoder is told, by config v2's flag): the
+// anchors are not stored but predicted and quantized as every other point,
+// by levels over the anchor grid, before any tile level, from one stored
+// point, the root (0, 0, 0). The anchor grid has extents A_k = ceil(n_k / B)
+// (the multiples of B below n_k; 1 on a padded or n_k = 1 axis). Coarse level
+// m = C-1 .. 0 has unit u = B 2^m (v = 2^m anchors), level number l = L + m
+// with L = log2(B), its step step_l by the rule below; C is the smallest
+// count with 2^C >= max A_k (0 for a chunk of one anchor: the root alone).
+// Each coarse level runs the passes of a tile level with flags 0 (axes
+// slowest to fastest, not-a-knot cubic; no tuning), on global coordinates:
+// the table below with hasA = g - 3u >= 0, hasC = g + u < n, hasD = g + 3u
+// < n (no tile bound). Quantization, outliers (listed in the one outlier
+// list, their exact value read by later predictions) and fill elements as
+// for any point; the codes go to the anchors' slots of code group 2. The
+// tiles then start from the anchors' x' (the exact value at the root and
+// at outliers, 0 if not finite) as they start from stored anchors without.
+//
 // Fill elements (encoder only, optional): given a fill mask (the FILLMASK
 // stage's mask stream: bit i % 8 of byte i / 8 set iff element i is the
-// chunk's fill value), a fill element that is not an anchor is coded
+// chunk's fill value), a fill element that is not a stored anchor (every
+// anchor, or with coarse levels the root alone) is coded
 // q = 0 whatever its value, so x' = fl_T(p + fl_T(0 * step)), its
 // prediction; only when that x' is not finite is it quantized as above.
 // The decoder is told nothing and computes the same x' (the fill mask stage
 // puts the fill value back after it). Land and missing data then cost one
 // frequent code each, and the values of their points continue the field
 // smoothly for their neighbours' predictions.
+//
+// Stage config (docs/FORMAT.md, section 2; spline_stage.hpp). v1 starts
+// with its width byte (4 or 8; its layout in section 2). v2, the compact
+// one (no v1 config starts with 0x82):
+//   u8 0x82 | u8 width (4, 8) | u8 code_bytes (1, 2) | u8 code form (0..2) |
+//   u8 rank (1..3) | rank x dims, unsigned LEB128 (7 bits a byte, low group
+//   first, high bit set = more follow; canonical: no 0 last byte after the
+//   first, at most 64 bits) | u8 flags (bit 0 coarse levels, bit 1 a fill
+//   input; other bits 0), and no byte after.
+// v2 holds only what the decoder needs: the bound, alpha, beta and the
+// tuning are the encoder's, the radius and the steps are in the side
+// stream. A stage parsed from v2 only decodes. Coarse levels need v2.
 //
 // Streams:
 //   codes0, codes1, codes2: the codes in three groups by the level of their
@@ -69,16 +100,19 @@
 //          - R modulo 2^(8 code_bytes) (q in two's complement, -R at anchors
 //          and outliers); zigzag = that v, read as a signed word of b = 8
 //          code_bytes bits, as 2v (v >= 0) or -2v - 1 (v < 0), i.e. (v << 1)
-//          XOR (v >>arithmetic (b - 1)) modulo 2^b. Anchors and outliers have
-//          code 0; any other code 0 is malformed, and so is any code >= 2R.
-//   side:  u8 rank | u8 levels L | u32 radius | per level l = L-1 .. 0: u8 flags (bit 0
-//          reverse; bits 1-2 the interpolation, 0..2; other bits 0) and
-//          step_l (W bytes, T) |
-//          anchors (W bytes each, anchor-grid C order) |
+//          XOR (v >>arithmetic (b - 1)) modulo 2^b. Stored anchors and
+//          outliers have code 0; any other code 0 is malformed, and so is
+//          any code >= 2R.
+//   side:  u8 rank | u8 levels L' (L, or L + C with coarse levels) | u32
+//          radius | per level l = L'-1 .. 0: u8 flags (bit 0 reverse; bits
+//          1-2 the interpolation, 0..2; other bits 0; 0 at coarse levels)
+//          and step_l (W bytes, T) |
+//          anchors (W bytes each, anchor-grid C order; with coarse levels
+//          the root alone) |
 //          u64 outlier count K | K indices (u32 if N <= 2^32, else u64;
 //          strictly increasing) | K values (W bytes each, the element's bits)
 // The side stream has no bytes after the outlier values; a chunk with no
-// elements still has the header and L levels, no anchors and K = 0.
+// elements still has the header and L' levels, no anchors and K = 0.
 // The same bytes for any thread count.
 #pragma once
 
