@@ -3,7 +3,8 @@
 // codes at loose bounds, where three codes in four are the most frequent one
 // and a Huffman code cannot spend less than a bit on each: a run of that
 // symbol becomes one token, and rANS codes every token in its information
-// content (issue 30 item 2; docs/PERFORMANCE.md has the measurements).
+// content (issue 30 item 2; tools/bench/code_entropy_bench.cpp measures it
+// against today's Huffman > rze).
 //
 // Config (9 bytes): u32 A, the alphabet size (symbols lie in [0, A), 2..65536);
 // u8 M, the probability bits (2^M >= A, 2^M >= 64, M <= 16); u32 S, the
