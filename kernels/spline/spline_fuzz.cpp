@@ -15,7 +15,9 @@
 // bit 1: float64 instead of float32; bits 2-3: rank - 1 (0..2); bit 4: 1-byte
 // codes; bit 5: tuning off; bit 6: the signed code form. Bytes 1-3: extents,
 // byte 4: radius and bound (hostile: bit 7 a code stream one byte short,
-// bits 5-6 which).
+// bits 5-6 which); coarse levels (spline.hpp) with bit 5 (round trip) or
+// bit 0 (hostile): then only the root is a stored anchor (code 0, exact),
+// and every other anchor is checked as any predicted point.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -78,6 +80,7 @@ void round_trip(const uint8_t* data, size_t size, unsigned rank, const uint8_t* 
   if (code_bytes == 1 && c.radius > 128) c.radius = 128;
   c.tuning = tuned ? fz::spline::Tuning::kRatioFirst : fz::spline::Tuning::kOff;
   c.code_form = form;
+  c.coarse_levels = c.compact_config = (knob & 0x20) != 0;
   const fz::spline::CodeFormat format = fz::spline::format_of(c);
   fz::spline::Streams s;
   fz::spline::encode(fz::ByteSpan(data, n * sizeof(T)), dims, c, bound, s);
@@ -92,7 +95,7 @@ void round_trip(const uint8_t* data, size_t size, unsigned rank, const uint8_t* 
     T x, y;
     std::memcpy(&x, data + g * sizeof(T), sizeof(T));
     std::memcpy(&y, out.data() + g * sizeof(T), sizeof(T));
-    const bool anchor = is_anchor(dims, g);
+    const bool anchor = c.coarse_levels ? g == 0 : is_anchor(dims, g);  // a stored anchor
     const uint32_t code = inputs::code_at(s, places, format, c.radius, g);
     if (code >= 2 * c.radius) __builtin_trap();
     if (anchor && code != 0) __builtin_trap();
@@ -169,7 +172,8 @@ void hostile_decode(const uint8_t* data, size_t size, unsigned width, unsigned r
   }
   fz::Bytes out;
   try {
-    fz::spline::decode(codes, fz::ByteSpan(data + at, size - at), dims, {width, code_bytes, form}, out);
+    fz::spline::decode(codes, fz::ByteSpan(data + at, size - at), dims, {width, code_bytes, form, (knob & 1) != 0},
+                       out);
     if (out.size() != n * width) __builtin_trap();
   } catch (const fz::FormatError&) {
   }

@@ -273,7 +273,7 @@ Bytes ramp(ByteSpan raw, const std::vector<size_t>& dims, bool spikes, bool flat
 
 // Ramps in 1, 2 and 3 axes (the slowest extent follows the input's length),
 // both widths, 1- and 2-byte codes, every code form, both tunings, spikes
-// as outliers, and a fill mask.
+// as outliers, a fill mask, and coarse levels (config v2).
 std::vector<StageSample> spline_stage_samples() {
   struct Shape {
     const char* label;
@@ -285,6 +285,7 @@ std::vector<StageSample> spline_stage_samples() {
     bool spikes;
     std::vector<size_t> inner;
     bool fill = false;  // every 5th element and every element after a raw byte's multiple of 7 a fill element
+    bool coarse = false;  // coarse levels, config v2
   };
   using spline::CodeForm;
   using spline::Tuning;
@@ -296,7 +297,10 @@ std::vector<StageSample> spline_stage_samples() {
       {"spline3d-f32-zigzag", 4, 2, 32768, Tuning::kRatioFirst, CodeForm::kZigzag, false, {9, 10}},
       {"spline1d-f64-c1-zigzag", 8, 1, 100, Tuning::kOff, CodeForm::kZigzag, false, {}},
       // Fill elements are coded q = 0 with x' = their prediction, exact on a flat ramp: the inverse gives the input.
-      {"spline2d-f32-fill", 4, 2, 512, Tuning::kRatioFirst, CodeForm::kOffset, false, {67}, true}};
+      {"spline2d-f32-fill", 4, 2, 512, Tuning::kRatioFirst, CodeForm::kOffset, false, {67}, true},
+      // Coarse levels (config v2): the anchors coded from the root, spikes among them as outliers.
+      {"spline3d-f32-coarse-spikes", 4, 2, 1, Tuning::kRatioFirst, CodeForm::kOffset, true, {13, 17}, false, true},
+      {"spline1d-f64-coarse-fill", 8, 2, 512, Tuning::kOff, CodeForm::kZigzag, false, {}, true, true}};
   std::vector<StageSample> samples;
   for (const Shape& shape : shapes)
     samples.push_back({shape.label, [shape](ByteSpan raw) {
@@ -313,6 +317,7 @@ std::vector<StageSample> spline_stage_samples() {
                          config.code_form = shape.form;
                          config.alpha = 1;
                          config.beta = 1;
+                         config.coarse_levels = config.compact_config = shape.coarse;
                          StageCase c{make_spline(config, 0.5, dims, shape.fill), {}};
                          c.inputs.push_back(shape.width == 4 ? ramp<float>(raw, dims, shape.spikes, shape.fill)
                                                              : ramp<double>(raw, dims, shape.spikes, shape.fill));
