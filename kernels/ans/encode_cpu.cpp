@@ -219,59 +219,80 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
   for (size_t t = 0; t < kRunTokens; ++t) enc[t] = make_symbol(run_freq[t], run_cum[t], config.prob_bits);
   for (size_t s = 0; s < A; ++s) enc[kRunTokens + s] = make_symbol(symbol_freq[s], symbol_cum[s], config.prob_bits);
 
-  // The lanes, kInterleave at a time, each run's words gathered in its own buffer.
-  std::vector<std::vector<uint16_t>> run_words(runs.count);
-  std::vector<uint32_t> states(lanes);
-  std::vector<uint16_t> word_counts(lanes);
-  exec.parallel_for(runs.count, [&](size_t r) {
-    std::vector<uint32_t> pos(S), tokens(kInterleave * (2 * S + 1));
-    std::vector<uint16_t> scratch(kInterleave * (2 * S + 1));
-    std::vector<uint16_t>& words = run_words[r];
-    uint32_t* tok[kInterleave];
-    uint16_t* end[kInterleave];
-    uint16_t* begin[kInterleave];
-    size_t nt[kInterleave];
-    for (size_t i = 0; i < kInterleave; ++i) {
-      tok[i] = tokens.data() + i * (2 * S + 1);
-      end[i] = scratch.data() + (i + 1) * (2 * S + 1);
-    }
-    const size_t last = runs.first(r + 1);
-    for (size_t first = runs.first(r); first < last; first += kInterleave) {
-      const size_t count = std::min(kInterleave, last - first);
-      for (size_t i = 0; i < count; ++i) {
-        const size_t len = lane_len(first + i);
-        const uint8_t* at = data + 2 * (first + i) * S;
-        nt[i] = lane_tokens(at, pos.data(), gather_others(at, len, m, pos.data()), len, tok[i]);
-      }
-      code_lanes(count, tok, nt, enc.data(), end, begin, states.data() + first);
-      for (size_t i = 0; i < count; ++i) {
-        word_counts[first + i] = static_cast<uint16_t>(end[i] - begin[i]);
-        words.insert(words.end(), begin[i], end[i]);
-      }
-    }
-  });
-
+  // The lanes, in batches of kBatchLanes per worker: each worker codes its
+  // part of a batch, kInterleave lanes at a time, into its own buffer, and
+  // the buffers are appended to `out` in lane order before the next batch.
+  // So memory stays about the stream itself: `out` is reserved at method 0's
+  // size up front (pages are only touched as words arrive), and once the
+  // words make the stream no smaller than method 0's (noise) coding stops.
   const Bytes head = format::write_head(n, m, run_freq, symbol_freq);
-  size_t total_words = 0;
-  for (const auto& w : run_words) total_words += w.size();
-  const size_t coded_size = head.size() + 6 * lanes + 2 * total_words;
   size_t varint_bytes = 1;
   for (uint64_t v = n; v >= 0x80; v >>= 7) ++varint_bytes;
-  if (coded_size >= varint_bytes + 1 + 2 * n) {  // method 0's size
+  const size_t stored_size = varint_bytes + 1 + 2 * n;
+  const size_t states_at = head.size(), words_at = states_at + 4 * lanes, payload_at = words_at + 2 * lanes;
+  if (payload_at >= stored_size) {
     out = format::write_stored(symbols);
     return;
   }
-  out.assign(head.begin(), head.end());
-  const size_t states_at = out.size(), words_at = states_at + 4 * lanes, payload_at = words_at + 2 * lanes;
-  out.resize(coded_size);
+  out.clear();
+  out.reserve(stored_size);
+  out.insert(out.end(), head.begin(), head.end());
+  out.resize(payload_at, 0);
+  std::vector<std::vector<uint16_t>> run_words(runs.count);
+  std::vector<uint32_t> states(lanes);
+  std::vector<uint16_t> word_counts(lanes);
+  constexpr size_t kBatchLanes = 64;
+  const size_t batch = kBatchLanes * runs.count;
+  bool too_big = false;
+  for (size_t b0 = 0; b0 < lanes && !too_big; b0 += batch) {
+    const size_t b1 = std::min<size_t>(lanes, b0 + batch);
+    const Runs part{runs.count, b1 - b0};
+    exec.parallel_for(runs.count, [&](size_t r) {
+      std::vector<uint32_t> pos(S), tokens(kInterleave * (2 * S + 1));
+      std::vector<uint16_t> scratch(kInterleave * (2 * S + 1));
+      std::vector<uint16_t>& words = run_words[r];
+      words.clear();
+      uint32_t* tok[kInterleave];
+      uint16_t* end[kInterleave];
+      uint16_t* begin[kInterleave];
+      size_t nt[kInterleave];
+      for (size_t i = 0; i < kInterleave; ++i) {
+        tok[i] = tokens.data() + i * (2 * S + 1);
+        end[i] = scratch.data() + (i + 1) * (2 * S + 1);
+      }
+      const size_t last = b0 + part.first(r + 1);
+      for (size_t first = b0 + part.first(r); first < last; first += kInterleave) {
+        const size_t count = std::min(kInterleave, last - first);
+        for (size_t i = 0; i < count; ++i) {
+          const size_t len = lane_len(first + i);
+          const uint8_t* at = data + 2 * (first + i) * S;
+          nt[i] = lane_tokens(at, pos.data(), gather_others(at, len, m, pos.data()), len, tok[i]);
+        }
+        code_lanes(count, tok, nt, enc.data(), end, begin, states.data() + first);
+        for (size_t i = 0; i < count; ++i) {
+          word_counts[first + i] = static_cast<uint16_t>(end[i] - begin[i]);
+          words.insert(words.end(), begin[i], end[i]);
+        }
+      }
+    });
+    for (const auto& w : run_words) {
+      if (out.size() + 2 * w.size() >= stored_size) {
+        too_big = true;
+        break;
+      }
+      const size_t at = out.size();
+      out.resize(at + 2 * w.size());
+      if (!w.empty()) std::memcpy(out.data() + at, w.data(), 2 * w.size());
+    }
+  }
+  if (too_big) {  // method 0
+    out = Bytes();
+    out = format::write_stored(symbols);
+    return;
+  }
   for (size_t lane = 0; lane < lanes; ++lane) {
     store_le<uint32_t>(out.data() + states_at + 4 * lane, states[lane]);
     store_le<uint16_t>(out.data() + words_at + 2 * lane, word_counts[lane]);
-  }
-  size_t at = payload_at;
-  for (const auto& w : run_words) {
-    if (!w.empty()) std::memcpy(out.data() + at, w.data(), 2 * w.size());
-    at += 2 * w.size();
   }
 }
 
