@@ -79,7 +79,8 @@ cudaError_t decode_typed(const ConstCodeStreams& code_streams, const uint8_t* si
         side, layout, grid, stored_anchors, capacity, header, out);
   T* anchors = static_cast<T*>(l.anchors);
   if (coarse && grid.tile_count > 0)
-    decode_coarse<T><<<1, kCoarseThreads, 0, stream>>>(grid, groups, codes, code_bytes, form, header, out, anchors);
+    launch_decode_coarse<T>(CoarseDecode<T, DecodeHeader<T>>{grid, groups, codes, code_bytes, form, header, out, anchors},
+                            stream);
   if (grid.tile_count > 0) {
     const size_t shared = decode_shared_bytes<T>(grid.rank);
     err = allow_shared(decode_tiles<T>, shared);

@@ -4,7 +4,8 @@
 // host by the CPU's own functions (spline_rules.hpp) and passed to every
 // kernel, so the device only repeats the per-element arithmetic. Order:
 //   1. the outlier bitmap, flags and tuning totals cleared; with coarse
-//      levels, encode_coarse (one block: the anchors' values and codes);
+//      levels, launch_encode_coarse (coarse_cuda.cuh: one block, then the
+//      wide passes; the anchors' values and codes);
 //   2. with Tuning::kRatioFirst, per level coarsest first: tune_level over the
 //      sample tiles (every flag choice in one block), then choose_flags
 //      (tune_cpu.cpp's rule); with Tuning::kOff the flags stay 0;
@@ -132,7 +133,7 @@ cudaError_t encode_typed(const uint8_t* in, const uint8_t* fill_mask, const Grid
   if (coarse && tiles > 0) {
     coarse_job.values = static_cast<T*>(l.anchors);
     coarse_job.codes = l.anchor_codes;
-    encode_coarse<T><<<1, kCoarseThreads, 0, stream>>>(job, coarse_job, l.outliers);
+    launch_encode_coarse<T>(job, coarse_job, l.outliers, stream);
     job.anchors = coarse_job.values;
     job.anchor_codes = coarse_job.codes;
   }

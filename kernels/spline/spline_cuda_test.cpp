@@ -372,9 +372,13 @@ void check_coarse_shapes() {
         check_case(in, dims, with_coarse(config_for(sizeof(T), tuning, 1, 128, spline::CodeForm::kSigned)), eb);
       }
   }
-  // A long 1-D chunk: an anchor grid of 11719 points, 14 coarse levels.
-  const Bytes in = to_bytes(smooth_field<T>(3000000, 1));
-  check_case(in, Dims{3000000}, with_coarse(config_for(sizeof(T), spline::Tuning::kRatioFirst, 2, 4096)), 1e-3);
+  // Long 1-D chunks: anchor grids of 11719 points (14 coarse levels, all in
+  // one block) and 39063 (16 levels; the finest two's passes wider than
+  // kCoarseBlockPoints run as launches of their own, coarse_cuda.cuh).
+  for (size_t n : {size_t{3000000}, size_t{10000000}}) {
+    const Bytes in = to_bytes(smooth_field<T>(n, 1));
+    check_case(in, Dims{n}, with_coarse(config_for(sizeof(T), spline::Tuning::kRatioFirst, 2, 4096)), 1e-3);
+  }
 }
 
 TEST(SplineCuda, CoarseLevelsShapesFloat32) {
