@@ -1,13 +1,13 @@
 // Presets 5 (cuSZ-Hi throughput design) and 6 (cuSZ-Hi ratio design): the
 // G-Interp spline predictor (stage type 13), its codes then coded for speed
-// (5: zigzag, bit planes, zero elimination) or for ratio (6: Huffman per
-// code group, then zero elimination). A predictor's error is absolute, so
+// (5: zigzag, bit planes, zero elimination) or for ratio (6: zero-run
+// tokens and rANS per code group). A predictor's error is absolute, so
 // neither honours point-wise relative (REL) bounds.
 #include <algorithm>
 #include <cmath>
 
+#include "ans/ans_stage.hpp"
 #include "bitshuffle/bitshuffle_stage.hpp"
-#include "huffman/huffman_stage.hpp"
 #include "lossy_common.hpp"
 #include "merge/merge_stage.hpp"
 #include "rze/rze_stage.hpp"
@@ -67,12 +67,18 @@ LevelTuning level_tuning(const Options& options, const ChunkFacts& facts) {
 enum class SplineCoder { kThroughput, kRatio };
 
 // The codes leave the spline stage in three groups by level (spline.hpp).
-// Ratio: each group's own Huffman table (the finest level is mostly q = 0,
-// the coarse ones are not: 5-40% smaller than one table), then RZE1, which
-// takes the long runs of the most frequent code's all-zero bits that a
-// Huffman coder cannot spend less than a bit on. Radius 4096 (alphabet 8192,
-// the GPU histogram's shared-memory size): as few outliers as 32768 on every
-// field down to 1e-4. Throughput: the groups merged, q zigzagged by the
+// Ratio: each group through its own ANS stage (zero-run tokens, then static
+// rANS with the group's own tables: the finest level is mostly q = 0, the
+// coarse ones are not). At NOA 1e-2 three codes in four are the most frequent
+// one; a run of it becomes one token and rANS spends a token's information
+// content, where the Huffman > RZE1 chain this replaced spent at least a bit
+// per code before RZE took back part of it: the codes' bytes are 0.889 /
+// 0.971 / 0.990 of that chain's at NOA 1e-2 / 1e-3 / 1e-4 (geo-mean over the
+// real fields, tools/bench/code_entropy_bench --sweep; docs/PERFORMANCE.md).
+// M = 14 probability bits and S = 8192 symbols per lane: M 13 or 15 move
+// less than 0.2%, longer lanes gain 0.3% at 1e-2 but halve the GPU's
+// parallel lanes. Radius 4096 (alphabet 8192): as few outliers as 32768 on
+// every field down to 1e-4. Throughput: the groups merged, q zigzagged by the
 // spline itself (the zigzag code form: q = 0 a zero word, small |q| small
 // words; the bytes a TCMS pass would give from the signed form, without the
 // pass), then bit planes and zero elimination, 2-byte codes with radius
@@ -80,16 +86,8 @@ enum class SplineCoder { kThroughput, kRatio };
 // The side stream (per-level steps, anchors, outliers) stays raw: anchors
 // are one value in 4096 (3-D, 2-D) and outliers are rare, and no chain
 // measured made it smaller by more than its own headers.
-// Huffman block sizes per code group. The coarse groups (1, 2) take
-// 4096-symbol blocks: at tight bounds their codes are broad (11-16 bits,
-// nearly flat), which hardly resynchronise, so the GPU decoder's segments of
-// a block settle one after another; shorter blocks shorten that chain. On
-// the H100 (512 MiB, NOA 1e-4) cuszhi-cr decompression went from 87 to 103
-// GB/s and compression from 98 to 104, the same ratio to 3 digits (the
-// block table costs 4 bytes per block); 2048 and smaller lost at 1e-3 and
-// 1e-2 (docs/PERFORMANCE.md, "The spline presets, fourth step"). The finest
-// group resynchronises within a round or two and keeps 16384.
-uint32_t huffman_block_symbols(unsigned group) { return group == 0 ? 16384u : 4096u; }
+constexpr uint8_t kAnsProbBits = 14;
+constexpr uint32_t kAnsLaneSymbols = 8192;
 
 Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                          const ChunkFacts& facts, SplineCoder coder) {
@@ -119,9 +117,7 @@ Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dim
   if (source.fill_mask) store_fill_mask(p, streams[SplineStage::kFillPort]);
   if (ratio) {
     for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
-      const uint8_t bits =
-          p.add(make_huffman({2 * s.radius, 16, huffman_block_symbols(g)}), {streams[g]})[0];
-      p.add(make_rze(1), {bits});
+      p.add(make_ans({2 * s.radius, kAnsProbBits, kAnsLaneSymbols}), {streams[g]});
     }
   } else {
     const uint8_t codes = p.add(make_merge(spline::kCodeGroups), {streams[0], streams[1], streams[2]})[0];
