@@ -224,8 +224,10 @@ bool apply_spline_tuning(const ParsedArgs& parsed, fz::Options& options) {
 std::string spline_tuning_help_text() {
   return "  --tuning T   cuszhi-tp and cuszhi-cr only: how the spline predictor is tuned\n"
          "               off            no tuning, alpha = beta = 1: the fastest encoder\n"
-         "               ratio-first    (default) alpha = beta = 1, each level's interpolation\n"
-         "                              and axis order chosen on a sample of tiles\n"
+         "               ratio-first    (default) each level's interpolation and axis order\n"
+         "                              chosen on a sample of tiles; alpha = beta = 1 up to\n"
+         "                              bound / range 1e-3, 1.25 and 2 from 1e-2 (more PSNR\n"
+         "                              at loose bounds for about the same ratio)\n"
          "               quality-first  as ratio-first with tighter coarse levels (alpha 1..2\n"
          "                              from the NOA bound, 1.5 for abs; beta 4): higher PSNR\n"
          "                              at the same bound, lower ratio\n"

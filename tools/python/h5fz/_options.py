@@ -43,7 +43,7 @@ MODE_NAMES = {v: k for k, v in MODES.items()}
 # The spline tuning of presets 5 and 6 (cuszhi-tp, cuszhi-cr), cd[6]; stable ids.
 SPLINE_TUNINGS = {
     "off": 0,            # alpha = beta = 1, no tuning: the fastest encoder
-    "ratio-first": 1,    # the default: alpha = beta = 1, interpolation and axis order per level from a sample
+    "ratio-first": 1,    # the default: interpolation and axis order per level from a sample; alpha, beta from bound / range
     "quality-first": 2,  # as ratio-first with alpha 1..2 from the NOA bound (1.5 for abs), beta 4: higher PSNR
     "manual": 3,         # as ratio-first with the given alpha and beta: eb_l = eb / min(alpha^l, beta)
 }
