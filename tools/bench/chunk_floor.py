@@ -29,7 +29,9 @@ the field's bytes (1e6).
 """
 
 import argparse
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,6 +47,7 @@ NOOP_FILTER_ID = 400  # tools/bench/noop_filter.c
 def build_noop_plugin():
     """Compiles noop_filter.c into a temporary plugin directory; returns it, or None without a C compiler."""
     out = tempfile.mkdtemp(prefix="fz-noop-")
+    atexit.register(shutil.rmtree, out, True)
     cc = os.environ.get("CC", "cc")
     try:
         subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", os.path.join(out, "libH5Znoop.so"),
@@ -68,11 +71,10 @@ import h5fz  # noqa: E402  (compression_opts)
 BOUNDS = (1e-2, 1e-3, 1e-4)
 
 
-
-
 def codecs(with_sz3):
     """(label, h5py create_dataset kwargs) in the order printed."""
-    rows = [("none", {}), ("noop", {"compression": NOOP_FILTER_ID}), ("shuffle", {"shuffle": True}), ("fletcher32", {"fletcher32": True}),
+    rows = [("none", {}), ("noop", {"compression": NOOP_FILTER_ID}), ("shuffle", {"shuffle": True}),
+            ("fletcher32", {"fletcher32": True}),
             ("gzip 0", {"compression": "gzip", "compression_opts": 0}),
             ("FZ lossless", {"compression": cf.FZ_FILTER_ID, "compression_opts": h5fz.compression_opts("lossless")})]
     for b in BOUNDS:
