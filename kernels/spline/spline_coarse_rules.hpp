@@ -107,14 +107,7 @@ FZ_HOST_DEVICE inline T coarse_predict(const T* values, const Grid& grid, const 
   const size_t i = a[p.axis], extent = grid.tiles[p.axis];
   const ptrdiff_t along = static_cast<ptrdiff_t>(
       p.v * (p.axis == 0 ? grid.tiles[1] * grid.tiles[2] : p.axis == 1 ? grid.tiles[2] : size_t{1}));
-  const T* point = values + at;
-  switch (stencil_of<size_t>(i, p.v, i + 3 * p.v, i, extent, kNotAKnotCubic)) {
-    case kStencilB: return predict_stencil<kStencilB>(point, along);
-    case kStencilBC: return predict_stencil<kStencilBC>(point, along);
-    case kStencilNotAKnot: return predict_stencil<kStencilNotAKnot>(point, along);
-    case kStencilABC: return predict_stencil<kStencilABC>(point, along);
-    default: return predict_stencil<kStencilBCD>(point, along);
-  }
+  return predict_with(stencil_of<size_t>(i, p.v, i + 3 * p.v, i, extent, kNotAKnotCubic), values + at, along);
 }
 
 }  // namespace fz::spline::rules

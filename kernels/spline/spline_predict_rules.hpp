@@ -72,13 +72,10 @@ FZ_HOST_DEVICE inline T predict_stencil(const T* at, Stride stride) {
   }
 }
 
-// The 1-D prediction of the point `at` along the pass axis, its neighbours
-// `stride` slots apart: local index i, tile size B, global index g of extent
-// n (stencil_of, then predict_stencil).
-template <typename T>
-FZ_HOST_DEVICE inline T predict_along(const T* at, int stride, unsigned i, unsigned u, unsigned tile, unsigned g,
-                                      unsigned n, unsigned interpolation) {
-  switch (stencil_of<unsigned>(i, u, tile, g, n, interpolation)) {
+// predict_stencil with the stencil known only at run time.
+template <typename T, typename Stride>
+FZ_HOST_DEVICE inline T predict_with(Stencil stencil, const T* at, Stride stride) {
+  switch (stencil) {
     case kStencilB: return predict_stencil<kStencilB>(at, stride);
     case kStencilBC: return predict_stencil<kStencilBC>(at, stride);
     case kStencilNotAKnot: return predict_stencil<kStencilNotAKnot>(at, stride);
@@ -86,6 +83,15 @@ FZ_HOST_DEVICE inline T predict_along(const T* at, int stride, unsigned i, unsig
     case kStencilABC: return predict_stencil<kStencilABC>(at, stride);
     default: return predict_stencil<kStencilBCD>(at, stride);
   }
+}
+
+// The 1-D prediction of the point `at` along the pass axis, its neighbours
+// `stride` slots apart: local index i, tile size B, global index g of extent
+// n (stencil_of, then predict_stencil).
+template <typename T>
+FZ_HOST_DEVICE inline T predict_along(const T* at, int stride, unsigned i, unsigned u, unsigned tile, unsigned g,
+                                      unsigned n, unsigned interpolation) {
+  return predict_with(stencil_of<unsigned>(i, u, tile, g, n, interpolation), at, stride);
 }
 
 }  // namespace fz::spline::rules

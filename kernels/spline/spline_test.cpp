@@ -61,26 +61,14 @@ spline::Config config_for(unsigned width, spline::Tuning tuning, unsigned code_b
   return c;
 }
 
-// The outlier indices of a side stream (spline.hpp's layout).
+// The outlier indices of a side stream (spline.hpp's layout; spline_inputs.hpp).
 std::vector<size_t> outlier_indices(const Bytes& side, const Dims& dims, unsigned width) {
-  spline::rules::Grid grid;
-  EXPECT_EQ(spline::rules::grid_of(dims, grid), spline::rules::GridCheck::kOk);
-  const auto layout = spline::rules::side_layout(grid.rank, width, grid.tile_count);
-  std::vector<size_t> indices;
-  if (side.size() < layout.indices_at) {
-    ADD_FAILURE() << "side stream shorter than its header";
-    return indices;
+  try {
+    return listed_outliers(side, dims, width);
+  } catch (const std::runtime_error& e) {
+    ADD_FAILURE() << e.what();
+    return {};
   }
-  const uint64_t count = load_le<uint64_t>(side.data() + layout.count_at);
-  const size_t index_width = spline::rules::index_width_of(grid.elements);
-  if (count > grid.elements || side.size() != layout.values_at(count, index_width) + count * width) {
-    ADD_FAILURE() << "side stream of " << side.size() << " bytes for " << count << " outliers";
-    return indices;
-  }
-  for (size_t k = 0; k < count; ++k)
-    indices.push_back(index_width == 4 ? load_le<uint32_t>(side.data() + layout.indices_at + 4 * k)
-                                       : load_le<uint64_t>(side.data() + layout.indices_at + 8 * k));
-  return indices;
 }
 
 // Encodes and decodes; checks every element: within eb exactly (binary128),

@@ -11,11 +11,13 @@
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "common/bytes.hpp"
 #include "spline/spline.hpp"
+#include "spline/spline_rules.hpp"  // side_layout (the outlier list's place)
 
 namespace fz::spline::test_inputs {
 
@@ -130,6 +132,28 @@ inline CodePlaces code_places(const Dims& dims) {
 }
 
 inline uint32_t code_mask(unsigned code_bytes) { return code_bytes == 1 ? 0xFFu : 0xFFFFu; }
+
+// The outlier indices listed in a side stream (spline.hpp's layout; with
+// coarse levels L + C levels and the root alone); throws std::runtime_error
+// when the stream is shorter than its header or its size does not match its
+// outlier count.
+inline std::vector<size_t> listed_outliers(const Bytes& side, const Dims& dims, unsigned width, bool coarse = false) {
+  rules::Grid grid;
+  if (rules::grid_of(dims, grid) != rules::GridCheck::kOk) throw std::runtime_error("spline test: bad dims");
+  const auto layout = rules::side_layout(grid.rank, width, rules::stored_anchor_count(grid, coarse),
+                                         coarse ? rules::coarse_level_count(grid) : 0);
+  if (side.size() < layout.indices_at) throw std::runtime_error("spline test: side stream shorter than its header");
+  const uint64_t count = load_le<uint64_t>(side.data() + layout.count_at);
+  const size_t index_width = rules::index_width_of(grid.elements);
+  if (count > grid.elements || side.size() != layout.values_at(count, index_width) + count * width)
+    throw std::runtime_error("spline test: side stream of " + std::to_string(side.size()) + " bytes for " +
+                             std::to_string(count) + " outliers");
+  std::vector<size_t> indices;
+  for (size_t k = 0; k < count; ++k)
+    indices.push_back(index_width == 4 ? load_le<uint32_t>(side.data() + layout.indices_at + 4 * k)
+                                       : load_le<uint64_t>(side.data() + layout.indices_at + 8 * k));
+  return indices;
+}
 
 // The word stored for a code (offset form: q + R, 0 at anchors and
 // outliers) in `form`, and back: signed = code - R modulo 2^(8 code_bytes);
