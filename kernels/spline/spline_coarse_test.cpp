@@ -6,10 +6,10 @@
 // slow way (the root code 0 and unlisted, every other code 0 exactly at the
 // listed outliers, fill points at q = 0), special values, thread-count
 // independence, the side stream's layout, and the gain: cuszhi-cr's coders
-// (per-group Huffman, then RZE1; the side raw) over the streams with coarse
-// levels and config v2 against without, smaller on every real field at NOA
-// 1e-2, with a table of the bytes per field and bound, whole and in ~100k
-// element chunks.
+// (ANS per group, and the Huffman > RZE1 chain before it; the side raw)
+// over the streams with coarse levels and config v2 against without,
+// smaller on every real field at NOA 1e-2, with a table of the bytes per
+// field and bound, whole and in ~100k element chunks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,6 +22,7 @@
 #include "common/error.hpp"
 #include "common/testing/test_data.hpp"
 #include "common/testing/thread_executor.hpp"
+#include "ans/ans.hpp"
 #include "huffman/huffman.hpp"
 #include "rze/rze.hpp"
 #include "spline/spline.hpp"
@@ -300,28 +301,37 @@ TEST(SplineCoarse, ModeMismatchIsRefused) {
 // ---- The gain (issue 30 item 3) --------------------------------------------
 
 // cuszhi-cr's bytes for one chunk (engine/src/presets/cuszhi.cpp): the spline
-// (radius 4096, offset codes), each code group through Huffman (alphabet
-// 8192, limit 16, blocks 16384 / 4096) and RZE1, the side stream raw, plus
-// the spline's config (v1: 33 + 8 rank bytes; v2: 6 + the dims' LEB128
-// bytes). The frame's header and the other stages' configs are the same
-// either way and left out.
+// (radius 4096, offset codes), each code group through its coder, the side
+// stream raw, plus the spline's config (v1: 33 + 8 rank bytes; v2: 6 + the
+// dims' LEB128 bytes). The coder: ANS (alphabet 8192, M 14, lanes of 8192:
+// the preset's since 8a8e636), or the Huffman (alphabet 8192, limit 16,
+// blocks 16384 / 4096) > RZE1 chain of the frames before it. The frame's
+// header and the other stages' configs are the same either way and left out.
 size_t leb128_bytes(uint64_t v) {
   size_t n = 1;
   while (v >= 0x80) v >>= 7, ++n;
   return n;
 }
 
+enum class Coder { kAns, kHuffmanRze };
+
 template <typename T>
-size_t cr_bytes(const std::vector<T>& values, const Dims& dims, double eb, double alpha, double beta, bool coarse) {
+size_t cr_bytes(const std::vector<T>& values, const Dims& dims, double eb, double alpha, double beta, bool coarse,
+                Coder coder) {
   spline::Config c = coarse_config(sizeof(T), coarse, 4096, alpha, beta);
   spline::Streams s;
   spline::encode(to_bytes(values), dims, c, eb, s);
   size_t bytes = s.side.size();
   for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
-    Bytes huff, rze;
-    huffman::encode(s.codes[g], {2 * c.radius, 16, g == 0 ? 16384u : 4096u}, huff);
-    rze::encode(huff, 1, rze);
-    bytes += rze.size();
+    Bytes coded, rze;
+    if (coder == Coder::kAns) {
+      ans::encode(s.codes[g], {2 * c.radius, 14, 8192}, coded);
+      bytes += coded.size();
+    } else {
+      huffman::encode(s.codes[g], {2 * c.radius, 16, g == 0 ? 16384u : 4096u}, coded);
+      rze::encode(coded, 1, rze);
+      bytes += rze.size();
+    }
   }
   if (coarse) {
     bytes += 6;
@@ -355,23 +365,23 @@ std::vector<Dims> chunk_dims(const Dims& dims) {
 
 // One field's row of the table at each bound, in its own element type.
 template <typename T>
-void gain_rows(const testing::RealField& field) {
+void gain_rows(const testing::RealField& field, Coder coder) {
   const std::vector<T> values = testing::field_values<T>(field);
   const double range = value_range(values);
   for (const double rel : {1e-2, 1e-3, 1e-4}) {
     const double eb = range > 0 ? rel * range : rel;
     double alpha, beta;
     levels_for(rel, alpha, beta);
-    const size_t whole_v1 = cr_bytes(values, field.dims, eb, alpha, beta, false);
-    const size_t whole_v2 = cr_bytes(values, field.dims, eb, alpha, beta, true);
+    const size_t whole_v1 = cr_bytes(values, field.dims, eb, alpha, beta, false, coder);
+    const size_t whole_v2 = cr_bytes(values, field.dims, eb, alpha, beta, true, coder);
     size_t chunks_v1 = 0, chunks_v2 = 0, offset = 0;
     const std::vector<Dims> chunks = chunk_dims(field.dims);
     for (const Dims& d : chunks) {
       const size_t n = element_count(d);
       const std::vector<T> part(values.begin() + offset, values.begin() + offset + n);
       offset += n;
-      chunks_v1 += cr_bytes(part, d, eb, alpha, beta, false);
-      chunks_v2 += cr_bytes(part, d, eb, alpha, beta, true);
+      chunks_v1 += cr_bytes(part, d, eb, alpha, beta, false, coder);
+      chunks_v2 += cr_bytes(part, d, eb, alpha, beta, true, coder);
     }
     std::printf("%-22s %6.0e %12zu %12zu %6.2f%% | %12zu %12zu %6.2f%% %zu\n", field.name.c_str(), rel, whole_v1,
                 whole_v2, 100.0 * (1 - double(whole_v2) / whole_v1), chunks_v1, chunks_v2,
@@ -384,12 +394,15 @@ void gain_rows(const testing::RealField& field) {
 }
 
 TEST(SplineCoarse, SmallerFramesOnRealFields) {
-  std::printf("cuszhi-cr bytes without / with coarse levels + config v2 (NOA; spline streams + coders + config)\n");
-  std::printf("%-22s %6s %12s %12s %7s | %12s %12s %7s %s\n", "field", "bound", "whole v1", "whole v2", "gain",
-              "100k v1", "100k v2", "gain", "(chunks)");
-  for (const auto& field : testing::real_fields()) {
-    if (field.f64) gain_rows<double>(field);
-    else gain_rows<float>(field);
+  for (const Coder coder : {Coder::kAns, Coder::kHuffmanRze}) {
+    std::printf("cuszhi-cr bytes without / with coarse levels + config v2 (NOA; spline streams + %s + config)\n",
+                coder == Coder::kAns ? "ANS" : "Huffman > RZE1");
+    std::printf("%-22s %6s %12s %12s %7s | %12s %12s %7s %s\n", "field", "bound", "whole v1", "whole v2", "gain",
+                "100k v1", "100k v2", "gain", "(chunks)");
+    for (const auto& field : testing::real_fields()) {
+      if (field.f64) gain_rows<double>(field, coder);
+      else gain_rows<float>(field, coder);
+    }
   }
 }
 
