@@ -1,0 +1,473 @@
+// The ANS CUDA kernels (schedule and host dispatch: ans_cuda.cu): run-token
+// counts and the mask of symbols other than m, the tables built from host
+// entries, the lanes' encoder and decoder, the final stream. Internal to
+// ans_cuda.cu, which alone includes it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ans/ans.hpp"
+#include "ans/ans_cuda.hpp"
+#include "common/words_cuda.cuh"
+
+namespace fz::ans::cuda {
+namespace {  // internal linkage, as in ans_cuda.cu, the one file that includes this
+
+using cuda_detail::load_word;
+using cuda_detail::store_word;
+
+constexpr unsigned kCountThreads = 256;    // count_run_tokens: a warp per lane
+constexpr unsigned kMaxLaneThreads = 512;  // encode / decode: a thread per lane
+constexpr unsigned kPrepThreads = 256;
+constexpr unsigned kChunkEntries = 600;    // table entries per launch (3608 argument bytes)
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+
+// Table entries as a kernel argument.
+struct EntryChunk {
+  uint32_t count;
+  uint32_t token_base;  // encoder tables: 0 for run tokens, kRunTokens for symbols
+  uint16_t token[kChunkEntries];
+  uint16_t freq_minus_1[kChunkEntries];
+  uint16_t cum[kChunkEntries];
+};
+
+__device__ __forceinline__ uint32_t symbol_at(const uint8_t* symbols, uint64_t i) {
+  return load_word<uint16_t>(symbols + 2 * i);
+}
+
+// ---- run-token counts ----------------------------------------------------------
+
+// A warp per lane: each step reads 1024 symbols (32 coalesced loads, a
+// ballot each: thread j keeps mask word j), writes the mask words, finds
+// each word's previous symbol other than m by a max-scan across the warp,
+// and counts the runs between them (format: a run of L before a symbol is
+// L / 63 tokens 63 and the token L mod 63; the lane's final run leaves out a
+// 0). Runs of 0 (symbols side by side) and tokens 63 are counted per thread;
+// the rest go to the block's shared bins.
+__global__ void __launch_bounds__(kCountThreads)
+    count_run_tokens_kernel(const uint8_t* symbols, uint64_t n, uint32_t S, uint64_t lanes, uint32_t mode,
+                            uint32_t mask_words, uint32_t* mask, unsigned long long* run_counts) {
+  __shared__ uint32_t bins[kRunTokens];
+  for (unsigned i = threadIdx.x; i < kRunTokens; i += blockDim.x) bins[i] = 0;
+  __syncthreads();
+  const unsigned lane_id = threadIdx.x % 32;
+  const uint64_t k = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+  if (k < lanes) {  // the same for the whole warp
+    const uint64_t begin = k * S;
+    const uint32_t len = static_cast<uint32_t>(n - begin < S ? n - begin : S);
+    const uint32_t words = (len + 31) / 32;
+    uint32_t* lane_mask = mask + k * mask_words;
+    int last = -1;  // the lane position of the last symbol other than m so far
+    uint32_t zeros = 0, caps = 0;
+    for (uint32_t base = 0; base < words; base += 32) {
+      uint32_t mine = 0;
+      for (unsigned j = 0; j < 32; ++j) {
+        const uint32_t pos = (base + j) * 32 + lane_id;
+        const bool other = pos < len && symbol_at(symbols, begin + pos) != mode;
+        const uint32_t ballot = __ballot_sync(kFullMask, other);
+        if (lane_id == j) mine = ballot;
+      }
+      const uint32_t w = base + lane_id;
+      if (w < words) lane_mask[w] = mine;
+      const int top = mine != 0 ? static_cast<int>(w * 32 + 31 - __clz(mine)) : -1;
+      int inclusive = top;
+      for (unsigned d = 1; d < 32; d <<= 1) {
+        const int v = __shfl_up_sync(kFullMask, inclusive, d);
+        if (lane_id >= d) inclusive = max(inclusive, v);
+      }
+      int prev = __shfl_up_sync(kFullMask, inclusive, 1);
+      if (lane_id == 0) prev = -1;
+      prev = max(prev, last);
+      last = max(last, __shfl_sync(kFullMask, inclusive, 31));
+      uint32_t bits = mine;
+      while (bits != 0) {
+        const int pos = static_cast<int>(w * 32) + __ffs(bits) - 1;
+        bits &= bits - 1;
+        const uint32_t L = static_cast<uint32_t>(pos - prev - 1);
+        prev = pos;
+        caps += L / kRunCap;
+        const uint32_t r = L % kRunCap;
+        if (r == 0) {
+          ++zeros;
+        } else {
+          atomicAdd(&bins[r], 1u);
+        }
+      }
+    }
+    if (lane_id == 0) {  // the final run
+      const uint32_t L = static_cast<uint32_t>(static_cast<int>(len) - last - 1);
+      caps += L / kRunCap;
+      if (L % kRunCap != 0) atomicAdd(&bins[L % kRunCap], 1u);
+    }
+    if (zeros != 0) atomicAdd(&bins[0], zeros);
+    if (caps != 0) atomicAdd(&bins[kRunCap], caps);
+  }
+  __syncthreads();
+  for (unsigned i = threadIdx.x; i < kRunTokens; i += blockDim.x)
+    if (bins[i] != 0) atomicAdd(&run_counts[i], static_cast<unsigned long long>(bins[i]));
+}
+
+// ---- tables --------------------------------------------------------------------
+
+// Encoder: per token (run token t at t, symbol s at kRunTokens + s) its
+// (f - 1) | cum << 16 and ceil(2^64 / f) (2^64 - 1 for f = 1, the CPU's).
+__global__ void __launch_bounds__(kPrepThreads)
+    fill_encoder_table(const __grid_constant__ EntryChunk chunk, uint32_t* fc, unsigned long long* rcp) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= chunk.count) return;
+  const uint32_t t = chunk.token_base + chunk.token[i];
+  const uint64_t f = uint64_t{chunk.freq_minus_1[i]} + 1;
+  fc[t] = uint32_t{chunk.freq_minus_1[i]} | uint32_t{chunk.cum[i]} << 16;
+  rcp[t] = f == 1 ? ~0ull : ~0ull / f + 1;
+}
+
+// Decoder: per slot of the entries' range, (f - 1) << 16 | (slot - cum) and
+// the token (a u8 table for runs, u16 for symbols: the other pointer is null).
+__global__ void __launch_bounds__(kPrepThreads)
+    fill_slots(const __grid_constant__ EntryChunk chunk, uint32_t* fb, uint8_t* run_tok, uint16_t* sym_tok) {
+  const uint32_t last = chunk.count - 1;
+  const uint32_t lo = chunk.cum[0];
+  const uint32_t hi = uint32_t{chunk.cum[last]} + chunk.freq_minus_1[last] + 1;
+  for (uint32_t slot = lo + blockIdx.x * blockDim.x + threadIdx.x; slot < hi; slot += gridDim.x * blockDim.x) {
+    uint32_t a = 0, b = chunk.count;  // the last entry with cum <= slot
+    while (b - a > 1) {
+      const uint32_t mid = (a + b) / 2;
+      if (chunk.cum[mid] <= slot) a = mid;
+      else b = mid;
+    }
+    fb[slot] = uint32_t{chunk.freq_minus_1[a]} << 16 | (slot - chunk.cum[a]);
+    if (run_tok) run_tok[slot] = static_cast<uint8_t>(chunk.token[a]);
+    else sym_tok[slot] = chunk.token[a];
+  }
+}
+
+// ---- encode --------------------------------------------------------------------
+
+struct EncodeArgs {
+  const uint8_t* symbols;
+  const uint32_t* mask;
+  uint64_t n, lanes;
+  uint32_t S, mask_words;
+  unsigned prob_bits;
+  uint32_t table_size;  // kRunTokens + A
+  const uint32_t* fc;
+  const unsigned long long* rcp;
+  uint16_t* scratch;  // first pass: lane k's words end at scratch + k*S + len
+  uint8_t* out;
+  size_t states_at, words_at, payload_at, stored_size;
+  uint64_t* counts;        // first pass: each lane's word count
+  const uint64_t* starts;  // second pass: words before each lane (lanes + 1)
+  bool second_pass;        // code the lanes whose words passed their scratch, into the stream
+};
+
+// One token coded (ans.hpp): x = (x / f) * T + (x mod f) + c, after emitting
+// a word when x >= f << (32 - M). The words go downwards from `end`; past
+// `cap` they are only counted.
+__device__ __forceinline__ void put_token(uint32_t& x, uint32_t fc, unsigned long long rcp, unsigned M, uint16_t* end,
+                                          uint32_t cap, uint32_t& written) {
+  const uint32_t T = 1u << M;
+  const uint32_t f = (fc & 0xFFFFu) + 1;
+  const uint32_t bias = (fc >> 16) + (f == 1 ? T - 1 : 0);
+  if (uint64_t{x} >= uint64_t{f} << (32 - M)) {
+    if (written < cap) end[-1 - static_cast<int64_t>(written)] = static_cast<uint16_t>(x);
+    ++written;
+    x >>= 16;
+  }
+  const uint32_t q = static_cast<uint32_t>(__umul64hi(static_cast<unsigned long long>(x), rcp));
+  x = x + bias + q * (T - f);
+}
+
+// A thread per lane (grid-stride). The lane's tokens, last to first, come
+// from its mask read backwards: at each symbol other than m (found by bit
+// scans) the run after it is complete; the tokens wait in a small queue (the
+// run's L mod 63, its tokens 63, the symbol) and leave one per turn. Each
+// turn looks up the next token's entry and codes the one looked up the turn
+// before, so the lookup's latency hides behind the coding.
+template <bool kSharedTables>
+__global__ void __launch_bounds__(kMaxLaneThreads) encode_lanes(const EncodeArgs a) {
+  extern __shared__ uint4 shared_words[];
+  if (a.second_pass && a.payload_at + 2 * a.starts[a.lanes] >= a.stored_size) return;  // method 0: nothing to code
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  const uint64_t first = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (a.second_pass) {  // only blocks with such a lane go on
+    bool any = false;
+    for (uint64_t k = first; k < a.lanes; k += stride) {
+      const uint64_t len = a.n - k * a.S < a.S ? a.n - k * a.S : a.S;
+      any |= a.starts[k + 1] - a.starts[k] > len;
+    }
+    if (!__syncthreads_or(any)) return;
+  }
+  const uint32_t* fc = a.fc;
+  const unsigned long long* rcp = a.rcp;
+  if constexpr (kSharedTables) {
+    auto* s_rcp = reinterpret_cast<unsigned long long*>(shared_words);
+    auto* s_fc = reinterpret_cast<uint32_t*>(s_rcp + a.table_size);
+    for (uint32_t i = threadIdx.x; i < a.table_size; i += blockDim.x) {
+      s_rcp[i] = a.rcp[i];
+      s_fc[i] = a.fc[i];
+    }
+    __syncthreads();
+    fc = s_fc;
+    rcp = s_rcp;
+  }
+  for (uint64_t k = first; k < a.lanes; k += stride) {
+    const uint64_t begin = k * a.S;
+    const uint32_t len = static_cast<uint32_t>(a.n - begin < a.S ? a.n - begin : a.S);
+    uint16_t* end;
+    uint32_t cap;
+    if (!a.second_pass) {
+      end = a.scratch + begin + len;
+      cap = len;
+    } else {
+      const uint32_t words = static_cast<uint32_t>(a.starts[k + 1] - a.starts[k]);
+      if (words <= len) continue;
+      end = reinterpret_cast<uint16_t*>(a.out + a.payload_at) + a.starts[k + 1];
+      cap = words;
+    }
+    const uint32_t* lane_mask = a.mask + k * a.mask_words;
+    int w = static_cast<int>((len + 31) / 32) - 1;
+    uint32_t bits = lane_mask[w];
+    uint32_t next_bits = w > 0 ? lane_mask[w - 1] : 0;
+    int cursor = static_cast<int>(len);  // positions >= cursor are tokenised
+    bool seen = false, done = false;     // seen: a symbol other than m (runs before it always give L mod 63)
+    bool has_r = false, has_s = false;
+    uint32_t r = 0, caps = 0, sym = 0;
+    bool have = false;
+    uint32_t cur_fc = 0;
+    unsigned long long cur_rcp = 0;
+    uint32_t x = kStateLow, written = 0;
+    for (;;) {
+      if (!has_r && caps == 0 && !has_s && !done) {
+        if (bits != 0) {
+          const int b = 31 - __clz(bits);
+          bits &= ~(1u << b);
+          const int pos = 32 * w + b;
+          const uint32_t L = static_cast<uint32_t>(cursor - pos - 1);
+          r = L % kRunCap;
+          caps = L / kRunCap;
+          has_r = seen || r != 0;
+          sym = symbol_at(a.symbols, begin + pos);
+          has_s = true;
+          seen = true;
+          cursor = pos;
+        } else if (w > 0) {
+          --w;
+          bits = next_bits;
+          next_bits = w > 0 ? lane_mask[w - 1] : 0;
+        } else {  // the lane's start: the run before its first symbol other than m
+          const uint32_t L = static_cast<uint32_t>(cursor);
+          r = L % kRunCap;
+          caps = L / kRunCap;
+          has_r = seen || r != 0;
+          done = true;
+        }
+      }
+      bool next = true;
+      uint32_t token = 0;
+      if (has_r) {
+        token = r;
+        has_r = false;
+      } else if (caps > 0) {
+        token = kRunCap;
+        --caps;
+      } else if (has_s) {
+        token = kRunTokens + sym;
+        has_s = false;
+      } else {
+        next = false;
+      }
+      uint32_t next_fc = 0;
+      unsigned long long next_rcp = 0;
+      if (next) {
+        next_fc = fc[token];
+        next_rcp = rcp[token];
+      }
+      if (have) put_token(x, cur_fc, cur_rcp, a.prob_bits, end, cap, written);
+      have = next;
+      cur_fc = next_fc;
+      cur_rcp = next_rcp;
+      if (!have && done && !has_r && caps == 0 && !has_s) break;
+    }
+    if (!a.second_pass) {
+      store_word<uint32_t>(a.out + a.states_at + 4 * k, x);
+      store_word<uint16_t>(a.out + a.words_at + 2 * k, static_cast<uint16_t>(written));
+      a.counts[k] = written;
+    }
+  }
+}
+
+// Method 0's bytes before the symbols, as an argument.
+struct StoredPrefix {
+  uint8_t bytes[12];
+  uint32_t size;
+};
+
+// The stream's last step: method 1 when its length is below method 0's (the
+// lanes' words moved from their scratch to their places; lanes whose words
+// passed it were coded there by the second pass), else method 0; and the
+// length. Warps take lanes; for method 0 every thread takes bytes.
+__global__ void __launch_bounds__(kPrepThreads)
+    finish_stream(const uint8_t* symbols, uint64_t n, uint64_t lanes, uint32_t S, const uint16_t* scratch,
+                  const uint64_t* starts, uint8_t* out, size_t payload_at, size_t stored_size, StoredPrefix prefix,
+                  bool force_stored, uint64_t* encoded_size) {
+  const uint64_t thread = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  const uint64_t threads = uint64_t{gridDim.x} * blockDim.x;
+  const bool coded = !force_stored && payload_at + 2 * starts[lanes] < stored_size;
+  if (coded) {
+    if (thread == 0) *encoded_size = payload_at + 2 * starts[lanes];
+    uint16_t* payload = reinterpret_cast<uint16_t*>(out + payload_at);
+    for (uint64_t k = thread / 32; k < lanes; k += threads / 32) {
+      const uint64_t begin = k * S;
+      const uint64_t len = n - begin < S ? n - begin : S;
+      const uint64_t words = starts[k + 1] - starts[k];
+      if (words > len) continue;  // the second pass put them there
+      const uint16_t* src = scratch + begin + len - words;
+      uint16_t* dst = payload + starts[k];
+      for (uint64_t i = threadIdx.x % 32; i < words; i += 32) dst[i] = src[i];
+    }
+  } else {
+    if (thread == 0) *encoded_size = stored_size;
+    for (uint64_t i = thread; i < stored_size; i += threads)
+      out[i] = i < prefix.size ? prefix.bytes[i] : symbols[i - prefix.size];
+  }
+}
+
+// ---- decode --------------------------------------------------------------------
+
+// u16 word counts to u64 for the scan; counts[lanes] = 0.
+__global__ void __launch_bounds__(kPrepThreads)
+    widen_counts(const uint8_t* word_counts, uint64_t lanes, uint64_t* counts) {
+  for (uint64_t k = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; k <= lanes; k += uint64_t{gridDim.x} * blockDim.x)
+    counts[k] = k < lanes ? load_word<uint16_t>(word_counts + 2 * k) : 0;
+}
+
+// Method 0: the symbols as they are, each below the alphabet.
+__global__ void __launch_bounds__(kPrepThreads)
+    copy_stored(const uint8_t* src, uint64_t n, uint32_t alphabet, uint8_t* out, uint32_t* status) {
+  bool bad = false;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += uint64_t{gridDim.x} * blockDim.x) {
+    const uint16_t v = load_word<uint16_t>(src + 2 * i);
+    bad |= v >= alphabet;
+    reinterpret_cast<uint16_t*>(out)[i] = v;
+  }
+  if (bad) atomicOr(status, 1u);
+}
+
+struct DecodeArgs {
+  const uint8_t* stream;
+  uint64_t n, lanes;
+  uint32_t S;
+  unsigned prob_bits;
+  uint32_t mode;
+  bool has_symbols;
+  size_t states_at, words_at, payload_at;
+  const uint64_t* starts;
+  const uint32_t* fb;  // 2^M run slots, then 2^M symbol slots
+  const uint8_t* run_tok;
+  const uint16_t* sym_tok;
+  uint8_t* out;  // 16-byte aligned
+  uint32_t* status;
+};
+
+// A thread per lane (grid-stride), a token per turn, as the CPU decoder
+// (decode_cpu.cpp) and with its checks. A lane's output leaves in aligned
+// groups of 8 symbols staged in shared memory (4 words per thread, word j of
+// thread t at j * blockDim + t), filled with m before use so that a run only
+// moves the position; groups shared with a neighbouring lane are written
+// symbol by symbol.
+template <bool kSharedTables>
+__global__ void __launch_bounds__(kMaxLaneThreads) decode_lanes(const DecodeArgs a) {
+  extern __shared__ uint4 shared_words[];
+  const uint32_t T = 1u << a.prob_bits;
+  const unsigned bd = blockDim.x;
+  uint32_t* stage = reinterpret_cast<uint32_t*>(shared_words) + threadIdx.x;
+  const uint32_t* fb = a.fb;
+  const uint8_t* run_tok = a.run_tok;
+  const uint16_t* sym_tok = a.sym_tok;
+  if constexpr (kSharedTables) {
+    uint32_t* s_fb = reinterpret_cast<uint32_t*>(shared_words) + 4 * bd;
+    uint32_t* s_sym = s_fb + 2 * T;   // T u16
+    uint32_t* s_run = s_sym + T / 2;  // T u8
+    const auto* g_sym = reinterpret_cast<const uint32_t*>(a.sym_tok);
+    const auto* g_run = reinterpret_cast<const uint32_t*>(a.run_tok);
+    for (uint32_t i = threadIdx.x; i < 2 * T; i += bd) s_fb[i] = a.fb[i];
+    for (uint32_t i = threadIdx.x; i < T / 2; i += bd) s_sym[i] = g_sym[i];
+    for (uint32_t i = threadIdx.x; i < T / 4; i += bd) s_run[i] = g_run[i];
+    __syncthreads();
+    fb = s_fb;
+    sym_tok = reinterpret_cast<const uint16_t*>(s_sym);
+    run_tok = reinterpret_cast<const uint8_t*>(s_run);
+  }
+  const uint32_t mm = a.mode | a.mode << 16;
+  const uint64_t stride = uint64_t{gridDim.x} * bd;
+  for (uint64_t k = uint64_t{blockIdx.x} * bd + threadIdx.x; k < a.lanes; k += stride) {
+    const uint64_t begin = k * a.S;
+    const uint32_t len = static_cast<uint32_t>(a.n - begin < a.S ? a.n - begin : a.S);
+    const uint64_t end = begin + len;
+    uint32_t x = load_word<uint32_t>(a.stream + a.states_at + 4 * k);
+    const uint32_t count = load_word<uint16_t>(a.stream + a.words_at + 2 * k);
+    const uint8_t* words = a.stream + a.payload_at + 2 * a.starts[k];
+    for (unsigned j = 0; j < 4; ++j) stage[j * bd] = mm;
+    uint64_t group = begin / 8;
+    // Group g's symbols inside the lane to the output, and the stage back to m.
+    const auto flush = [&](uint64_t g) {
+      const uint64_t lo = max(8 * g, begin), hi = min(8 * g + 8, end);
+      if (lo == 8 * g && hi == 8 * g + 8) {
+        *reinterpret_cast<uint4*>(a.out + 16 * g) = make_uint4(stage[0], stage[bd], stage[2 * bd], stage[3 * bd]);
+      } else {
+        for (uint64_t i = lo; i < hi; ++i) {
+          const unsigned j = static_cast<unsigned>(i - 8 * g);
+          reinterpret_cast<uint16_t*>(a.out)[i] = static_cast<uint16_t>(stage[(j / 2) * bd] >> (16 * (j % 2)));
+        }
+      }
+      for (unsigned j = 0; j < 4; ++j) stage[j * bd] = mm;
+    };
+    const auto advance = [&](uint64_t to) {  // the output position moves to `to`
+      while (to / 8 > group) flush(group++);
+    };
+    uint32_t p = 0, w = 0;
+    bool is_sym = false, ok = true;
+    while (p < len) {
+      const uint32_t word = w < count ? load_word<uint16_t>(words + 2 * w) : 0;
+      const uint32_t slot = x & (T - 1);
+      const uint32_t e = fb[slot + (is_sym ? T : 0)];
+      const uint32_t token = is_sym ? sym_tok[slot] : run_tok[slot];
+      const uint32_t xn = ((e >> 16) + 1) * (x >> a.prob_bits) + (e & 0xFFFFu);
+      const bool refill = xn < kStateLow;
+      x = refill ? xn << 16 | word : xn;
+      w += refill;
+      if (is_sym) {
+        const unsigned j = static_cast<unsigned>((begin + p) % 8);
+        uint32_t& half = stage[(j / 2) * bd];
+        const unsigned shift = 16 * (j % 2);
+        half = (half & ~(0xFFFFu << shift)) | token << shift;
+        ++p;
+        advance(begin + p);
+        is_sym = false;
+      } else {
+        if (token > len - p) {
+          ok = false;
+          break;
+        }
+        p += token;
+        advance(begin + p);
+        if (token < kRunCap && p < len) {
+          if (!a.has_symbols) {
+            ok = false;
+            break;
+          }
+          is_sym = true;
+        }
+      }
+    }
+    if (!ok || w != count || x != kStateLow) {
+      atomicOr(a.status, 1u);
+      continue;
+    }
+    if (8 * group < end) flush(group);
+  }
+}
+
+}  // namespace
+}  // namespace fz::ans::cuda
