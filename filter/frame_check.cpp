@@ -57,6 +57,8 @@ FrameBound bound_of(const FrameInfo& info) {
                                : FrameBound::Kind::kAbsolute;
     } else if (stage.type_id == kLorenzo && c.size() >= 21) {
       found = {FrameBound::Kind::kAbsolute, load_double(c, 13)};
+    } else if (stage.type_id == kSpline && c.size() >= 15 && c[0] == 0x82) {  // config v2: the bound last
+      found = {FrameBound::Kind::kAbsolute, load_double(c, c.size() - 8)};
     } else if (stage.type_id == kSpline && c.size() >= 14) {
       found = {FrameBound::Kind::kAbsolute, load_double(c, 6)};
     }

@@ -84,8 +84,10 @@
 //   u8 rank (1..3) | rank x dims, unsigned LEB128 (7 bits a byte, low group
 //   first, high bit set = more follow; canonical: no 0 last byte after the
 //   first, at most 64 bits) | u8 flags (bit 0 coarse levels, bit 1 a fill
-//   input; other bits 0), and no byte after.
-// v2 holds only what the decoder needs: the bound, alpha, beta and the
+//   input; other bits 0) | f64 the absolute bound enforced (finite, > 0),
+//   and no byte after.
+// v2 holds what the decoder needs and the bound, which the filter's frame
+// check compares with the dataset's cd_values; alpha, beta and the
 // tuning are the encoder's, the radius and the steps are in the side
 // stream. A stage parsed from v2 only decodes. Coarse levels need v2.
 //

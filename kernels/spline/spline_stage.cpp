@@ -21,8 +21,8 @@ SplineStage::SplineStage(const spline::Config& config, double enforced_bound, st
     throw UsageError("spline: coarse levels need the compact config (v2), which says so");
 }
 
-std::unique_ptr<SplineStage> SplineStage::decoder_only(const spline::CodeFormat& format, std::vector<size_t> dims,
-                                                       bool fill_input) {
+std::unique_ptr<SplineStage> SplineStage::decoder_only(const spline::CodeFormat& format, double enforced_bound,
+                                                       std::vector<size_t> dims, bool fill_input) {
   spline::Config config;  // the encoder's settings stay at defaults the constructor accepts; forward refuses
   config.width = format.width;
   config.code_bytes = format.code_bytes;
@@ -30,14 +30,14 @@ std::unique_ptr<SplineStage> SplineStage::decoder_only(const spline::CodeFormat&
   config.code_form = format.code_form;
   config.coarse_levels = format.coarse_levels;
   config.compact_config = true;
-  auto stage = std::make_unique<SplineStage>(config, 1.0, std::move(dims), fill_input);
+  auto stage = std::make_unique<SplineStage>(config, enforced_bound, std::move(dims), fill_input);
   stage->decoder_only_ = true;
   return stage;
 }
 
 void SplineStage::require_encoder() const {
   if (decoder_only_)
-    throw UsageError("spline: a stage parsed from a v2 config only decodes (v2 leaves the bound, alpha and beta out)");
+    throw UsageError("spline: a stage parsed from a v2 config only decodes (v2 leaves the radius, alpha, beta and tuning out)");
 }
 
 namespace {
@@ -82,6 +82,9 @@ Bytes SplineStage::config() const {
     c.push_back(static_cast<uint8_t>(dims_.size()));
     for (size_t d : dims_) append_leb128(c, d);
     c.push_back(static_cast<uint8_t>((config_.coarse_levels ? kV2CoarseLevels : 0) | (fill_input_ ? kV2FillInput : 0)));
+    // The bound is the decoder's to ignore, but the filter's frame check
+    // compares it with the dataset's cd_values (filter/frame_check.cpp).
+    append_le<double>(c, enforced_bound_);
     return c;
   }
   c.push_back(static_cast<uint8_t>(config_.width));
@@ -197,13 +200,14 @@ std::unique_ptr<Stage> parse_spline_v2(ByteSpan c) {
   size_t at = 5;
   std::vector<size_t> dims;
   for (unsigned i = 0; i < rank; ++i) dims.push_back(static_cast<size_t>(read_leb128(c, at)));
-  require_format(at + 1 == c.size, at < c.size ? "spline stage: bytes after config v2's flags"
-                                               : "spline stage: config v2 has no flags byte");
+  require_format(at + 9 == c.size, at + 9 < c.size ? "spline stage: bytes after config v2's bound"
+                                                   : "spline stage: config v2 ends before its flags and bound");
   const uint8_t flags = c.data[at];
   require_format((flags & ~(kV2CoarseLevels | kV2FillInput)) == 0, "spline stage: unknown config v2 flags");
   format.coarse_levels = (flags & kV2CoarseLevels) != 0;
   return config_error_as_format_error("spline", [&]() -> std::unique_ptr<Stage> {
-    return SplineStage::decoder_only(format, std::move(dims), (flags & kV2FillInput) != 0);
+    return SplineStage::decoder_only(format, load_le<double>(c.data + at + 1), std::move(dims),
+                                     (flags & kV2FillInput) != 0);
   });
 }
 

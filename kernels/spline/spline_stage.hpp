@@ -12,11 +12,12 @@
 // no v1 config starts with: v1 starts with its width, 4 or 8): u8 0x82 | u8
 // width | u8 code_bytes | u8 code form | u8 rank | rank x dims as unsigned
 // LEB128 (canonical, at most 64 bits) | u8 flags (bit 0 coarse levels, bit
-// 1 fill input, others 0), no byte after (docs/FORMAT.md, stage type 13).
-// The stage over spline.hpp; the decoder needs only width, code_bytes, the
-// code form, dims and (v2) the coarse-levels flag: the side stream says the
-// rest, so v2 leaves the encoder's bound, radius, alpha, beta and tuning
-// out, and a stage parsed from v2 can only decode (forward: UsageError).
+// 1 fill input, others 0) | f64 eb, no byte after (docs/FORMAT.md, stage
+// type 13). The stage over spline.hpp; the decoder needs only width,
+// code_bytes, the code form, dims and (v2) the coarse-levels flag: the side
+// stream says the rest, so v2 leaves the encoder's radius, alpha, beta and
+// tuning out (the bound stays for the filter's frame check), and a stage
+// parsed from v2 can only decode (forward: UsageError).
 #pragma once
 
 #include <memory>
@@ -33,8 +34,8 @@ class SplineStage final : public Stage {
  public:
   SplineStage(const spline::Config& config, double enforced_bound, std::vector<size_t> dims, bool fill_input = false);
   // A stage that only decodes (parsed from a v2 config): forward refuses.
-  static std::unique_ptr<SplineStage> decoder_only(const spline::CodeFormat& format, std::vector<size_t> dims,
-                                                   bool fill_input);
+  static std::unique_ptr<SplineStage> decoder_only(const spline::CodeFormat& format, double enforced_bound,
+                                                   std::vector<size_t> dims, bool fill_input);
   StageType type() const override { return StageType::Spline; }
   std::string name() const override { return "spline" + std::to_string(dims_.size()) + "d"; }
   std::vector<std::string> input_ports() const override {

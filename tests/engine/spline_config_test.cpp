@@ -36,9 +36,9 @@ const SplineStage& as_spline(const stage::Stage& s) { return dynamic_cast<const 
 
 TEST(SplineConfig, V2Bytes) {
   const SplineStage s(v2_config(true), 0.01, {14, 64, 128});
-  EXPECT_EQ(s.config(), (Bytes{0x82, 4, 2, 0, 3, 14, 0x40, 0x80, 0x01, 0x01}));
+  EXPECT_EQ(s.config(), (Bytes{0x82, 4, 2, 0, 3, 14, 0x40, 0x80, 0x01, 0x01, 0x7B, 0x14, 0xAE, 0x47, 0xE1, 0x7A, 0x84, 0x3F}));
   const SplineStage fill(v2_config(false), 0.01, {300}, true);
-  EXPECT_EQ(fill.config(), (Bytes{0x82, 4, 2, 0, 1, 0xAC, 0x02, 0x02}));
+  EXPECT_EQ(fill.config(), (Bytes{0x82, 4, 2, 0, 1, 0xAC, 0x02, 0x02, 0x7B, 0x14, 0xAE, 0x47, 0xE1, 0x7A, 0x84, 0x3F}));
 }
 
 TEST(SplineConfig, V2ParsesBackAndOnlyDecodes) {
@@ -106,18 +106,21 @@ TEST(SplineConfig, MalformedV2IsRefused) {
   const std::vector<Bytes> bad = {
       {0x82},                                            // too short
       {0x82, 4, 2, 0, 1, 5},                             // no flags byte
-      {0x82, 4, 2, 0, 1, 5, 0, 0},                       // a byte after the flags
-      {0x82, 4, 2, 0, 1, 5, 4},                          // unknown flag
-      {0x82, 4, 2, 0, 1, 5, 0x80},                       // unknown flag (high bit)
-      {0x82, 4, 2, 0, 1, 0x85, 0x00, 0},                 // dim not minimally encoded
+      {0x82, 4, 2, 0, 1, 5, 0},                          // no bound
+      {0x82, 4, 2, 0, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F, 0},        // a byte after the bound
+      {0x82, 4, 2, 0, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F},           // unknown flag
+      {0x82, 4, 2, 0, 1, 5, 0x80, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F},        // unknown flag (high bit)
+      {0x82, 4, 2, 0, 1, 0x85, 0x00, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F},  // dim not minimally encoded
       {0x82, 4, 2, 0, 1, 0x85},                          // ends inside a dim
-      {0x82, 4, 2, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02, 0},  // over 64 bits
-      {0x82, 4, 2, 0, 0, 0},                             // rank 0
-      {0x82, 4, 2, 0, 4, 1, 1, 1, 1, 0},                 // rank 4
-      {0x82, 4, 2, 3, 1, 5, 0},                          // code form 3
-      {0x82, 5, 2, 0, 1, 5, 0},                          // width 5
-      {0x82, 4, 3, 0, 1, 5, 0},                          // code bytes 3
-      {0x82, 4, 2, 0, 2, 5, 0},                          // rank 2 with one dim
+      {0x82, 4, 2, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F},  // over 64 bits
+      {0x82, 4, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F},              // rank 0
+      {0x82, 4, 2, 0, 4, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F},  // rank 4
+      {0x82, 4, 2, 3, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F},           // code form 3
+      {0x82, 5, 2, 0, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F},           // width 5
+      {0x82, 4, 3, 0, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F},           // code bytes 3
+      {0x82, 4, 2, 0, 2, 5, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F},           // rank 2 with one dim
+      {0x82, 4, 2, 0, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x7F},  // bound +inf
+      {0x82, 4, 2, 0, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0},        // bound 0
   };
   for (size_t k = 0; k < bad.size(); ++k)
     EXPECT_THROW(stage::parse_stage(static_cast<uint16_t>(stage::StageType::Spline), bad[k]), FormatError)
