@@ -5,7 +5,10 @@
 // lane's output is first filled with the run symbol m, so a run token only
 // moves the position, and a symbol token writes one symbol. Each token is one
 // lookup in a table of 2^M slots (token, f, slot - cum), so the serial chain
-// per token is a load, a multiply-add and a branch-free refill.
+// per token is a load, a multiply-add and a branch-free refill. Groups of
+// lanes whose reads cannot leave the payload (all but the last few) run
+// without the per-word bound check; the exact word count is checked at each
+// lane's end either way.
 #include <algorithm>
 #include <cstring>
 
@@ -52,13 +55,18 @@ struct LaneDecoder {
   uint16_t mode;
   const uint8_t* spare;  // two readable bytes: what a refill past a lane's words reads
 
-  // One token from `table`. The refill is branch-free: a lane that runs out
-  // of words reads `spare` and counts on (w > count), which finish() refuses.
+  // One token from `table`. The refill is branch-free. kChecked: a lane that
+  // runs out of words reads `spare` and counts on (w > count), which
+  // finish() refuses. Unchecked (a lane whose 2 * len words from its first
+  // lie in the payload: a lane reads at most one word per token and has at
+  // most 2 * len tokens, every run token 0 being followed by a symbol): it
+  // reads the next lane's words instead, and counts on alike.
+  template <bool kChecked>
   uint32_t step(Lane& l, const Slot* table) const {
     const Slot e = table[l.x & ((uint32_t{1} << prob_bits) - 1)];
     const uint32_t x = e.freq * (l.x >> prob_bits) + e.bias;
     const bool refill = x < kStateLow;
-    const uint8_t* src = l.w < l.count ? l.words + 2 * l.w : spare;
+    const uint8_t* src = !kChecked || l.w < l.count ? l.words + 2 * l.w : spare;
     const uint32_t refilled = (x << 16) | load_le<uint16_t>(src);
     l.x = refill ? refilled : x;
     l.w += refill;
@@ -66,19 +74,23 @@ struct LaneDecoder {
   }
 
   // A run token, then a symbol token unless the run is 63 or ends the lane.
-  // The output is pre-filled with m, so a run only moves the position.
+  // The output is pre-filled with m, so a run only moves the position. A run
+  // past the lane's end stops the lane with p > len, which finish() refuses;
+  // unchecked lanes have a non-empty symbol table.
+  template <bool kChecked>
   void item(Lane& l) const {
-    const uint32_t t = step(l, run);
-    require_format(t <= l.len - l.p, "ANS: a run passes the lane's end");
+    const uint32_t t = step<kChecked>(l, run);
     l.p += t;
     if (t < kRunCap && l.p < l.len) {
-      require_format(has_symbols, "ANS: a symbol token with an empty symbol table");
-      l.out[l.p++] = static_cast<uint16_t>(step(l, sym));
+      if (kChecked) require_format(has_symbols, "ANS: a symbol token with an empty symbol table");
+      l.out[l.p++] = static_cast<uint16_t>(step<kChecked>(l, sym));
     }
   }
 
+  template <bool kChecked>
   void finish(Lane& l) const {
-    while (l.p < l.len) item(l);
+    while (l.p < l.len) item<kChecked>(l);
+    require_format(l.p == l.len, "ANS: a run passes the lane's end");
     require_format(l.w <= l.count, "ANS: a lane reads past its words");
     require_format(l.w == l.count, "ANS: a lane leaves words unread");
     require_format(l.x == kStateLow, "ANS: a lane's final state is not 2^16");
@@ -88,7 +100,8 @@ struct LaneDecoder {
   // (lookup, multiply-add, refill) overlap; each finishes alone once the
   // first of them is done.
   static constexpr size_t kInterleave = 4;
-  void operator()(Lane* lanes, size_t count) const {
+  template <bool kChecked>
+  void lanes(Lane* lanes, size_t count) const {
     for (size_t i = 0; i < count; ++i) std::fill(lanes[i].out, lanes[i].out + lanes[i].len, mode);
     if (count == kInterleave) {
       Lane& a = lanes[0];
@@ -96,13 +109,27 @@ struct LaneDecoder {
       Lane& c = lanes[2];
       Lane& d = lanes[3];
       while (a.p < a.len && b.p < b.len && c.p < c.len && d.p < d.len) {
-        item(a);
-        item(b);
-        item(c);
-        item(d);
+        item<kChecked>(a);
+        item<kChecked>(b);
+        item<kChecked>(c);
+        item<kChecked>(d);
       }
     }
-    for (size_t i = 0; i < count; ++i) finish(lanes[i]);
+    for (size_t i = 0; i < count; ++i) finish<kChecked>(lanes[i]);
+  }
+
+  // Checked unless every lane's reads stay in the payload (payload_words:
+  // all lanes' words) and the symbol table is not empty.
+  void operator()(Lane* group, size_t count, size_t payload_words, const uint8_t* payload) const {
+    bool safe = has_symbols;
+    for (size_t i = 0; i < count; ++i) {
+      safe = safe && static_cast<size_t>(group[i].words - payload) / 2 + 2 * group[i].len <= payload_words;
+    }
+    if (safe) {
+      lanes<false>(group, count);
+    } else {
+      lanes<true>(group, count);
+    }
   }
 };
 
@@ -146,7 +173,7 @@ void decode(ByteSpan stream, const Config& config, Bytes& out, size_t max_bytes,
         l.words = stream.data + layout.payload_at + 2 * layout.word_start[lane];
         l.out = symbols + lane * S;
       }
-      lane_decoder(group, count);
+      lane_decoder(group, count, layout.word_start[lanes], stream.data + layout.payload_at);
     }
   });
 }

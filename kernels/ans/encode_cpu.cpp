@@ -2,10 +2,11 @@
 // symbols, each parallel over runs of consecutive lanes: the symbol histogram
 // (which gives the run symbol m and the symbol table), the run-token
 // histogram, and the lanes' coding. Each lane's non-m symbols are first
-// gathered branch-free into a position list; its tokens then come from that
-// list, last to first, without a branch per symbol; four lanes' tokens are
-// then coded side by side, so that their serial chains overlap. The division
-// of rANS is a multiplication by a reciprocal, exact for every 32-bit state.
+// gathered branch-free into a position list; the run histogram counts the
+// gaps in it, and the coder makes each lane's tokens from it as it codes
+// them (last to first, no token array), four lanes side by side, so that
+// their serial chains overlap. The division of rANS is a multiplication by a
+// reciprocal, exact for every 32-bit state.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -57,78 +58,91 @@ inline void put(uint32_t& x, uint16_t*& ptr, const EncSymbol& e) {
 
 uint16_t symbol_at(const uint8_t* p, size_t i) { return load_le<uint16_t>(p + 2 * i); }
 
-// Positions (in the lane) of the lane's symbols other than m, branch-free.
-size_t gather_others(const uint8_t* lane, size_t len, uint16_t m, uint32_t* pos) {
-  size_t k = 0;
+// Positions (in the lane) of the lane's symbols other than m, branch-free,
+// into pos[1..k] (returns k); pos[0] is -1, the position before the lane, so
+// that the run ahead of every symbol is pos[j] - pos[j - 1] - 1 alike.
+size_t gather_others(const uint8_t* lane, size_t len, uint16_t m, int32_t* pos) {
+  pos[0] = -1;
+  size_t k = 1;
   for (size_t i = 0; i < len; ++i) {
-    pos[k] = static_cast<uint32_t>(i);
+    pos[k] = static_cast<int32_t>(i);
     k += symbol_at(lane, i) != m;
   }
-  return k;
+  return k - 1;
 }
 
 // The run tokens of one lane, counted (format: a run of L before a symbol is
-// L / 63 tokens 63 and L mod 63; the lane's final run leaves out a 0).
-void count_runs(const uint32_t* pos, size_t k, size_t len, uint64_t* runs) {
-  int64_t prev = -1;
-  for (size_t j = 0; j < k; ++j) {
-    const uint64_t L = static_cast<uint64_t>(int64_t{pos[j]} - prev - 1);
-    runs[kRunCap] += L / kRunCap;
-    ++runs[L % kRunCap];
-    prev = pos[j];
-  }
-  const uint64_t L = static_cast<uint64_t>(static_cast<int64_t>(len) - prev - 1);
-  runs[kRunCap] += L / kRunCap;
-  if (L % kRunCap != 0) ++runs[L % kRunCap];
-}
-
-// One lane's tokens in coding order (last to first), as indices into the
-// combined table (run tokens 0..63, then symbol s at kRunTokens + s); at most
-// 2 * len + 1 of them. Branch-free but for runs of 63 or more.
-size_t lane_tokens(const uint8_t* lane, const uint32_t* pos, size_t k, size_t len, uint32_t* tok) {
-  size_t nt = 0;
-  const auto put_run = [&](uint64_t L, bool final_run) {
-    tok[nt] = static_cast<uint32_t>(L % kRunCap);
-    nt += !final_run || L % kRunCap != 0;
-    for (uint64_t q = L / kRunCap; q > 0; --q) tok[nt++] = kRunCap;
+// L / 63 tokens 63 and L mod 63; the lane's final run leaves out a 0). Four
+// partial histograms, so that a run length repeated (0, where few symbols
+// are m) does not chain each count on the one before.
+void count_runs(const int32_t* pos, size_t k, size_t len, uint64_t* runs) {
+  uint32_t part[4][kRunTokens] = {};
+  uint64_t long_runs = 0;  // tokens 63
+  const auto count = [&](uint32_t* h, int64_t L) {
+    long_runs += static_cast<uint64_t>(L) / kRunCap;
+    ++h[static_cast<uint64_t>(L) % kRunCap];
   };
-  const int64_t last = k > 0 ? int64_t{pos[k - 1]} : -1;
-  put_run(static_cast<uint64_t>(static_cast<int64_t>(len) - last - 1), true);
-  for (size_t j = k; j-- > 0;) {
-    tok[nt++] = kRunTokens + symbol_at(lane, pos[j]);
-    const int64_t before = j > 0 ? int64_t{pos[j - 1]} : -1;
-    put_run(static_cast<uint64_t>(int64_t{pos[j]} - before - 1), false);
+  size_t j = 1;
+  for (; j + 4 <= k + 1; j += 4) {
+    count(part[0], int64_t{pos[j]} - pos[j - 1] - 1);
+    count(part[1], int64_t{pos[j + 1]} - pos[j] - 1);
+    count(part[2], int64_t{pos[j + 2]} - pos[j + 1] - 1);
+    count(part[3], int64_t{pos[j + 3]} - pos[j + 2] - 1);
   }
-  return nt;
+  for (; j <= k; ++j) count(part[0], int64_t{pos[j]} - pos[j - 1] - 1);
+  const uint64_t L = static_cast<uint64_t>(static_cast<int64_t>(len) - pos[k] - 1);
+  long_runs += L / kRunCap;
+  if (L % kRunCap != 0) ++runs[L % kRunCap];
+  runs[kRunCap] += long_runs;
+  for (size_t t = 0; t < kRunTokens; ++t) runs[t] += uint64_t{part[0][t]} + part[1][t] + part[2][t] + part[3][t];
 }
 
-// Codes up to kInterleave lanes' tokens side by side (their serial chains
-// overlap), then each lane's rest alone. Lane i writes its words downwards
-// from end[i] (a buffer of 2 * len + 1 words below it) and gets its state and
-// where its payload starts.
-constexpr size_t kInterleave = 4;
-void code_lanes(size_t count, uint32_t* const* tok, const size_t* nt, const EncSymbol* enc, uint16_t* const* end,
-                uint16_t** begin, uint32_t* state) {
-  uint32_t x[kInterleave];
-  uint16_t* ptr[kInterleave];
-  for (size_t i = 0; i < count; ++i) {
-    x[i] = kStateLow;
-    ptr[i] = end[i];
+// One lane being coded, from its last token to its first: its state, where
+// its next word goes (downwards), its symbols and the positions of those
+// other than m (pos[0] = -1), and the symbols left to code.
+struct LaneCoder {
+  uint32_t x = kStateLow;
+  uint16_t* ptr = nullptr;
+  const uint8_t* lane = nullptr;
+  const int32_t* pos = nullptr;
+  size_t j = 0;
+};
+
+// A run of L ahead of a symbol (or, final, ending the lane), in coding order:
+// L mod 63 (left out when final and 0), then L / 63 tokens 63.
+inline void put_run(LaneCoder& l, const EncSymbol* enc, uint64_t L, bool final_run) {
+  if (L < kRunCap) {
+    if (!final_run || L != 0) put(l.x, l.ptr, enc[L]);
+    return;
   }
-  size_t common = 0;
+  if (!final_run || L % kRunCap != 0) put(l.x, l.ptr, enc[L % kRunCap]);
+  for (uint64_t q = L / kRunCap; q > 0; --q) put(l.x, l.ptr, enc[kRunCap]);
+}
+
+// The lane's next symbol other than m (from the last), then the run ahead of it.
+inline void put_item(LaneCoder& l, const EncSymbol* enc) {
+  put(l.x, l.ptr, enc[kRunTokens + symbol_at(l.lane, static_cast<size_t>(l.pos[l.j]))]);
+  put_run(l, enc, static_cast<uint64_t>(int64_t{l.pos[l.j]} - l.pos[l.j - 1] - 1), false);
+  --l.j;
+}
+
+// Codes up to kInterleave lanes side by side (their serial chains overlap),
+// then each lane's rest alone; the tokens are made as they are coded (the
+// lane's final run, then per symbol other than m from the last: the symbol,
+// the run ahead of it). Lane i writes its words downwards from its ptr (a
+// buffer of 2 * len + 1 words below it).
+constexpr size_t kInterleave = 4;
+void code_lanes(size_t count, LaneCoder* lanes, const EncSymbol* enc) {
   if (count == kInterleave) {
-    common = *std::min_element(nt, nt + kInterleave);
-    for (size_t t = 0; t < common; ++t) {
-      put(x[0], ptr[0], enc[tok[0][t]]);
-      put(x[1], ptr[1], enc[tok[1][t]]);
-      put(x[2], ptr[2], enc[tok[2][t]]);
-      put(x[3], ptr[3], enc[tok[3][t]]);
+    while (lanes[0].j > 0 && lanes[1].j > 0 && lanes[2].j > 0 && lanes[3].j > 0) {
+      put_item(lanes[0], enc);
+      put_item(lanes[1], enc);
+      put_item(lanes[2], enc);
+      put_item(lanes[3], enc);
     }
   }
   for (size_t i = 0; i < count; ++i) {
-    for (size_t t = common; t < nt[i]; ++t) put(x[i], ptr[i], enc[tok[i][t]]);
-    begin[i] = ptr[i];
-    state[i] = x[i];
+    while (lanes[i].j > 0) put_item(lanes[i], enc);
   }
 }
 
@@ -199,7 +213,7 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
   // Run-token histogram.
   std::vector<std::vector<uint64_t>> run_hists(runs.count, std::vector<uint64_t>(kRunTokens, 0));
   exec.parallel_for(runs.count, [&](size_t r) {
-    std::vector<uint32_t> pos(S);
+    std::vector<int32_t> pos(S + 1);
     for (size_t lane = runs.first(r); lane < runs.first(r + 1); ++lane) {
       const size_t len = lane_len(lane);
       const uint8_t* at = data + 2 * lane * S;
@@ -248,30 +262,31 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
     const size_t b1 = std::min<size_t>(lanes, b0 + batch);
     const Runs part{runs.count, b1 - b0};
     exec.parallel_for(runs.count, [&](size_t r) {
-      std::vector<uint32_t> pos(S), tokens(kInterleave * (2 * S + 1));
+      std::vector<int32_t> pos(kInterleave * (S + 1));
       std::vector<uint16_t> scratch(kInterleave * (2 * S + 1));
       std::vector<uint16_t>& words = run_words[r];
       words.clear();
-      uint32_t* tok[kInterleave];
-      uint16_t* end[kInterleave];
-      uint16_t* begin[kInterleave];
-      size_t nt[kInterleave];
-      for (size_t i = 0; i < kInterleave; ++i) {
-        tok[i] = tokens.data() + i * (2 * S + 1);
-        end[i] = scratch.data() + (i + 1) * (2 * S + 1);
-      }
       const size_t last = b0 + part.first(r + 1);
       for (size_t first = b0 + part.first(r); first < last; first += kInterleave) {
         const size_t count = std::min(kInterleave, last - first);
+        LaneCoder group[kInterleave];
+        uint16_t* end[kInterleave];
         for (size_t i = 0; i < count; ++i) {
           const size_t len = lane_len(first + i);
-          const uint8_t* at = data + 2 * (first + i) * S;
-          nt[i] = lane_tokens(at, pos.data(), gather_others(at, len, m, pos.data()), len, tok[i]);
+          LaneCoder& l = group[i];
+          l.lane = data + 2 * (first + i) * S;
+          int32_t* at = pos.data() + i * (S + 1);
+          l.pos = at;
+          l.j = gather_others(l.lane, len, m, at);
+          end[i] = scratch.data() + (i + 1) * (2 * S + 1);
+          l.ptr = end[i];
+          put_run(l, enc.data(), static_cast<uint64_t>(static_cast<int64_t>(len) - at[l.j] - 1), true);
         }
-        code_lanes(count, tok, nt, enc.data(), end, begin, states.data() + first);
+        code_lanes(count, group, enc.data());
         for (size_t i = 0; i < count; ++i) {
-          word_counts[first + i] = static_cast<uint16_t>(end[i] - begin[i]);
-          words.insert(words.end(), begin[i], end[i]);
+          states[first + i] = group[i].x;
+          word_counts[first + i] = static_cast<uint16_t>(end[i] - group[i].ptr);
+          words.insert(words.end(), group[i].ptr, end[i]);
         }
       }
     });
