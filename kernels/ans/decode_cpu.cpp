@@ -3,9 +3,10 @@
 // before anything is sized by n; then runs of consecutive lanes decode in
 // parallel, four side by side in one loop (their serial chains overlap). A
 // lane's output is first filled with the run symbol m, so a run token only
-// moves the position, and a symbol token writes one symbol. Each token is one
-// lookup in a table of 2^M slots (token, f, slot - cum), so the serial chain
-// per token is a load, a multiply-add and a branch-free refill. Groups of
+// moves the position, and a symbol token writes one symbol. Each token is a
+// slot's token (a byte table for runs, u16 for symbols: 2^M entries each)
+// and that token's (f, cum), so the serial chain per token is two small
+// loads, a multiply-add and a branch-free refill. Groups of
 // lanes whose reads cannot leave the payload (all but the last few) run
 // without the per-word bound check; the exact word count is checked at each
 // lane's end either way.
@@ -21,21 +22,34 @@ namespace {
 
 static_assert(sizeof(size_t) == 8, "stream sizes are 64-bit");
 
-struct Slot {
-  uint32_t freq;   // f of the slot's token (<= 2^16)
-  uint16_t bias;   // slot - cum of the token
-  uint16_t token;  // the run token or the symbol
+// A table for the decoder: each slot's token (u8 for the run table, u16 for
+// the symbol table), and each token's f and cum. Two small loads per token
+// instead of one 8-byte slot: the slot arrays are 2^M or 2^(M+1) bytes (for
+// M = 14 the run table's stays in L1, and most symbols' (f, cum) do), where
+// 8-byte slots (2^(M+4) bytes for both tables) miss L1 on every token.
+struct FreqCum {
+  uint32_t freq, cum;
+};
+template <typename Token>
+struct Table {
+  const Token* token = nullptr;
+  const FreqCum* fc = nullptr;
 };
 
-std::vector<Slot> slot_table(const std::vector<uint32_t>& freq, const std::vector<uint32_t>& cum,
-                             unsigned prob_bits) {
-  std::vector<Slot> table(size_t{1} << prob_bits, Slot{0, 0, 0});
+// Fills `token` (2^M entries) and `fc` (one per token) from a parsed table;
+// the vectors are kept per thread, so a call neither allocates nor faults in
+// pages. An empty table (all f 0) leaves token[] all 0 and fc[] all (0, 0).
+template <typename Token>
+Table<Token> make_table(const std::vector<uint32_t>& freq, const std::vector<uint32_t>& cum, unsigned prob_bits,
+                        std::vector<Token>& token, std::vector<FreqCum>& fc) {
+  token.resize(size_t{1} << prob_bits);
+  fc.resize(freq.size());
+  if (cum.back() == 0) std::fill(token.begin(), token.end(), Token{0});
   for (size_t s = 0; s < freq.size(); ++s) {
-    for (uint32_t i = 0; i < freq[s]; ++i) {
-      table[cum[s] + i] = Slot{freq[s], static_cast<uint16_t>(i), static_cast<uint16_t>(s)};
-    }
+    fc[s] = FreqCum{freq[s], cum[s]};
+    std::fill(token.begin() + cum[s], token.begin() + cum[s] + freq[s], static_cast<Token>(s));
   }
-  return table;
+  return Table<Token>{token.data(), fc.data()};
 }
 
 // One lane being decoded: its state, its output position, its words.
@@ -48,8 +62,8 @@ struct Lane {
 };
 
 struct LaneDecoder {
-  const Slot* run;
-  const Slot* sym;
+  Table<uint8_t> run;
+  Table<uint16_t> sym;
   bool has_symbols;
   unsigned prob_bits;
   uint16_t mode;
@@ -61,16 +75,19 @@ struct LaneDecoder {
   // lie in the payload: a lane reads at most one word per token and has at
   // most 2 * len tokens, every run token 0 being followed by a symbol): it
   // reads the next lane's words instead, and counts on alike.
-  template <bool kChecked>
-  uint32_t step(Lane& l, const Slot* table) const {
-    const Slot e = table[l.x & ((uint32_t{1} << prob_bits) - 1)];
-    const uint32_t x = e.freq * (l.x >> prob_bits) + e.bias;
-    const bool refill = x < kStateLow;
+  template <bool kChecked, typename Token>
+  uint32_t step(Lane& l, const Table<Token>& table) const {
+    const uint32_t slot = l.x & ((uint32_t{1} << prob_bits) - 1);
+    const uint32_t token = table.token[slot];
+    const FreqCum e = table.fc[token];
+    const uint32_t x = e.freq * (l.x >> prob_bits) + slot - e.cum;
+    // Arithmetic rather than a select, which the compiler may turn into a
+    // branch (taken about half the time, unpredictably).
+    const uint32_t refill = x < kStateLow;
     const uint8_t* src = !kChecked || l.w < l.count ? l.words + 2 * l.w : spare;
-    const uint32_t refilled = (x << 16) | load_le<uint16_t>(src);
-    l.x = refill ? refilled : x;
+    l.x = (x << (16 * refill)) | (load_le<uint16_t>(src) & (0u - refill));
     l.w += refill;
-    return e.token;
+    return token;
   }
 
   // A run token, then a symbol token unless the run is 63 or ends the lane.
@@ -150,9 +167,12 @@ void decode(ByteSpan stream, const Config& config, Bytes& out, size_t max_bytes,
     out.assign(src, src + 2 * n);
     return;
   }
-  const std::vector<Slot> run = slot_table(layout.run_freq, layout.run_cum, config.prob_bits);
-  const std::vector<Slot> sym = slot_table(layout.symbol_freq, layout.symbol_cum, config.prob_bits);
-  const LaneDecoder lane_decoder{run.data(), sym.data(), layout.symbol_cum.back() != 0, config.prob_bits,
+  thread_local std::vector<uint8_t> run_token;
+  thread_local std::vector<uint16_t> symbol_token;
+  thread_local std::vector<FreqCum> run_fc, symbol_fc;
+  const LaneDecoder lane_decoder{make_table(layout.run_freq, layout.run_cum, config.prob_bits, run_token, run_fc),
+                                 make_table(layout.symbol_freq, layout.symbol_cum, config.prob_bits, symbol_token,
+                                            symbol_fc), layout.symbol_cum.back() != 0, config.prob_bits,
                                  layout.mode, stream.data};
   out.resize(2 * n);
   auto* symbols = reinterpret_cast<uint16_t*>(out.data());
