@@ -38,8 +38,8 @@ class CpuEncoder final : public ChunkEncoder {
  public:
   CpuEncoder(ByteSpan chunk, const Policy& policy) : chunk_(chunk), exec_(make_pool_executor(policy.threads)) {}
 
-  FiniteRange facts(const DataType& dtype, const Options& options) override {
-    return chunk_values(dtype, options, chunk_, *exec_);
+  FiniteRange facts(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options) override {
+    return chunk_facts(dtype, dims, options, chunk_, *exec_);
   }
   bool runs(const Pipeline&) const override { return true; }
 
@@ -104,7 +104,7 @@ FrameOut compress_through(const std::vector<EncoderFactory>& backends, const Raw
       std::unique_ptr<ChunkEncoder> encoder = make();
       if (!encoder) continue;
       try {
-        const FiniteRange values = encoder->facts(info.dtype, options);
+        const FiniteRange values = encoder->facts(info.dtype, info.dims, options);
         // A chunk holding fill or missing elements goes through FILLMASK
         // first, whose values stream is a second chunk beside the codes:
         // 1.7-2.0x the chunk on the CPU (docs/PERFORMANCE.md, "Memory per

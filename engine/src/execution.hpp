@@ -61,7 +61,7 @@ class ChunkEncoder {
   virtual ~ChunkEncoder() = default;
   // The facts a lossy preset needs of the chunk (presets/presets.hpp: NOA's
   // range, the fill test), found where the chunk is.
-  virtual FiniteRange facts(const DataType& dtype, const Options& options) = 0;
+  virtual FiniteRange facts(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options) = 0;
   // Whether this backend runs every stage of `pipeline`; if not, the flow
   // tries the next backend.
   virtual bool runs(const Pipeline& pipeline) const = 0;

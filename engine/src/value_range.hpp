@@ -18,6 +18,9 @@ struct FiniteRange {
   double min = 0, max = 0;
   bool has_fill = false;     // some element is the fill value
   bool has_missing = false;  // some element is the missing value (never set when it equals the fill value)
+  // Not a range fact: cuszhi-cr's predictor choice for the chunk (true: the
+  // Lorenzo pipeline), found with the facts (presets/predictor_choice.hpp).
+  bool lorenzo = false;
 };
 
 // width 4 (float32) or 8 (float64); big_endian: elements are stored big-endian;

@@ -177,7 +177,15 @@ TEST(SplinePresets, RatioFirstTightensCoarseLevelsOnlyAtLooseBounds) {
         const Bytes a = compress(raw.data(), raw.size(), DataType::of<float>(), f.dims, ratio_first);
         const Bytes b = compress(raw.data(), raw.size(), DataType::of<float>(), f.dims, flat);
         if (rel < 2e-3) {
-          EXPECT_EQ(a, b);
+          // Unless the chunk's sample chose Lorenzo (ratio-first only; the
+          // manual tuning keeps the spline): then no more than 4% larger.
+          const FrameInfo info = inspect(a.data(), a.size());
+          const bool lorenzo = std::any_of(info.stages.begin(), info.stages.end(),
+                                           [](const StageInfo& st) { return st.name == "lorenzo"; });
+          if (lorenzo)
+            EXPECT_LE(double(a.size()), 1.04 * double(b.size()));
+          else
+            EXPECT_EQ(a, b);
           continue;
         }
         const double gain = psnr(x, values_of<float>(decompress(a.data(), a.size()).data)) -
@@ -255,7 +263,14 @@ TEST(SplinePresets, LandUnderAFillMaskCostsLessThanAsData) {
             ++k;
           }
         ASSERT_GT(mask_bytes, 0u);
-        const Options plain = options(preset, ErrorMode::Abs, noa * (hi - lo));
+        // The spline on the carried data, ratio-first's alpha and beta by
+        // hand (manual tuning: no predictor choice, which may give the
+        // carried data's flat runs to Lorenzo): this compares the spline's
+        // fill input with the data it would otherwise code.
+        Options plain = options(preset, ErrorMode::Abs, noa * (hi - lo));
+        plain.spline_tuning = SplineTuning::kManual;
+        plain.spline_alpha = noa < 2e-3 ? 1 : 1.25;
+        plain.spline_beta = noa < 2e-3 ? 1 : 2;
         const Bytes as_data = compress(carried.data(), n * 4, DataType::of<float>(), f.dims, plain);
         std::printf("| %s | %g | %s | %zu | %zu | %zu |\n", f.file, noa, preset_name(preset), frame.size() - mask_bytes,
                     as_data.size(), mask_bytes);
@@ -291,7 +306,11 @@ TEST(SplinePresets, CodeGroupsGoThroughAns) {
         EXPECT_EQ(st.config[4], 14u);
         EXPECT_EQ(load_le<uint32_t>(st.config.data() + 5), 8192u);
       }
-      EXPECT_EQ(std::count(names.begin(), names.end(), "ans"), 3) << f.file;
+      // Three groups, or the one stream of the Lorenzo pipeline where the
+      // chunk's sample chose it (predictor_choice.hpp; never at 1e-2 here).
+      const bool lorenzo = std::count(names.begin(), names.end(), "lorenzo") == 1;
+      EXPECT_FALSE(lorenzo && noa == 1e-2) << f.file;
+      EXPECT_EQ(std::count(names.begin(), names.end(), "ans"), lorenzo ? 1 : 3) << f.file;
       EXPECT_EQ(std::count(names.begin(), names.end(), "huffman"), 0) << f.file;
       size_t over = 0;
       const double ratio =

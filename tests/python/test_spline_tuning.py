@@ -166,8 +166,14 @@ def test_manual_one_one_is_ratio_first_and_off_differs(tmp_path, wmag, preset):
     with h5py.File(tmp_path / "b.h5", "r") as f:
         chunks = {name: _chunks_bytes(f[name]) for name in datasets}
     assert len(chunks["default"]) == 3 * 3 * 1
-    assert chunks["manual-1-1"] == chunks["default"]
     assert chunks["ratio-first"] == chunks["default"]
+    # Byte for byte, but for cuszhi-cr chunks whose sample chose its Lorenzo
+    # pipeline (ratio-first only: docs/FORMAT.md, preset 6), at most 4% larger.
+    for k, frame in chunks["default"].items():
+        if preset != "cuszhi-cr" or frame == chunks["manual-1-1"][k]:
+            assert frame == chunks["manual-1-1"][k], k
+        else:
+            assert len(frame) <= 1.04 * len(chunks["manual-1-1"][k]), k
     for other in ("off", "quality-first", "manual-2-8"):
         differ = [k for k in chunks["default"] if chunks[other][k] != chunks["default"][k]]
         assert differ, "%s wrote ratio-first's chunks: the tuning words did not reach the engine" % other
@@ -375,7 +381,11 @@ def test_h5fz_compress_tuning(tmp_path, h5fz_tool, data_dir):
             label = "tuning " + (extra[1] if extra[1] != "manual" else "manual alpha %s beta %s" % (extra[3], extra[5]))
             assert label in r.stdout, r.stdout
         frames[name] = out.read_bytes()
-    assert frames["ratio-first"] == frames["default"] == frames["manual-1-1"]
+    assert frames["ratio-first"] == frames["default"]
+    # manual 1, 1 keeps the spline where ratio-first may choose cuszhi-cr's
+    # Lorenzo pipeline for the field (docs/FORMAT.md, preset 6): then within 4%.
+    assert (frames["default"] == frames["manual-1-1"] or
+            len(frames["default"]) <= 1.04 * len(frames["manual-1-1"]))
     assert len({frames["default"], frames["off"], frames["quality-first"], frames["manual"]}) == 4
     # quality-first at NOA 1e-3 is alpha 1.5, beta 4 (docs/CD_VALUES.md)
     assert frames["quality-first"] == frames["manual-1.5-4"]

@@ -5,6 +5,7 @@
 
 #include "cuda/value_range_cuda.hpp"
 #include "device_forward.hpp"
+#include "presets/predictor_choice.hpp"
 #include "presets/presets.hpp"
 
 namespace fz::engine {
@@ -74,6 +75,33 @@ FiniteRange device_chunk_values(const uint8_t* chunk, size_t bytes, const DataTy
   DeviceRange host_range;
   work.read_back(reinterpret_cast<const uint8_t*>(range), sizeof host_range, reinterpret_cast<uint8_t*>(&host_range));
   return to_finite_range(host_range, dtype.size);
+}
+
+FiniteRange device_chunk_facts(const uint8_t* chunk, size_t bytes, const DataType& dtype,
+                               const std::vector<uint64_t>& dims, const Options& options, ChunkWork& work,
+                               Lane& lane) {
+  FiniteRange values = device_chunk_values(chunk, bytes, dtype, options, work, lane);
+  if (!chooses_predictor(dtype, options)) return values;
+  // The box as three axes (leading extents of 1), rows along the fastest.
+  const std::vector<size_t> shape = predictor_dims(dims);
+  const size_t shift = 3 - shape.size();
+  values.lorenzo = lorenzo_wins(dtype, dims, options, values, [&](const SampleBox& box, uint8_t* dst) {
+    size_t d[3] = {1, 1, 1}, s[3] = {0, 0, 0}, e[3] = {1, 1, 1};
+    for (size_t a = 0; a < shape.size(); ++a) {
+      d[a + shift] = shape[a];
+      s[a + shift] = box.start[a];
+      e[a + shift] = box.extent[a];
+    }
+    cudaMemcpy3DParms copy = {};
+    copy.srcPtr = make_cudaPitchedPtr(const_cast<uint8_t*>(chunk), d[2] * dtype.size, d[2] * dtype.size, d[1]);
+    copy.srcPos = make_cudaPos(s[2] * dtype.size, s[1], s[0]);
+    copy.dstPtr = make_cudaPitchedPtr(dst, e[2] * dtype.size, e[2] * dtype.size, e[1]);
+    copy.extent = make_cudaExtent(e[2] * dtype.size, e[1], e[0]);
+    copy.kind = cudaMemcpyDeviceToHost;
+    work.check(cudaMemcpy3DAsync(&copy, lane.stream), "predictor sample (GPU)");
+    work.check(cudaStreamSynchronize(lane.stream), "predictor sample (GPU)");
+  });
+  return values;
 }
 
 }  // namespace cuda

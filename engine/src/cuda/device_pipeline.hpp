@@ -28,4 +28,12 @@ DeviceBuffer run_inverse(const Pipeline& pipeline, std::vector<DeviceBuffer> vie
 FiniteRange device_chunk_values(const uint8_t* chunk, size_t bytes, const DataType& dtype, const Options& options,
                                 ChunkWork& work, Lane& lane);
 
+// device_chunk_values and cuszhi-cr's predictor choice (presets/
+// predictor_choice.hpp): the sample blocks copied to the host one
+// cudaMemcpy3D each and chosen by the CPU's function, so the device chooses
+// as the CPU does (chunk_facts).
+FiniteRange device_chunk_facts(const uint8_t* chunk, size_t bytes, const DataType& dtype,
+                               const std::vector<uint64_t>& dims, const Options& options, ChunkWork& work,
+                               Lane& lane);
+
 }  // namespace fz::engine::cuda

@@ -44,13 +44,13 @@ class GpuEncoder final : public ChunkEncoder {
         work_(context, *lane_),
         exec_(make_pool_executor(policy.threads)) {}
 
-  FiniteRange facts(const DataType& dtype, const Options& options) override {
+  FiniteRange facts(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options) override {
     // The graph's key names the options and the facts (forward_graphs.hpp).
     options_ = &options;
     values_ = guarded([&] {
-      if (chunk_.size <= cuda::kHostFactsBytes) return chunk_values(dtype, options, chunk_, *exec_);
+      if (chunk_.size <= cuda::kHostFactsBytes) return chunk_facts(dtype, dims, options, chunk_, *exec_);
       upload_chunk();
-      return cuda::device_chunk_values(device_chunk_, chunk_.size, dtype, options, work_, *lane_);
+      return cuda::device_chunk_facts(device_chunk_, chunk_.size, dtype, dims, options, work_, *lane_);
     });
     return values_;
   }

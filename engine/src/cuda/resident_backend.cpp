@@ -50,8 +50,8 @@ class ResidentEncoder final : public ChunkEncoder {
         lane_(context_.lease()),
         work_(context_, *lane_) {}
 
-  FiniteRange facts(const DataType& dtype, const Options& options) override {
-    return cuda::device_chunk_values(chunk_, bytes_, dtype, options, work_, *lane_);
+  FiniteRange facts(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options) override {
+    return cuda::device_chunk_facts(chunk_, bytes_, dtype, dims, options, work_, *lane_);
   }
 
   bool runs(const Pipeline& pipeline) const override { return runs_on_device(pipeline); }
@@ -100,7 +100,9 @@ class ThroughHostEncoder final : public ChunkEncoder {
     copy_device_to_host(chunk, bytes, host_.data(), device);
     cpu_ = make_cpu_encoder(ByteSpan(host_.data(), host_.size()), policy_);
   }
-  FiniteRange facts(const DataType& dtype, const Options& options) override { return cpu_->facts(dtype, options); }
+  FiniteRange facts(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options) override {
+    return cpu_->facts(dtype, dims, options);
+  }
   bool runs(const Pipeline& pipeline) const override { return cpu_->runs(pipeline); }
   FrameOut encode(const Pipeline& pipeline, const FrameInfo& info, FrameTarget target) override {
     FrameOut out = cpu_->encode(pipeline, info, {});

@@ -2,6 +2,7 @@
 // lossy preset must know of the chunk first, then the builder of its row in
 // the preset table (preset_table.cpp).
 #include "lossy_common.hpp"
+#include "predictor_choice.hpp"
 #include "preset_table.hpp"
 #include "presets.hpp"
 
@@ -38,6 +39,18 @@ FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan
   return values;
 }
 
+FiniteRange chunk_facts(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                        ByteSpan chunk, const Executor& exec) {
+  FiniteRange values = chunk_values(dtype, options, chunk, exec);
+  if (chooses_predictor(dtype, options)) {
+    const std::vector<size_t> shape = predictor_dims(dims);
+    values.lorenzo = lorenzo_wins(dtype, dims, options, values, [&](const SampleBox& box, uint8_t* dst) {
+      read_host_box(chunk, shape, dtype.size, box, dst);
+    });
+  }
+  return values;
+}
+
 FactsNeeded facts_needed(const DataType& dtype, const Options& options) {
   if (!preset_is_lossy(options.preset) || !quantizable(dtype)) return FactsNeeded::kNone;
   const PresetRow* row = preset_row(options.preset);
@@ -47,7 +60,7 @@ FactsNeeded facts_needed(const DataType& dtype, const Options& options) {
 
 Pipeline build_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                         ByteSpan chunk, const Executor& exec) {
-  return build_pipeline_from_range(dtype, dims, options, chunk_values(dtype, options, chunk, exec));
+  return build_pipeline_from_range(dtype, dims, options, chunk_facts(dtype, dims, options, chunk, exec));
 }
 
 Pipeline build_pipeline_from_range(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,

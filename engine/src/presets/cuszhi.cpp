@@ -10,6 +10,7 @@
 #include "bitshuffle/bitshuffle_stage.hpp"
 #include "lossy_common.hpp"
 #include "merge/merge_stage.hpp"
+#include "predictor_choice.hpp"
 #include "rze/rze_stage.hpp"
 #include "spline/spline_stage.hpp"
 
@@ -136,6 +137,9 @@ Pipeline build_cuszhi_tp(const DataType& dtype, const std::vector<uint64_t>& dim
 
 Pipeline build_cuszhi_cr(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                          const ChunkFacts& facts) {
+  // The chunk's sample chose Lorenzo (predictor_choice.hpp; only under the
+  // ratio-first tuning, which chunk_facts alone sets it for).
+  if (facts.lorenzo) return cuszhi_lorenzo_pipeline(dtype, dims, options, facts);
   return spline_pipeline(dtype, dims, options, facts, SplineCoder::kRatio);
 }
 

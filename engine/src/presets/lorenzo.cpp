@@ -1,17 +1,21 @@
 // Presets 3 (FZ-GPU design) and 4 (cuSZ design): Lorenzo dual quantization;
 // fzgpu codes go through bit-shuffle and zero elimination, cusz codes through
 // Huffman with the alphabet of cuSZ (radius 512). A predictor's error is
-// absolute, so neither honours point-wise relative (REL) bounds.
+// absolute, so neither honours point-wise relative (REL) bounds. Also the
+// Lorenzo pipeline preset 6 (cuszhi-cr) picks for chunks where it beats the
+// spline: codes through ANS (predictor_choice.hpp).
+#include "ans/ans_stage.hpp"
 #include "bitshuffle/bitshuffle_stage.hpp"
 #include "huffman/huffman_stage.hpp"
 #include "lorenzo/lorenzo_stage.hpp"
 #include "lossy_common.hpp"
+#include "predictor_choice.hpp"
 #include "rze/rze_stage.hpp"
 
 namespace fz::engine {
 namespace {
 
-enum class LorenzoCoder { kBitPlanes, kHuffman };
+enum class LorenzoCoder { kBitPlanes, kHuffman, kAns };
 
 Pipeline lorenzo_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                           const ChunkFacts& facts, LorenzoCoder coder) {
@@ -22,10 +26,13 @@ Pipeline lorenzo_pipeline(const DataType& dtype, const std::vector<uint64_t>& di
   lorenzo::Config l;
   l.width = dtype.size;
   l.eb = bound->working;
-  l.radius = huffman ? 512 : 32768;
+  l.radius = huffman ? 512 : coder == LorenzoCoder::kAns ? kCuszhiLorenzoRadius : 32768;
   const auto streams =
       p.add(make_lorenzo(l, bound->enforced, predictor_dims(dims)), {lossy_source(p, dtype, options, bound->facts)});
-  if (huffman) {
+  if (coder == LorenzoCoder::kAns) {
+    // The spline's code coder (cuszhi.cpp): zero-run tokens and rANS.
+    p.add(make_ans({2 * l.radius, 14, 8192}), {streams[0]});
+  } else if (huffman) {
     // Huffman cannot go below one bit per element; on constant regions its
     // output is long runs of zero words, which zero elimination removes
     // (a constant float32 chunk: 32x -> far more). Elsewhere RZE stores its
@@ -40,6 +47,11 @@ Pipeline lorenzo_pipeline(const DataType& dtype, const std::vector<uint64_t>& di
 }
 
 }  // namespace
+
+Pipeline cuszhi_lorenzo_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                                 const ChunkFacts& facts) {
+  return lorenzo_pipeline(dtype, dims, options, facts, LorenzoCoder::kAns);
+}
 
 Pipeline build_fzgpu(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                      const ChunkFacts& facts) {

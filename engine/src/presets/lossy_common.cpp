@@ -96,6 +96,7 @@ ChunkFacts facts_from_range(const Options& options, const FiniteRange& range) {
   ChunkFacts facts;
   facts.has_fill = range.has_fill;
   facts.has_missing = range.has_missing;
+  facts.lorenzo = range.lorenzo;
   if (range.any) facts.range = range.max - range.min;
   if (options.mode != ErrorMode::Noa) {
     facts.enforced = options.bound;

@@ -21,6 +21,9 @@ struct ChunkFacts {
   bool has_fill = false;
   bool has_missing = false;
   std::optional<double> range;
+  // cuszhi-cr only: its Lorenzo pipeline rather than its spline, as the
+  // sample of the chunk decided (predictor_choice.hpp).
+  bool lorenzo = false;
 };
 
 // The chunk's facts from its NOA range and fill test (see facts_from_range in

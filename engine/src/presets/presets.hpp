@@ -47,5 +47,11 @@ Pipeline build_pipeline_from_range(const DataType& dtype, const std::vector<uint
 // nothing when facts_needed says none. build_pipeline equals
 // build_pipeline_from_range of these.
 FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan chunk, const Executor& exec);
+// chunk_values and, for cuszhi-cr under ratio-first, its predictor choice
+// from the chunk's sample (predictor_choice.hpp): what the compress flow
+// builds the pipeline from (build_pipeline equals build_pipeline_from_range
+// of these).
+FiniteRange chunk_facts(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                        ByteSpan chunk, const Executor& exec);
 
 }  // namespace fz::engine

@@ -1,0 +1,170 @@
+// cuszhi-cr's predictor choice per chunk (predictor_choice.hpp): the sample
+// blocks, and their cost under each pipeline.
+#include "predictor_choice.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ans/ans_stage.hpp"
+#include "common/error.hpp"
+#include "lossy_common.hpp"
+#include "preset_table.hpp"
+
+namespace fz::engine {
+namespace {
+
+// A block's edge per rank: 32768, 16384 and 16384 points, large enough that
+// the spline's coarse levels and both coders' tables are not all that a
+// block costs, small enough that four of them are ~12% of a 4 MiB chunk.
+size_t block_edge(size_t rank) { return rank >= 3 ? 32 : rank == 2 ? 128 : 16384; }
+
+size_t product(const std::vector<size_t>& v) {
+  size_t n = 1;
+  for (size_t d : v) n *= d;
+  return n;
+}
+
+// One pipeline's cost over the sample: the bytes of its stored streams but
+// the ANS stages' outputs, summed over the blocks, and each ANS stage's
+// input codes of every block, concatenated, then coded once at the end: a
+// chunk pays for each ANS stage's tables and lane headers once, and so does
+// the sample (coding each block apart overweighed the spline's three code
+// groups' tables against Lorenzo's one: up to 5% off on a 2-D field).
+class SampleCost {
+ public:
+  void add(const Pipeline& pipeline, ByteSpan block) {
+    StageContext ctx{serial_executor(), SIZE_MAX};
+    std::vector<Bytes> buffers(1);
+    std::vector<bool> coded_later(1, false);
+    auto span_of = [&](uint8_t id) { return id == Pipeline::kChunk ? block : ByteSpan(buffers[id]); };
+    size_t ans_index = 0;
+    for (const StageNode& node : pipeline.nodes()) {
+      const size_t end = size_t{node.first_output} + node.output_count;
+      if (buffers.size() < end) buffers.resize(end), coded_later.resize(end, false);
+      if (node.stage->type() == StageType::Ans) {
+        if (ans_.size() <= ans_index)
+          ans_.push_back({static_cast<const AnsStage&>(*node.stage).coder_config(), Bytes()});
+        const ByteSpan codes = span_of(node.inputs[0]);
+        Bytes& all = ans_[ans_index++].codes;
+        all.insert(all.end(), codes.data, codes.data + codes.size);
+        coded_later[node.first_output] = true;
+        continue;
+      }
+      std::vector<ByteSpan> in;
+      for (uint8_t id : node.inputs) in.push_back(span_of(id));
+      std::vector<Bytes> out;
+      try {
+        node.stage->forward(in, out, ctx);
+      } catch (const NotSmallerError&) {  // (not with an unlimited frame; as raw if ever)
+        stored_ += block.size;
+        return;
+      }
+      for (size_t i = 0; i < out.size(); ++i) buffers[node.first_output + i] = std::move(out[i]);
+    }
+    for (uint8_t id : pipeline.stored_buffers())
+      if (!coded_later[id]) stored_ += span_of(id).size;
+  }
+
+  uint64_t bytes() const {
+    StageContext ctx{serial_executor(), SIZE_MAX};
+    uint64_t n = stored_;
+    for (const Coded& c : ans_) {
+      std::vector<Bytes> out;
+      make_ans(c.config)->forward({ByteSpan(c.codes)}, out, ctx);
+      n += out.at(0).size();
+    }
+    return n;
+  }
+
+ private:
+  struct Coded {
+    ans::Config config;
+    Bytes codes;
+  };
+  uint64_t stored_ = 0;
+  std::vector<Coded> ans_;
+};
+
+}  // namespace
+
+bool chooses_predictor(const DataType& dtype, const Options& options) {
+  return kCuszhiPredictorChoice && options.preset == Preset::CuszHiCr &&
+         options.spline_tuning == SplineTuning::kRatioFirst && dtype.element_class == ElementClass::Float &&
+         (dtype.size == 4 || dtype.size == 8);
+}
+
+std::vector<SampleBox> sample_boxes(const std::vector<size_t>& dims) {
+  const size_t rank = dims.size();
+  if (rank == 0 || product(dims) == 0) return {};
+  if (product(dims) <= kWholeSampleElements) return {{std::vector<size_t>(rank, 0), dims}};
+  std::vector<SampleBox> boxes;
+  const size_t edge = block_edge(rank);
+  for (size_t j = 0; j < kSampleBlocks; ++j) {
+    SampleBox box;
+    for (size_t a = 0; a < rank; ++a) {
+      const size_t e = std::min(edge, dims[a]);
+      // Slot (j * (2a + 1) + a) mod k of k equal parts along axis a: axis 0
+      // walks the slots in order, the others in other orders, so the blocks
+      // do not all lie on the chunk's diagonal.
+      const size_t slot = (j * (2 * a + 1) + a) % kSampleBlocks;
+      box.start.push_back((dims[a] - e) * (2 * slot + 1) / (2 * kSampleBlocks));
+      box.extent.push_back(e);
+    }
+    boxes.push_back(std::move(box));
+  }
+  return boxes;
+}
+
+void read_host_box(ByteSpan chunk, const std::vector<size_t>& dims, unsigned width, const SampleBox& box,
+                   uint8_t* dst) {
+  // As three axes (leading extents of 1), rows along the fastest one.
+  size_t d[3] = {1, 1, 1}, s[3] = {0, 0, 0}, e[3] = {1, 1, 1};
+  const size_t shift = 3 - dims.size();
+  for (size_t a = 0; a < dims.size(); ++a) {
+    d[a + shift] = dims[a];
+    s[a + shift] = box.start[a];
+    e[a + shift] = box.extent[a];
+  }
+  const size_t row = e[2] * width;
+  for (size_t z = 0; z < e[0]; ++z)
+    for (size_t y = 0; y < e[1]; ++y) {
+      const size_t at = (((s[0] + z) * d[1] + s[1] + y) * d[2] + s[2]) * width;
+      std::memcpy(dst, chunk.data + at, row);
+      dst += row;
+    }
+}
+
+SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                         const FiniteRange& values, const BoxReader& read_box) {
+  ChunkFacts facts = facts_from_range(options, values);
+  if (!predictor_bound(dtype, facts)) return {};
+  const PresetRow* row = preset_row(Preset::CuszHiCr);
+  const std::vector<size_t> shape = predictor_dims(dims);
+  SampleCost spline, lorenzo;
+  Bytes sample;
+  for (const SampleBox& box : sample_boxes(shape)) {
+    sample.resize(product(box.extent) * dtype.size);
+    read_box(box, sample.data());
+    const std::vector<uint64_t> box_dims(box.extent.begin(), box.extent.end());
+    // Both pipelines with the chunk's facts (its bound, its level tuning from
+    // the chunk's range, its fill and missing masks), over the box's shape.
+    facts.lorenzo = false;
+    spline.add(row->build(dtype, box_dims, options, facts), sample);
+    facts.lorenzo = true;
+    lorenzo.add(row->build(dtype, box_dims, options, facts), sample);
+  }
+  return {spline.bytes(), lorenzo.bytes()};
+}
+
+bool lorenzo_wins(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                  const FiniteRange& values, const BoxReader& read_box) {
+  const SampleCosts c = sample_costs(dtype, dims, options, values, read_box);
+  // The blocks cost the spline more than its whole chunk does (its
+  // interpolation falls back at every block face and its coarse levels stop
+  // at the block), Lorenzo hardly: on the real fields the sample's ratio
+  // lorenzo / spline sits 2-6% below the whole chunk's. Lorenzo must win by
+  // kLorenzoMarginPercent (predictor_choice.hpp).
+  return c.lorenzo * 100 < c.spline * (100 - kLorenzoMarginPercent);
+}
+
+}  // namespace fz::engine

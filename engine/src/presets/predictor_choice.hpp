@@ -1,0 +1,78 @@
+// cuszhi-cr's per-chunk choice between its spline pipeline and a Lorenzo
+// pipeline coded by the same ANS stage (issue 30 item 1): no single
+// predictor wins everywhere (SZ3's best-of picks Lorenzo+regression on half
+// the held-out fields at NOA 1e-3 and 1e-4, where our Lorenzo preset beats
+// the spline by up to 25%). The choice is a fact of the chunk (FiniteRange::
+// lorenzo), found from a fixed set of sample blocks that both pipelines
+// encode on the CPU, by the bytes they store: the same chunk gives the same
+// choice on every backend and thread count, because the GPU path copies the
+// same blocks to the host and runs the same function.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "fz/fz.hpp"
+#include "lossy_common.hpp"
+#include "value_range.hpp"
+
+namespace fz::engine {
+
+// Off switch for the choice: false makes cuszhi-cr always the spline (the
+// frames written before the choice existed).
+constexpr bool kCuszhiPredictorChoice = true;
+
+// cuszhi-cr's Lorenzo pipeline (lorenzo.cpp): [byteswap] -> lorenzo (radius
+// kCuszhiLorenzoRadius) -> ans (A = 2R, M 14, S 8192) on the codes, outliers
+// and fill mask stored as cusz stores them.
+constexpr uint32_t kCuszhiLorenzoRadius = 4096;
+Pipeline cuszhi_lorenzo_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                                 const ChunkFacts& facts);
+
+// Whether `options` make cuszhi-cr choose its predictor per chunk: preset 6
+// with the default ratio-first tuning (off, quality-first and manual tunings
+// ask for the spline and keep it).
+bool chooses_predictor(const DataType& dtype, const Options& options);
+
+// One sample block: start and extent per axis of the predictor shape
+// (predictor_dims), slowest axis first, as many axes as that shape has.
+struct SampleBox {
+  std::vector<size_t> start;
+  std::vector<size_t> extent;
+};
+
+// The fixed sample of a chunk of predictor shape `dims`: the whole chunk
+// when it holds at most kWholeSampleElements, else kSampleBlocks blocks of
+// 32^3 (3-D), 128^2 (2-D) or 16384 (1-D) points, each axis's position from
+// a fixed stride rule (spread over the chunk, no two blocks on one diagonal).
+constexpr size_t kSampleBlocks = 4;
+constexpr size_t kWholeSampleElements = 65536;
+constexpr uint64_t kLorenzoMarginPercent = 5;
+std::vector<SampleBox> sample_boxes(const std::vector<size_t>& dims);
+
+// Copies one box's elements (extent's product x element size, row-major,
+// the chunk's byte order) into dst.
+using BoxReader = std::function<void(const SampleBox& box, uint8_t* dst)>;
+
+// The box from a chunk in host memory (row-major, predictor shape dims).
+void read_host_box(ByteSpan chunk, const std::vector<size_t>& dims, unsigned width, const SampleBox& box,
+                   uint8_t* dst);
+
+// The sample's bytes under each pipeline (both 0 when the chunk has no
+// usable bound).
+struct SampleCosts {
+  uint64_t spline = 0;
+  uint64_t lorenzo = 0;
+};
+SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                         const FiniteRange& values, const BoxReader& read_box);
+
+// True when the Lorenzo pipeline stores the sample in at least
+// kLorenzoMarginPercent fewer bytes than the spline pipeline. `values` are the chunk's facts as
+// chunk_values found them; false when the chunk has no usable bound.
+bool lorenzo_wins(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                  const FiniteRange& values, const BoxReader& read_box);
+
+}  // namespace fz::engine
