@@ -178,7 +178,8 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
     const size_t begin = runs.first(r) * S, end = std::min<uint64_t>(n, runs.first(r + 1) * S);
     const size_t width = A + 1;
     const uint32_t cap = static_cast<uint32_t>(A);
-    std::vector<uint32_t> h(4 * width, 0);
+    thread_local std::vector<uint32_t> h;  // kept per thread: no allocation (and page faults) per call
+    h.assign(4 * width, 0);
     uint32_t top = 0;
     size_t i = begin;
     for (; i + 4 <= end; i += 4) {
@@ -213,7 +214,8 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
   // Run-token histogram.
   std::vector<std::vector<uint64_t>> run_hists(runs.count, std::vector<uint64_t>(kRunTokens, 0));
   exec.parallel_for(runs.count, [&](size_t r) {
-    std::vector<int32_t> pos(S + 1);
+    thread_local std::vector<int32_t> pos;
+    pos.resize(S + 1);
     for (size_t lane = runs.first(r); lane < runs.first(r + 1); ++lane) {
       const size_t len = lane_len(lane);
       const uint8_t* at = data + 2 * lane * S;
@@ -229,9 +231,16 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
   const std::vector<uint32_t> symbol_freq = format::normalize(counts, config.prob_bits);
   const std::vector<uint32_t> run_cum = format::cumulative(run_freq);
   const std::vector<uint32_t> symbol_cum = format::cumulative(symbol_freq);
-  std::vector<EncSymbol> enc(kRunTokens + A);
-  for (size_t t = 0; t < kRunTokens; ++t) enc[t] = make_symbol(run_freq[t], run_cum[t], config.prob_bits);
-  for (size_t s = 0; s < A; ++s) enc[kRunTokens + s] = make_symbol(symbol_freq[s], symbol_cum[s], config.prob_bits);
+  // Only the tokens with f > 0 are set: no other token occurs in the input.
+  thread_local std::vector<EncSymbol> enc_table;
+  enc_table.resize(kRunTokens + A);
+  EncSymbol* const enc = enc_table.data();
+  for (size_t t = 0; t < kRunTokens; ++t) {
+    if (run_freq[t] != 0) enc[t] = make_symbol(run_freq[t], run_cum[t], config.prob_bits);
+  }
+  for (size_t s = 0; s < A; ++s) {
+    if (symbol_freq[s] != 0) enc[kRunTokens + s] = make_symbol(symbol_freq[s], symbol_cum[s], config.prob_bits);
+  }
 
   // The lanes, in batches of kBatchLanes per worker: each worker codes its
   // part of a batch, kInterleave lanes at a time, into its own buffer, and
@@ -262,8 +271,10 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
     const size_t b1 = std::min<size_t>(lanes, b0 + batch);
     const Runs part{runs.count, b1 - b0};
     exec.parallel_for(runs.count, [&](size_t r) {
-      std::vector<int32_t> pos(kInterleave * (S + 1));
-      std::vector<uint16_t> scratch(kInterleave * (2 * S + 1));
+      thread_local std::vector<int32_t> pos;
+      thread_local std::vector<uint16_t> scratch;
+      pos.resize(kInterleave * (S + 1));
+      scratch.resize(kInterleave * (2 * S + 1));
       std::vector<uint16_t>& words = run_words[r];
       words.clear();
       const size_t last = b0 + part.first(r + 1);
@@ -280,9 +291,9 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
           l.j = gather_others(l.lane, len, m, at);
           end[i] = scratch.data() + (i + 1) * (2 * S + 1);
           l.ptr = end[i];
-          put_run(l, enc.data(), static_cast<uint64_t>(static_cast<int64_t>(len) - at[l.j] - 1), true);
+          put_run(l, enc, static_cast<uint64_t>(static_cast<int64_t>(len) - at[l.j] - 1), true);
         }
-        code_lanes(count, group, enc.data());
+        code_lanes(count, group, enc);
         for (size_t i = 0; i < count; ++i) {
           states[first + i] = group[i].x;
           word_counts[first + i] = static_cast<uint16_t>(end[i] - group[i].ptr);
