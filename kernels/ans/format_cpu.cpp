@@ -31,27 +31,34 @@ void put_varint(Bytes& out, uint64_t v) {
   out.push_back(static_cast<uint8_t>(v));
 }
 
-// The format's LSB-first bit string (bit b is bit b % 8 of byte b / 8).
+// The format's LSB-first bit string (bit b is bit b % 8 of byte b / 8),
+// gathered in a 64-bit word and written out a byte at a time; finish() writes
+// the last partial byte (its unused high bits 0).
 class BitWriter {
  public:
-  explicit BitWriter(Bytes& out) : out_(out), start_(out.size()) {}
-  void put(uint64_t v, unsigned bits) {  // the low `bits` bits of v, from the least significant
-    for (unsigned i = 0; i < bits; ++i, ++at_) {
-      if (at_ % 8 == 0) out_.push_back(0);
-      out_[start_ + at_ / 8] |= static_cast<uint8_t>(((v >> i) & 1u) << (at_ % 8));
-    }
+  explicit BitWriter(Bytes& out) : out_(out) {}
+  void put(uint64_t v, unsigned bits) {  // the low `bits` (<= 56) bits of v, from the least significant
+    acc_ |= (v & ((uint64_t{1} << bits) - 1)) << fill_;
+    fill_ += bits;
+    for (; fill_ >= 8; fill_ -= 8, acc_ >>= 8) out_.push_back(static_cast<uint8_t>(acc_));
   }
-  void gamma(uint64_t v) {  // v >= 1
+  void gamma(uint64_t v) {  // 1 <= v < 2^28: b zero bits, then v's b + 1 bits from the most significant
     unsigned b = 0;
     while ((v >> (b + 1)) != 0) ++b;
-    put(0, b);
-    for (unsigned i = b + 1; i-- > 0;) put(v >> i, 1);
+    uint64_t reversed = 0;
+    for (unsigned i = 0; i <= b; ++i) reversed |= ((v >> i) & 1u) << (b - i);
+    put(reversed << b, 2 * b + 1);
+  }
+  void finish() {
+    if (fill_ > 0) out_.push_back(static_cast<uint8_t>(acc_));
+    acc_ = 0;
+    fill_ = 0;
   }
 
  private:
   Bytes& out_;
-  size_t start_;
-  size_t at_ = 0;
+  uint64_t acc_ = 0;
+  unsigned fill_ = 0;  // bits in acc_, < 8 between calls
 };
 
 // A table: gamma(used + 1), then per used symbol, in increasing order, the
@@ -187,10 +194,14 @@ std::vector<uint32_t> normalize(const std::vector<uint64_t>& counts, unsigned pr
     throw UsageError("ANS: " + std::to_string(counted) + " symbols counted, more than 2^M = " +
                      std::to_string(total_f));
   }
+  const bool small = total < (static_cast<unsigned __int128>(1) << (64 - prob_bits));  // so is every count
   uint64_t sum = 0;
   for (size_t s = 0; s < counts.size(); ++s) {
     if (counts[s] == 0) continue;
-    const uint64_t q = static_cast<uint64_t>((static_cast<unsigned __int128>(counts[s]) << prob_bits) / total);
+    // The same quotient in 64 bits where it fits (every real input): a
+    // 128-bit division is a library call.
+    const uint64_t q = small ? (counts[s] << prob_bits) / static_cast<uint64_t>(total)
+                             : static_cast<uint64_t>((static_cast<unsigned __int128>(counts[s]) << prob_bits) / total);
     f[s] = static_cast<uint32_t>(std::max<uint64_t>(1, q));
     sum += f[s];
   }
@@ -245,6 +256,7 @@ Bytes write_head(uint64_t n, uint16_t mode, const std::vector<uint32_t>& run_fre
     BitWriter w(out);
     put_table(w, run_freq);
     put_table(w, symbol_freq);
+    w.finish();
   }
   out.resize(align4(out.size()), 0);
   return out;
