@@ -82,16 +82,10 @@ FiniteRange device_chunk_facts(const uint8_t* chunk, size_t bytes, const DataTyp
                                Lane& lane) {
   FiniteRange values = device_chunk_values(chunk, bytes, dtype, options, work, lane);
   if (!chooses_predictor(dtype, options)) return values;
-  // The box as three axes (leading extents of 1), rows along the fastest.
   const std::vector<size_t> shape = predictor_dims(dims);
-  const size_t shift = 3 - shape.size();
   values.lorenzo = lorenzo_wins(dtype, dims, options, values, [&](const SampleBox& box, uint8_t* dst) {
-    size_t d[3] = {1, 1, 1}, s[3] = {0, 0, 0}, e[3] = {1, 1, 1};
-    for (size_t a = 0; a < shape.size(); ++a) {
-      d[a + shift] = shape[a];
-      s[a + shift] = box.start[a];
-      e[a + shift] = box.extent[a];
-    }
+    const Box3 b = three_axes(shape, box);
+    const size_t *d = b.dims, *s = b.start, *e = b.extent;
     cudaMemcpy3DParms copy = {};
     copy.srcPtr = make_cudaPitchedPtr(const_cast<uint8_t*>(chunk), d[2] * dtype.size, d[2] * dtype.size, d[1]);
     copy.srcPos = make_cudaPos(s[2] * dtype.size, s[1], s[0]);

@@ -115,16 +115,21 @@ std::vector<SampleBox> sample_boxes(const std::vector<size_t>& dims) {
   return boxes;
 }
 
-void read_host_box(ByteSpan chunk, const std::vector<size_t>& dims, unsigned width, const SampleBox& box,
-                   uint8_t* dst) {
-  // As three axes (leading extents of 1), rows along the fastest one.
-  size_t d[3] = {1, 1, 1}, s[3] = {0, 0, 0}, e[3] = {1, 1, 1};
+Box3 three_axes(const std::vector<size_t>& dims, const SampleBox& box) {
+  Box3 b;
   const size_t shift = 3 - dims.size();
   for (size_t a = 0; a < dims.size(); ++a) {
-    d[a + shift] = dims[a];
-    s[a + shift] = box.start[a];
-    e[a + shift] = box.extent[a];
+    b.dims[a + shift] = dims[a];
+    b.start[a + shift] = box.start[a];
+    b.extent[a + shift] = box.extent[a];
   }
+  return b;
+}
+
+void read_host_box(ByteSpan chunk, const std::vector<size_t>& dims, unsigned width, const SampleBox& box,
+                   uint8_t* dst) {
+  const Box3 b = three_axes(dims, box);
+  const size_t *d = b.dims, *s = b.start, *e = b.extent;
   const size_t row = e[2] * width;
   for (size_t z = 0; z < e[0]; ++z)
     for (size_t y = 0; y < e[1]; ++y) {

@@ -52,6 +52,15 @@ constexpr size_t kWholeSampleElements = 65536;
 constexpr uint64_t kLorenzoMarginPercent = 5;
 std::vector<SampleBox> sample_boxes(const std::vector<size_t>& dims);
 
+// A box over three axes (leading extents of 1 added), rows along the
+// fastest: what a copy of the box (memcpy per row, cudaMemcpy3D) takes.
+struct Box3 {
+  size_t dims[3] = {1, 1, 1};
+  size_t start[3] = {0, 0, 0};
+  size_t extent[3] = {1, 1, 1};
+};
+Box3 three_axes(const std::vector<size_t>& dims, const SampleBox& box);
+
 // Copies one box's elements (extent's product x element size, row-major,
 // the chunk's byte order) into dst.
 using BoxReader = std::function<void(const SampleBox& box, uint8_t* dst)>;
