@@ -52,13 +52,15 @@ Table<Token> make_table(const std::vector<uint32_t>& freq, const std::vector<uin
   return Table<Token>{token.data(), fc.data()};
 }
 
-// One lane being decoded: its state, its output position, its words.
+// One lane being decoded: its state, its next word, and its output as the
+// lane's end and a negative offset from it (p - len: the lane is done at 0),
+// few values, so that the interleaved lanes stay in registers.
 struct Lane {
   uint32_t x = 0;
-  size_t p = 0, len = 0;  // symbols produced, and the lane's length
-  size_t w = 0, count = 0;  // words read, and the lane's word count
-  const uint8_t* words = nullptr;
-  uint16_t* out = nullptr;
+  int64_t at = 0;                // p - len
+  uint16_t* end = nullptr;       // the lane's output ends here
+  const uint8_t* w = nullptr;    // the next word
+  const uint8_t* wend = nullptr; // past the lane's last word
 };
 
 struct LaneDecoder {
@@ -70,11 +72,11 @@ struct LaneDecoder {
   const uint8_t* spare;  // two readable bytes: what a refill past a lane's words reads
 
   // One token from `table`. The refill is branch-free. kChecked: a lane that
-  // runs out of words reads `spare` and counts on (w > count), which
-  // finish() refuses. Unchecked (a lane whose 2 * len words from its first
-  // lie in the payload: a lane reads at most one word per token and has at
-  // most 2 * len tokens, every run token 0 being followed by a symbol): it
-  // reads the next lane's words instead, and counts on alike.
+  // runs out of words reads `spare` and moves on past wend, which finish()
+  // refuses. Unchecked (a lane whose 2 * len words from its first lie in the
+  // payload: a lane reads at most one word per token and has at most 2 * len
+  // tokens, every run token 0 being followed by a symbol): it reads the next
+  // lane's words instead, and moves on alike.
   template <bool kChecked, typename Token>
   uint32_t step(Lane& l, const Table<Token>& table) const {
     const uint32_t slot = l.x & ((uint32_t{1} << prob_bits) - 1);
@@ -84,32 +86,32 @@ struct LaneDecoder {
     // Arithmetic rather than a select, which the compiler may turn into a
     // branch (taken about half the time, unpredictably).
     const uint32_t refill = x < kStateLow;
-    const uint8_t* src = !kChecked || l.w < l.count ? l.words + 2 * l.w : spare;
+    const uint8_t* src = !kChecked || l.w < l.wend ? l.w : spare;
     l.x = (x << (16 * refill)) | (load_le<uint16_t>(src) & (0u - refill));
-    l.w += refill;
+    l.w += 2 * refill;
     return token;
   }
 
   // A run token, then a symbol token unless the run is 63 or ends the lane.
   // The output is pre-filled with m, so a run only moves the position. A run
-  // past the lane's end stops the lane with p > len, which finish() refuses;
+  // past the lane's end stops the lane with at > 0, which finish() refuses;
   // unchecked lanes have a non-empty symbol table.
   template <bool kChecked>
   void item(Lane& l) const {
     const uint32_t t = step<kChecked>(l, run);
-    l.p += t;
-    if (t < kRunCap && l.p < l.len) {
+    l.at += t;
+    if (t < kRunCap && l.at < 0) {
       if (kChecked) require_format(has_symbols, "ANS: a symbol token with an empty symbol table");
-      l.out[l.p++] = static_cast<uint16_t>(step<kChecked>(l, sym));
+      l.end[l.at++] = static_cast<uint16_t>(step<kChecked>(l, sym));
     }
   }
 
   template <bool kChecked>
   void finish(Lane& l) const {
-    while (l.p < l.len) item<kChecked>(l);
-    require_format(l.p == l.len, "ANS: a run passes the lane's end");
-    require_format(l.w <= l.count, "ANS: a lane reads past its words");
-    require_format(l.w == l.count, "ANS: a lane leaves words unread");
+    while (l.at < 0) item<kChecked>(l);
+    require_format(l.at == 0, "ANS: a run passes the lane's end");
+    require_format(l.w <= l.wend, "ANS: a lane reads past its words");
+    require_format(l.w == l.wend, "ANS: a lane leaves words unread");
     require_format(l.x == kStateLow, "ANS: a lane's final state is not 2^16");
   }
 
@@ -119,28 +121,29 @@ struct LaneDecoder {
   static constexpr size_t kInterleave = 4;
   template <bool kChecked>
   void lanes(Lane* lanes, size_t count) const {
-    for (size_t i = 0; i < count; ++i) std::fill(lanes[i].out, lanes[i].out + lanes[i].len, mode);
+    for (size_t i = 0; i < count; ++i) std::fill(lanes[i].end + lanes[i].at, lanes[i].end, mode);
     if (count == kInterleave) {
-      Lane& a = lanes[0];
-      Lane& b = lanes[1];
-      Lane& c = lanes[2];
-      Lane& d = lanes[3];
-      while (a.p < a.len && b.p < b.len && c.p < c.len && d.p < d.len) {
+      Lane a = lanes[0], b = lanes[1], c = lanes[2], d = lanes[3];
+      while (a.at < 0 && b.at < 0 && c.at < 0 && d.at < 0) {
         item<kChecked>(a);
         item<kChecked>(b);
         item<kChecked>(c);
         item<kChecked>(d);
       }
+      lanes[0] = a;
+      lanes[1] = b;
+      lanes[2] = c;
+      lanes[3] = d;
     }
     for (size_t i = 0; i < count; ++i) finish<kChecked>(lanes[i]);
   }
 
-  // Checked unless every lane's reads stay in the payload (payload_words:
+  // Checked unless every lane's reads stay in the payload (payload_end: past
   // all lanes' words) and the symbol table is not empty.
-  void operator()(Lane* group, size_t count, size_t payload_words, const uint8_t* payload) const {
+  void operator()(Lane* group, size_t count, const uint8_t* payload_end) const {
     bool safe = has_symbols;
     for (size_t i = 0; i < count; ++i) {
-      safe = safe && static_cast<size_t>(group[i].words - payload) / 2 + 2 * group[i].len <= payload_words;
+      safe = safe && static_cast<size_t>(payload_end - group[i].w) / 4 >= static_cast<size_t>(-group[i].at);
     }
     if (safe) {
       lanes<false>(group, count);
@@ -188,12 +191,13 @@ void decode(ByteSpan stream, const Config& config, Bytes& out, size_t max_bytes,
         const size_t lane = first + i;
         Lane& l = group[i];
         l.x = load_le<uint32_t>(stream.data + layout.states_at + 4 * lane);
-        l.len = static_cast<size_t>(std::min<uint64_t>(S, n - lane * S));
-        l.count = layout.word_start[lane + 1] - layout.word_start[lane];
-        l.words = stream.data + layout.payload_at + 2 * layout.word_start[lane];
-        l.out = symbols + lane * S;
+        const size_t len = static_cast<size_t>(std::min<uint64_t>(S, n - lane * S));
+        l.end = symbols + lane * S + len;
+        l.at = -static_cast<int64_t>(len);
+        l.w = stream.data + layout.payload_at + 2 * layout.word_start[lane];
+        l.wend = stream.data + layout.payload_at + 2 * layout.word_start[lane + 1];
       }
-      lane_decoder(group, count, layout.word_start[lanes], stream.data + layout.payload_at);
+      lane_decoder(group, count, stream.data + layout.payload_at + 2 * layout.word_start[lanes]);
     }
   });
 }
