@@ -79,8 +79,12 @@ void count_runs(const int32_t* pos, size_t k, size_t len, uint64_t* runs) {
   uint32_t part[4][kRunTokens] = {};
   uint64_t long_runs = 0;  // tokens 63
   const auto count = [&](uint32_t* h, int64_t L) {
-    long_runs += static_cast<uint64_t>(L) / kRunCap;
-    ++h[static_cast<uint64_t>(L) % kRunCap];
+    if (__builtin_expect(L < kRunCap, 1)) {
+      ++h[L];
+    } else {
+      long_runs += static_cast<uint64_t>(L) / kRunCap;
+      ++h[static_cast<uint64_t>(L) % kRunCap];
+    }
   };
   size_t j = 1;
   for (; j + 4 <= k + 1; j += 4) {
@@ -111,7 +115,7 @@ struct LaneCoder {
 // A run of L ahead of a symbol (or, final, ending the lane), in coding order:
 // L mod 63 (left out when final and 0), then L / 63 tokens 63.
 inline void put_run(LaneCoder& l, const EncSymbol* enc, uint64_t L, bool final_run) {
-  if (L < kRunCap) {
+  if (__builtin_expect(L < kRunCap, 1)) {
     if (!final_run || L != 0) put(l.x, l.ptr, enc[L]);
     return;
   }
