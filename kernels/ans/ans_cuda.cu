@@ -1,5 +1,6 @@
 // CUDA implementation of the ANS stream format (ans/ans.hpp), host interface
-// in ans/ans_cuda.hpp; the kernels are in ans/kernels_cuda.cuh.
+// in ans/ans_cuda.hpp; the kernels are in ans/kernels_cuda.cuh (tables,
+// encode) and ans/decode_kernels_cuda.cuh.
 //
 // Encode: the symbol histogram is Huffman's (the same counts and
 // out-of-alphabet flag); count_run_tokens gives the run tokens' counts and a
@@ -12,9 +13,10 @@
 // smaller (decided on the device: the stream's length stays there).
 // Decode: the host parses the head, tables and lane arrays (format::parse);
 // the slot tables are built on the device from the entries, the lanes'
-// offsets come from a scan of their word counts, and decode_lanes decodes a
-// lane per thread, its tables in shared memory when they fit (2^M <= 2^14 on
-// an H100), in global memory otherwise.
+// offsets come from a scan of their word counts, fill_mode writes m over the
+// whole output, and decode_lanes decodes a lane per thread (writing only the
+// groups of 8 symbols that hold another symbol), its tables in shared memory
+// when they fit (2^M <= 2^14 on an H100), in global memory otherwise.
 #include "ans/ans_cuda.hpp"
 
 #include <cub/device/device_scan.cuh>
@@ -23,6 +25,7 @@
 #include <cstring>
 
 #include "ans/ans_format.hpp"
+#include "ans/decode_kernels_cuda.cuh"
 #include "ans/kernels_cuda.cuh"
 #include "common/dynamic_shared_cuda.cuh"
 #include "common/error.hpp"
@@ -449,12 +452,15 @@ cudaError_t decode(const uint8_t* in, const DecodePlan& plan, uint8_t* out, uint
   a.sym_tok = s.sym_tok;
   a.out = out;
   a.status = status;
+  fill_mode<<<static_cast<unsigned>(std::max<uint64_t>(
+                  1, std::min<uint64_t>((plan.n / 8 + kPrepThreads - 1) / kPrepThreads, 8u * multiprocessors()))),
+              kPrepThreads, 0, stream>>>(out, plan.n, plan.mode);
+  if ((err = cudaGetLastError()) != cudaSuccess) return err;
   const unsigned threads = lane_threads(plan.lanes);
-  const size_t stage_bytes = size_t{16} * threads;
   const size_t table_bytes = size_t{11} * T;
-  const bool in_shared = stage_bytes + table_bytes <= shared_limit();
+  const bool in_shared = table_bytes <= shared_limit();
   const auto kernel = in_shared ? decode_lanes<true> : decode_lanes<false>;
-  const size_t shared = stage_bytes + (in_shared ? table_bytes : 0);
+  const size_t shared = in_shared ? table_bytes : 0;
   unsigned grid = 0;
   err = lane_grid(kernel, plan.lanes, threads, shared, grid);
   if (err != cudaSuccess) return err;

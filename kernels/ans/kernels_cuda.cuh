@@ -1,6 +1,7 @@
 // The ANS CUDA kernels (schedule and host dispatch: ans_cuda.cu): run-token
 // counts and the mask of symbols other than m, the tables built from host
-// entries, the lanes' encoder and decoder, the final stream. Internal to
+// entries, the lanes' encoder, the final stream (the decoder's kernels are in
+// decode_kernels_cuda.cuh). Internal to
 // ans_cuda.cu, which alone includes it.
 #pragma once
 
@@ -169,11 +170,10 @@ __device__ __forceinline__ void put_token(uint32_t& x, uint32_t fc, unsigned lon
   const uint32_t T = 1u << M;
   const uint32_t f = (fc & 0xFFFFu) + 1;
   const uint32_t bias = (fc >> 16) + (f == 1 ? T - 1 : 0);
-  if (uint64_t{x} >= uint64_t{f} << (32 - M)) {
-    if (written < cap) end[-1 - static_cast<int64_t>(written)] = static_cast<uint16_t>(x);
-    ++written;
-    x >>= 16;
-  }
+  const bool emit = uint64_t{x} >= uint64_t{f} << (32 - M);  // no branch: the warp's lanes disagree
+  if (emit && written < cap) end[-1 - static_cast<int64_t>(written)] = static_cast<uint16_t>(x);
+  written += emit ? 1 : 0;
+  x = emit ? x >> 16 : x;
   const uint32_t q = static_cast<uint32_t>(__umul64hi(static_cast<unsigned long long>(x), rcp));
   x = x + bias + q * (T - f);
 }
@@ -183,7 +183,9 @@ __device__ __forceinline__ void put_token(uint32_t& x, uint32_t fc, unsigned lon
 // scans) the run after it is complete; the tokens wait in a small queue (the
 // run's L mod 63, its tokens 63, the symbol) and leave one per turn. Each
 // turn looks up the next token's entry and codes the one looked up the turn
-// before, so the lookup's latency hides behind the coding.
+// before, so the lookup's latency hides behind the coding; likewise each
+// symbol other than m is loaded a queue ahead (find_next), not when its
+// tokens are made.
 template <bool kSharedTables>
 __global__ void __launch_bounds__(kMaxLaneThreads) encode_lanes(const EncodeArgs a) {
   extern __shared__ uint4 shared_words[];
@@ -229,6 +231,25 @@ __global__ void __launch_bounds__(kMaxLaneThreads) encode_lanes(const EncodeArgs
     int w = static_cast<int>((len + 31) / 32) - 1;
     uint32_t bits = lane_mask[w];
     uint32_t next_bits = w > 0 ? lane_mask[w - 1] : 0;
+    // The next symbol other than m (going down), its load issued a queue
+    // ahead of its use: npos < 0 when none is left.
+    int npos = -1;
+    uint32_t nsym = 0;
+    const auto find_next = [&]() {
+      while (bits == 0 && w > 0) {
+        --w;
+        bits = next_bits;
+        next_bits = w > 0 ? lane_mask[w - 1] : 0;
+      }
+      npos = -1;
+      if (bits != 0) {
+        const int b = 31 - __clz(bits);
+        bits &= ~(1u << b);
+        npos = 32 * w + b;
+        nsym = symbol_at(a.symbols, begin + npos);
+      }
+    };
+    find_next();
     int cursor = static_cast<int>(len);  // positions >= cursor are tokenised
     bool seen = false, done = false;     // seen: a symbol other than m (runs before it always give L mod 63)
     bool has_r = false, has_s = false;
@@ -239,22 +260,17 @@ __global__ void __launch_bounds__(kMaxLaneThreads) encode_lanes(const EncodeArgs
     uint32_t x = kStateLow, written = 0;
     for (;;) {
       if (!has_r && caps == 0 && !has_s && !done) {
-        if (bits != 0) {
-          const int b = 31 - __clz(bits);
-          bits &= ~(1u << b);
-          const int pos = 32 * w + b;
+        if (npos >= 0) {
+          const int pos = npos;
           const uint32_t L = static_cast<uint32_t>(cursor - pos - 1);
           r = L % kRunCap;
           caps = L / kRunCap;
           has_r = seen || r != 0;
-          sym = symbol_at(a.symbols, begin + pos);
+          sym = nsym;
           has_s = true;
           seen = true;
           cursor = pos;
-        } else if (w > 0) {
-          --w;
-          bits = next_bits;
-          next_bits = w > 0 ? lane_mask[w - 1] : 0;
+          find_next();
         } else {  // the lane's start: the run before its first symbol other than m
           const uint32_t L = static_cast<uint32_t>(cursor);
           r = L % kRunCap;
@@ -330,142 +346,6 @@ __global__ void __launch_bounds__(kPrepThreads)
     if (thread == 0) *encoded_size = stored_size;
     for (uint64_t i = thread; i < stored_size; i += threads)
       out[i] = i < prefix.size ? prefix.bytes[i] : symbols[i - prefix.size];
-  }
-}
-
-// ---- decode --------------------------------------------------------------------
-
-// u16 word counts to u64 for the scan; counts[lanes] = 0.
-__global__ void __launch_bounds__(kPrepThreads)
-    widen_counts(const uint8_t* word_counts, uint64_t lanes, uint64_t* counts) {
-  for (uint64_t k = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; k <= lanes; k += uint64_t{gridDim.x} * blockDim.x)
-    counts[k] = k < lanes ? load_word<uint16_t>(word_counts + 2 * k) : 0;
-}
-
-// Method 0: the symbols as they are, each below the alphabet.
-__global__ void __launch_bounds__(kPrepThreads)
-    copy_stored(const uint8_t* src, uint64_t n, uint32_t alphabet, uint8_t* out, uint32_t* status) {
-  bool bad = false;
-  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += uint64_t{gridDim.x} * blockDim.x) {
-    const uint16_t v = load_word<uint16_t>(src + 2 * i);
-    bad |= v >= alphabet;
-    reinterpret_cast<uint16_t*>(out)[i] = v;
-  }
-  if (bad) atomicOr(status, 1u);
-}
-
-struct DecodeArgs {
-  const uint8_t* stream;
-  uint64_t n, lanes;
-  uint32_t S;
-  unsigned prob_bits;
-  uint32_t mode;
-  bool has_symbols;
-  size_t states_at, words_at, payload_at;
-  const uint64_t* starts;
-  const uint32_t* fb;  // 2^M run slots, then 2^M symbol slots
-  const uint8_t* run_tok;
-  const uint16_t* sym_tok;
-  uint8_t* out;  // 16-byte aligned
-  uint32_t* status;
-};
-
-// A thread per lane (grid-stride), a token per turn, as the CPU decoder
-// (decode_cpu.cpp) and with its checks. A lane's output leaves in aligned
-// groups of 8 symbols staged in shared memory (4 words per thread, word j of
-// thread t at j * blockDim + t), filled with m before use so that a run only
-// moves the position; groups shared with a neighbouring lane are written
-// symbol by symbol.
-template <bool kSharedTables>
-__global__ void __launch_bounds__(kMaxLaneThreads) decode_lanes(const DecodeArgs a) {
-  extern __shared__ uint4 shared_words[];
-  const uint32_t T = 1u << a.prob_bits;
-  const unsigned bd = blockDim.x;
-  uint32_t* stage = reinterpret_cast<uint32_t*>(shared_words) + threadIdx.x;
-  const uint32_t* fb = a.fb;
-  const uint8_t* run_tok = a.run_tok;
-  const uint16_t* sym_tok = a.sym_tok;
-  if constexpr (kSharedTables) {
-    uint32_t* s_fb = reinterpret_cast<uint32_t*>(shared_words) + 4 * bd;
-    uint32_t* s_sym = s_fb + 2 * T;   // T u16
-    uint32_t* s_run = s_sym + T / 2;  // T u8
-    const auto* g_sym = reinterpret_cast<const uint32_t*>(a.sym_tok);
-    const auto* g_run = reinterpret_cast<const uint32_t*>(a.run_tok);
-    for (uint32_t i = threadIdx.x; i < 2 * T; i += bd) s_fb[i] = a.fb[i];
-    for (uint32_t i = threadIdx.x; i < T / 2; i += bd) s_sym[i] = g_sym[i];
-    for (uint32_t i = threadIdx.x; i < T / 4; i += bd) s_run[i] = g_run[i];
-    __syncthreads();
-    fb = s_fb;
-    sym_tok = reinterpret_cast<const uint16_t*>(s_sym);
-    run_tok = reinterpret_cast<const uint8_t*>(s_run);
-  }
-  const uint32_t mm = a.mode | a.mode << 16;
-  const uint64_t stride = uint64_t{gridDim.x} * bd;
-  for (uint64_t k = uint64_t{blockIdx.x} * bd + threadIdx.x; k < a.lanes; k += stride) {
-    const uint64_t begin = k * a.S;
-    const uint32_t len = static_cast<uint32_t>(a.n - begin < a.S ? a.n - begin : a.S);
-    const uint64_t end = begin + len;
-    uint32_t x = load_word<uint32_t>(a.stream + a.states_at + 4 * k);
-    const uint32_t count = load_word<uint16_t>(a.stream + a.words_at + 2 * k);
-    const uint8_t* words = a.stream + a.payload_at + 2 * a.starts[k];
-    for (unsigned j = 0; j < 4; ++j) stage[j * bd] = mm;
-    uint64_t group = begin / 8;
-    // Group g's symbols inside the lane to the output, and the stage back to m.
-    const auto flush = [&](uint64_t g) {
-      const uint64_t lo = max(8 * g, begin), hi = min(8 * g + 8, end);
-      if (lo == 8 * g && hi == 8 * g + 8) {
-        *reinterpret_cast<uint4*>(a.out + 16 * g) = make_uint4(stage[0], stage[bd], stage[2 * bd], stage[3 * bd]);
-      } else {
-        for (uint64_t i = lo; i < hi; ++i) {
-          const unsigned j = static_cast<unsigned>(i - 8 * g);
-          reinterpret_cast<uint16_t*>(a.out)[i] = static_cast<uint16_t>(stage[(j / 2) * bd] >> (16 * (j % 2)));
-        }
-      }
-      for (unsigned j = 0; j < 4; ++j) stage[j * bd] = mm;
-    };
-    const auto advance = [&](uint64_t to) {  // the output position moves to `to`
-      while (to / 8 > group) flush(group++);
-    };
-    uint32_t p = 0, w = 0;
-    bool is_sym = false, ok = true;
-    while (p < len) {
-      const uint32_t word = w < count ? load_word<uint16_t>(words + 2 * w) : 0;
-      const uint32_t slot = x & (T - 1);
-      const uint32_t e = fb[slot + (is_sym ? T : 0)];
-      const uint32_t token = is_sym ? sym_tok[slot] : run_tok[slot];
-      const uint32_t xn = ((e >> 16) + 1) * (x >> a.prob_bits) + (e & 0xFFFFu);
-      const bool refill = xn < kStateLow;
-      x = refill ? xn << 16 | word : xn;
-      w += refill;
-      if (is_sym) {
-        const unsigned j = static_cast<unsigned>((begin + p) % 8);
-        uint32_t& half = stage[(j / 2) * bd];
-        const unsigned shift = 16 * (j % 2);
-        half = (half & ~(0xFFFFu << shift)) | token << shift;
-        ++p;
-        advance(begin + p);
-        is_sym = false;
-      } else {
-        if (token > len - p) {
-          ok = false;
-          break;
-        }
-        p += token;
-        advance(begin + p);
-        if (token < kRunCap && p < len) {
-          if (!a.has_symbols) {
-            ok = false;
-            break;
-          }
-          is_sym = true;
-        }
-      }
-    }
-    if (!ok || w != count || x != kStateLow) {
-      atomicOr(a.status, 1u);
-      continue;
-    }
-    if (8 * group < end) flush(group);
   }
 }
 
