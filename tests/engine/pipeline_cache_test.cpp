@@ -13,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "presets/presets.hpp"
+#include "spline/spline_stage.hpp"
 
 namespace fz::engine {
 namespace {
@@ -104,9 +105,27 @@ std::vector<ForwardInputs> variants() {
 // Presets 5 and 6 build their spline stage from the tuning fields: each
 // change must reach the key, or one process (an h5py session, h5repack)
 // would reuse the first dataset's tuning for the next.
+// The spline's config v2 leaves the encoder's tuning, alpha and beta out of
+// the frame, so here the record also holds what the spline stage encodes with.
+std::string tuned_record(const Pipeline& p) {
+  std::string out = record_of(p);
+  for (const StageNode& node : p.nodes()) {
+    const auto* spline = dynamic_cast<const stage::SplineStage*>(node.stage.get());
+    if (!spline) continue;
+    const spline::Config& c = spline->predictor_config();
+    out += "tuning " + std::to_string(static_cast<int>(c.tuning)) + " alpha " + std::to_string(c.alpha) + " beta " +
+           std::to_string(c.beta) + ";";
+  }
+  return out;
+}
+
 TEST(PipelineCache, TheSplineTuningIsInTheKey) {
   ForwardInputs base = base_inputs();
   base.options.preset = Preset::CuszHiCr;
+  const auto built_record = [](const ForwardInputs& in) {
+    return tuned_record(build_pipeline_from_range(in.dtype, in.dims, in.options, in.values));
+  };
+  const auto record_of = tuned_record;
   const std::string base_record = built_record(base);
   std::vector<std::pair<std::string, Options>> changes;
   auto add = [&](const std::string& what, auto change) {
