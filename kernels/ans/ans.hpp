@@ -30,8 +30,8 @@
 //
 // A table gives frequencies f to the symbols it lists (every other symbol
 // has f = 0): gamma(u + 1), u the number of symbols listed, then for each of
-// them in increasing order gamma(s - p), p the previous listed symbol + 1 (0
-// for the first), and gamma(f(s)), f >= 1. gamma(v), v >= 1: with
+// them in increasing order gamma(s - p + 1), p the previous listed symbol
+// + 1 (0 for the first), and gamma(f(s)), f >= 1. gamma(v), v >= 1: with
 // b = floor(log2 v), b zero bits, then the b + 1 bits of v from the most
 // significant down. The symbols lie in the table's alphabet, and a table with
 // u > 0 sums to exactly T = 2^M. The run table lists run tokens of 0..63
