@@ -6,8 +6,11 @@ writes them), prints one markdown row per stored buffer and a total line:
 
   - the frame header (docs/FORMAT.md section 1: fixed fields, stage records
     with their configs, stored sizes, two CRCs), and the largest stage config;
-  - each stored buffer's size, and when it is an RZE stream holding a Huffman
-    stream (the code groups of cusz and cuszhi-cr), the fixed parts inside:
+  - each stored buffer's size; when it is an ANS stream (cuszhi-cr's code
+    groups since issue 30), its fixed parts: the head (n, method, run
+    symbol), the two frequency tables and the lane records (6 bytes a lane);
+    when it is an RZE stream holding a Huffman stream (cusz, and cuszhi-cr
+    before the ANS stage), the fixed parts inside:
     the RZE size table, the Huffman header with its code-length table
     (5 bits per symbol between the smallest and largest coded symbol), and its
     block-end table (4 bytes per block), with the code count;
@@ -21,7 +24,7 @@ writes them), prints one markdown row per stored buffer and a total line:
 Usage: python3 tools/bench/frame_costs.py FRAME.fzm [FRAME.fzm ...]
 
 The formats are read as docs/FORMAT.md defines them (FZM frame, RZE/RRE,
-HUFFMAN); no engine code is used, so the figures are what the bytes say.
+HUFFMAN, ANS); no engine code is used, so the figures are what the bytes say.
 """
 import struct
 import sys
@@ -125,6 +128,54 @@ def huffman_fixed(stream):
     return head, 4 * blocks, n
 
 
+ANS_TYPE = 14
+
+
+class Bits:
+    """LSB-first bit reader (docs/FORMAT.md, ANS tables)."""
+
+    def __init__(self, data, start):
+        self.data, self.bit = data, 8 * start
+
+    def read(self):
+        value = self.data[self.bit // 8] >> (self.bit % 8) & 1
+        self.bit += 1
+        return value
+
+    def gamma(self):
+        zeros = 0
+        while self.read() == 0:
+            zeros += 1
+            if zeros > 40:
+                raise ValueError("not an ANS table")
+        value = 1
+        for _ in range(zeros):
+            value = value << 1 | self.read()
+        return value
+
+
+def ans_fixed(stream, lane_symbols):
+    """(head bytes with both tables, lane-record bytes, symbol count) of an ANS stream."""
+    n, i = leb128(stream, 0)
+    if n == 0:
+        return i, 0, 0
+    method = stream[i]
+    if method == 0:
+        return i + 1, 0, n
+    if method != 1:
+        raise ValueError("not an ANS stream")
+    bits = Bits(stream, i + 3)
+    for _ in range(2):
+        for _ in range(2 * (bits.gamma() - 1)):
+            bits.gamma()
+    head = -(-bits.bit // 8)
+    head += (-head) % 4
+    lanes = -(-n // lane_symbols)
+    if head + 6 * lanes > len(stream):
+        raise ValueError("not an ANS stream")
+    return head, 6 * lanes, n
+
+
 def report(path):
     data = open(path, "rb").read()
     header, records, sizes = parse_frame(data)
@@ -133,11 +184,24 @@ def report(path):
     print("| part | stored bytes | kind | what |")
     print("|---|---|---|---|")
     print(f"| frame header | {header} | fixed | {len(records)} stage records, largest config {largest} bytes |")
+    # The stages whose outputs are stored, in buffer order, are not spelled
+    # out in the frame; an ANS stage's output is recognised by its config.
+    ans_lanes = [struct.unpack_from("<I", config, 5)[0] for t, config in records
+                 if t == ANS_TYPE and len(config) == 9]
     other = 0
     offset = header
     for k, size in enumerate(sizes):
         stream = data[offset:offset + size]
         offset += size
+        if ans_lanes:
+            try:
+                head, lanes, codes = ans_fixed(stream, ans_lanes[0])
+                print(f"| buffer {k} | {size} | code group | ANS of {codes} codes: head and tables {head}, "
+                      f"lane records {lanes} |")
+                ans_lanes.pop(0)
+                continue
+            except (ValueError, struct.error, IndexError):
+                pass
         try:
             inner, table = rze_decode(stream)
             head, ends, codes = huffman_fixed(inner)
