@@ -33,11 +33,7 @@ using testing::kGuardBytes;
 constexpr size_t kNoLimit = size_t{1} << 40;
 constexpr Config kPreset{8192, 14, 8192};  // cuszhi-cr's (engine/src/presets/cuszhi.cpp)
 
-Bytes to_bytes(const std::vector<uint16_t>& symbols) {
-  Bytes b(2 * symbols.size());
-  for (size_t i = 0; i < symbols.size(); ++i) store_le<uint16_t>(b.data() + 2 * i, symbols[i]);
-  return b;
-}
+using testing::u16_bytes;
 
 Bytes cpu_encode(const Bytes& in, const Config& c) {
   Bytes out;
@@ -224,15 +220,15 @@ TEST(AnsCuda, SplineCodesOfRealFieldsGiveTheCpuBytesBothWays) {
 TEST(AnsCuda, EdgeCasesGiveTheCpuBytesBothWays) {
   FZ_SKIP_WITHOUT_CUDA();
   expect_same_both_ways({}, kPreset, "empty");
-  expect_same_both_ways(to_bytes({7}), kPreset, "one symbol");
-  expect_same_both_ways(to_bytes(std::vector<uint16_t>(100000, 4096)), kPreset, "all equal");
+  expect_same_both_ways(u16_bytes({7}), kPreset, "one symbol");
+  expect_same_both_ways(u16_bytes(std::vector<uint16_t>(100000, 4096)), kPreset, "all equal");
   {
     std::vector<uint16_t> distinct(8000);
     for (size_t i = 0; i < distinct.size(); ++i) distinct[i] = static_cast<uint16_t>(i);
-    expect_same_both_ways(to_bytes(distinct), kPreset, "no two equal");
+    expect_same_both_ways(u16_bytes(distinct), kPreset, "no two equal");
     std::vector<uint16_t> alternating(50000);
     for (size_t i = 0; i < alternating.size(); ++i) alternating[i] = static_cast<uint16_t>(i % 2 ? 5 : 9);
-    expect_same_both_ways(to_bytes(alternating), kPreset, "no runs");
+    expect_same_both_ways(u16_bytes(alternating), kPreset, "no runs");
   }
   // Runs of 61..127 ending exactly at lane ends, starting lanes, around the cap of 63.
   for (const uint32_t S : {63u, 64u, 126u, 127u, 1000u}) {
@@ -241,20 +237,20 @@ TEST(AnsCuda, EdgeCasesGiveTheCpuBytesBothWays) {
       s.insert(s.end(), L, 3);
       s.push_back(static_cast<uint16_t>(L % 7 == 0 ? 3 : 1 + L % 5));
     }
-    expect_same_both_ways(to_bytes(s), Config{16, 6, S}, "runs around 63, S " + std::to_string(S));
+    expect_same_both_ways(u16_bytes(s), Config{16, 6, S}, "runs around 63, S " + std::to_string(S));
   }
-  expect_same_both_ways(to_bytes(mostly(20000, 3, 16, 3, 1)), Config{16, 6, 1}, "S = 1");
-  expect_same_both_ways(to_bytes(mostly(200000, 3, 16, 4, 2)), Config{16, 6, ans::kMaxLaneSymbols}, "S = 32767");
-  expect_same_both_ways(to_bytes(mostly(300000, 100, 200, 4, 3)), Config{200, 8, 999}, "M = 8, ragged lanes");
-  expect_same_both_ways(to_bytes(mostly(300000, 10, 64, 3, 4)), Config{64, 6, 4096}, "M = 6");
-  expect_same_both_ways(to_bytes(mostly(300000, 30000, 65536, 2, 5)), Config{65536, 16, 8192}, "A = 65536, M = 16");
-  expect_same_both_ways(to_bytes(mostly(300000, 4096, 8192, 3, 6)), Config{8192, 16, 8192}, "M = 16");
-  expect_same_both_ways(to_bytes(mostly(300000, 4096, 8192, 3, 7)), Config{8192, 15, 2048}, "M = 15");
+  expect_same_both_ways(u16_bytes(mostly(20000, 3, 16, 3, 1)), Config{16, 6, 1}, "S = 1");
+  expect_same_both_ways(u16_bytes(mostly(200000, 3, 16, 4, 2)), Config{16, 6, ans::kMaxLaneSymbols}, "S = 32767");
+  expect_same_both_ways(u16_bytes(mostly(300000, 100, 200, 4, 3)), Config{200, 8, 999}, "M = 8, ragged lanes");
+  expect_same_both_ways(u16_bytes(mostly(300000, 10, 64, 3, 4)), Config{64, 6, 4096}, "M = 6");
+  expect_same_both_ways(u16_bytes(mostly(300000, 30000, 65536, 2, 5)), Config{65536, 16, 8192}, "A = 65536, M = 16");
+  expect_same_both_ways(u16_bytes(mostly(300000, 4096, 8192, 3, 6)), Config{8192, 16, 8192}, "M = 16");
+  expect_same_both_ways(u16_bytes(mostly(300000, 4096, 8192, 3, 7)), Config{8192, 15, 2048}, "M = 15");
   {
     std::mt19937_64 rng(8);
     std::vector<uint16_t> noise(200000);
     for (auto& x : noise) x = static_cast<uint16_t>(rng());
-    const Bytes b = to_bytes(noise);
+    const Bytes b = u16_bytes(noise);
     expect_same_both_ways(b, Config{65536, 16, 8192}, "random: stored");
     expect_same_both_ways(b, Config{65536, 16, 8192}, "random: stored, odd input offset", 1);
   }
@@ -268,7 +264,7 @@ TEST(AnsCuda, EdgeCasesGiveTheCpuBytesBothWays) {
     for (auto& x : s) x = rng() % 2 == 0 ? static_cast<uint16_t>(30000 + rng() % 64) : 30000;
     for (size_t i = 3 * 8192; i < 4 * 8192; ++i) s[i] = static_cast<uint16_t>(rng());
     const Config c{65536, 16, 8192};
-    const Bytes b = to_bytes(s);
+    const Bytes b = u16_bytes(s);
     const Bytes cpu = cpu_encode(b, c);
     const ans::format::Layout l = ans::format::parse(cpu.data(), cpu.size(), cpu.size(), c, kNoLimit);
     ASSERT_EQ(l.method, ans::kMethodCoded);
@@ -277,13 +273,13 @@ TEST(AnsCuda, EdgeCasesGiveTheCpuBytesBothWays) {
     expect_same_both_ways(b, c, "a lane whose words pass its scratch, odd input offset", 3);
   }
   // Many lanes (the cub scan), a tiny head (stored decided on the host).
-  expect_same_both_ways(to_bytes(mostly(3000000, 7, 16, 5, 11)), Config{16, 8, 300}, "10000 lanes");
-  expect_same_both_ways(to_bytes({1, 1}), Config{4, 6, 1}, "two one-symbol lanes");
+  expect_same_both_ways(u16_bytes(mostly(3000000, 7, 16, 5, 11)), Config{16, 8, 300}, "10000 lanes");
+  expect_same_both_ways(u16_bytes({1, 1}), Config{4, 6, 1}, "two one-symbol lanes");
 }
 
 TEST(AnsCuda, SymbolsOutsideTheAlphabetAreFlagged) {
   FZ_SKIP_WITHOUT_CUDA();
-  const Bytes in = to_bytes({1, 2, 16, 3});
+  const Bytes in = u16_bytes({1, 2, 16, 3});
   DeviceBuffer d_in = testing::to_device(in), counts(8 * 16), bad(4);
   FZ_CUDA_OK(ans::cuda::symbol_histogram(d_in.data(), 4, 16, counts.as<uint64_t>(), bad.as<uint32_t>(), nullptr));
   EXPECT_NE(bad.read<uint32_t>(), 0u);
@@ -313,7 +309,7 @@ TEST(AnsCuda, MalformedStreamsAreRefusedAsByTheCpu) {
   const Config c{2, 6, 131};
   std::vector<uint16_t> example(131, 0);
   example[130] = 1;
-  const Bytes ok = cpu_encode(to_bytes(example), c);
+  const Bytes ok = cpu_encode(u16_bytes(example), c);
   std::vector<Bytes> cases = {{}, {0x80}, {0x00, 0x00}, {0x01, 0x02, 0x00, 0x00}, {0x01, 0x00, 0x02, 0x00},
                               {0x01, 0x00, 0x01}, {0x01, 0x00, 0x01, 0x00, 0x00}};
   {
@@ -329,7 +325,7 @@ TEST(AnsCuda, MalformedStreamsAreRefusedAsByTheCpu) {
   // A small multi-lane stream: every truncation, every byte flipped three ways,
   // lanes' word counts shifted.
   const Config small{16, 6, 500};
-  const Bytes symbols = to_bytes(mostly(2000, 3, 16, 3, 9));
+  const Bytes symbols = u16_bytes(mostly(2000, 3, 16, 3, 9));
   const Bytes coded = cpu_encode(symbols, small);
   const ans::format::Layout l = ans::format::parse(coded.data(), coded.size(), coded.size(), small, kNoLimit);
   ASSERT_EQ(l.method, ans::kMethodCoded);
@@ -350,7 +346,7 @@ TEST(AnsCuda, MalformedStreamsAreRefusedAsByTheCpu) {
     expect_same_verdict(b, small, kNoLimit, "lane " + std::to_string(k) + " one word short");
   }
   // An all-m stream (empty symbol table) whose run tokens are damaged.
-  const Bytes flat = cpu_encode(to_bytes(std::vector<uint16_t>(5000, 2)), small);
+  const Bytes flat = cpu_encode(u16_bytes(std::vector<uint16_t>(5000, 2)), small);
   for (size_t at = 0; at < flat.size(); ++at) {
     Bytes b = flat;
     b[at] ^= 0x10;
@@ -370,7 +366,7 @@ TEST(AnsCuda, PrintsThroughput) {
       const uint64_t r = rng();
       x = r % every == 0 ? static_cast<uint16_t>(4096 + static_cast<int>((r >> 8) % 33) - 16) : 4096;
     }
-    const Bytes in = to_bytes(s);
+    const Bytes in = u16_bytes(s);
     Bytes coded;
     float enc_ms = 0, dec_ms = 0;
     gpu_encode(in, kPreset, coded, 0, &enc_ms);  // warm-up

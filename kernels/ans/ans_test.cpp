@@ -30,11 +30,7 @@ using ans::Config;
 
 constexpr size_t kNoLimit = size_t{1} << 40;
 
-Bytes to_bytes(const std::vector<uint16_t>& symbols) {
-  Bytes b(2 * symbols.size());
-  for (size_t i = 0; i < symbols.size(); ++i) store_le<uint16_t>(b.data() + 2 * i, symbols[i]);
-  return b;
-}
+using testing::u16_bytes;
 
 Bytes encode(const Bytes& symbols, const Config& config, const Executor& exec = serial_executor()) {
   Bytes out;
@@ -105,7 +101,7 @@ const Bytes kExampleStream = {0x83, 0x01, 0x01, 0x00, 0x00, 0xa6, 0x50, 0xc1, 0x
 Bytes example_symbols() {
   std::vector<uint16_t> s(131, 0);
   s[130] = 1;
-  return to_bytes(s);
+  return u16_bytes(s);
 }
 
 TEST(Ans, HandWorkedExampleGivesKnownBytes) {
@@ -132,7 +128,7 @@ TEST(Ans, EmptyInputIsOneByte) {
 
 TEST(Ans, OneSymbolIsStored) {
   const Config config;
-  const Bytes coded = expect_round_trip(to_bytes({4095}), config);
+  const Bytes coded = expect_round_trip(u16_bytes({4095}), config);
   EXPECT_EQ(coded, (Bytes{0x01, 0x00, 0xFF, 0x0F}));
 }
 
@@ -141,7 +137,7 @@ TEST(Ans, OneSymbolIsStored) {
 TEST(Ans, AllSymbolsEqualHaveAnEmptySymbolTable) {
   for (const uint32_t lane : {200u, 1000u, ans::kMaxLaneSymbols}) {
     const Config config{16, 6, lane};
-    const Bytes symbols = to_bytes(std::vector<uint16_t>(100000, 7));
+    const Bytes symbols = u16_bytes(std::vector<uint16_t>(100000, 7));
     const Bytes coded = expect_round_trip(symbols, config);
     const ans::format::Layout l = layout_of(coded, config);
     ASSERT_EQ(l.method, ans::kMethodCoded) << lane;
@@ -153,8 +149,8 @@ TEST(Ans, AllSymbolsEqualHaveAnEmptySymbolTable) {
 TEST(Ans, NoTwoSymbolsEqualRoundTrip) {
   std::vector<uint16_t> s(4096);
   for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint16_t>((i * 2654435761u) % 4096);
-  expect_round_trip(to_bytes(s), Config{4096, 12, 1000});
-  expect_round_trip(to_bytes(s), Config{4096, 16, 100});
+  expect_round_trip(u16_bytes(s), Config{4096, 12, 1000});
+  expect_round_trip(u16_bytes(s), Config{4096, 16, 100});
 }
 
 // Runs of m of the lengths around the token's cap, before a symbol, at a
@@ -168,32 +164,32 @@ TEST(Ans, RunsAroundTheCapAndLaneEndsRoundTrip) {
   s.insert(s.end(), 127, 3);  // a final run
   for (const uint32_t lane : {1u, 2u, 62u, 63u, 64u, 65u, 126u, 127u, 128u, 131u, 1000u, ans::kMaxLaneSymbols}) {
     const Config config{4, 6, lane};
-    expect_round_trip(to_bytes(s), config);
+    expect_round_trip(u16_bytes(s), config);
     // A lane that is exactly one run of m, of the lengths above.
     for (const uint32_t L : {62u, 63u, 64u, 126u, 127u}) {
       if (L > lane) continue;
       std::vector<uint16_t> t(2 * lane, 3);
       std::fill(t.begin() + lane, t.begin() + lane + (lane - L), 1);  // lane 1 ends in a run of L
-      expect_round_trip(to_bytes(t), config);
+      expect_round_trip(u16_bytes(t), config);
     }
   }
 }
 
 TEST(Ans, ConfigExtremesRoundTrip) {
   const std::vector<uint16_t> skewed = mostly(200003, 5, 40, 4, 1);
-  expect_round_trip(to_bytes(skewed), Config{40, 6, 1});
-  expect_round_trip(to_bytes(skewed), Config{40, 6, ans::kMaxLaneSymbols});
-  expect_round_trip(to_bytes(skewed), Config{64, 6, 777});
-  expect_round_trip(to_bytes(skewed), Config{40, 16, 4096});
+  expect_round_trip(u16_bytes(skewed), Config{40, 6, 1});
+  expect_round_trip(u16_bytes(skewed), Config{40, 6, ans::kMaxLaneSymbols});
+  expect_round_trip(u16_bytes(skewed), Config{64, 6, 777});
+  expect_round_trip(u16_bytes(skewed), Config{40, 16, 4096});
   const std::vector<uint16_t> wide = mostly(300000, 40000, 65536, 3, 2);
-  const Bytes coded = expect_round_trip(to_bytes(wide), Config{65536, 16, 8192});
+  const Bytes coded = expect_round_trip(u16_bytes(wide), Config{65536, 16, 8192});
   EXPECT_EQ(layout_of(coded, Config{65536, 16, 8192}).method, ans::kMethodCoded);
-  expect_round_trip(to_bytes(wide), Config{65536, 16, 1});
+  expect_round_trip(u16_bytes(wide), Config{65536, 16, 1});
 }
 
 TEST(Ans, RandomSymbolsAreStored) {
   const Config config{65536, 16, 8192};
-  const Bytes symbols = to_bytes(uniform(100000, 65536, 3));
+  const Bytes symbols = u16_bytes(uniform(100000, 65536, 3));
   const Bytes coded = expect_round_trip(symbols, config);
   EXPECT_EQ(layout_of(coded, config).method, ans::kMethodStored);
   EXPECT_EQ(coded.size(), varint_bytes(100000) + 1 + symbols.size());
@@ -212,7 +208,7 @@ TEST(Ans, StandardInputsRoundTrip) {
 
 TEST(Ans, ThreadedExecutorGivesTheSameBytes) {
   const Config config{8192, 14, 1000};
-  const Bytes symbols = to_bytes(mostly(1000003, 4096, 8192, 4, 5));
+  const Bytes symbols = u16_bytes(mostly(1000003, 4096, 8192, 4, 5));
   const Bytes serial = encode(symbols, config);
   for (const unsigned threads : {2u, 3u, 8u}) {
     const testing::ThreadExecutor exec(threads);
@@ -362,22 +358,22 @@ TEST(Ans, ModeIsTheSmallestMostFrequent) {
 
 TEST(Ans, BadUsageIsAUsageError) {
   Bytes out;
-  EXPECT_THROW(ans::encode(to_bytes({1}), Config{1, 6, 10}, out), UsageError);
-  EXPECT_THROW(ans::encode(to_bytes({1}), Config{65537, 16, 10}, out), UsageError);
-  EXPECT_THROW(ans::encode(to_bytes({1}), Config{128, 6, 10}, out), UsageError);  // 2^M < A
-  EXPECT_THROW(ans::encode(to_bytes({1}), Config{16, 5, 10}, out), UsageError);
-  EXPECT_THROW(ans::encode(to_bytes({1}), Config{16, 17, 10}, out), UsageError);
-  EXPECT_THROW(ans::encode(to_bytes({1}), Config{16, 6, 0}, out), UsageError);
-  EXPECT_THROW(ans::encode(to_bytes({1}), Config{16, 6, ans::kMaxLaneSymbols + 1}, out), UsageError);
+  EXPECT_THROW(ans::encode(u16_bytes({1}), Config{1, 6, 10}, out), UsageError);
+  EXPECT_THROW(ans::encode(u16_bytes({1}), Config{65537, 16, 10}, out), UsageError);
+  EXPECT_THROW(ans::encode(u16_bytes({1}), Config{128, 6, 10}, out), UsageError);  // 2^M < A
+  EXPECT_THROW(ans::encode(u16_bytes({1}), Config{16, 5, 10}, out), UsageError);
+  EXPECT_THROW(ans::encode(u16_bytes({1}), Config{16, 17, 10}, out), UsageError);
+  EXPECT_THROW(ans::encode(u16_bytes({1}), Config{16, 6, 0}, out), UsageError);
+  EXPECT_THROW(ans::encode(u16_bytes({1}), Config{16, 6, ans::kMaxLaneSymbols + 1}, out), UsageError);
   EXPECT_THROW(ans::encode(Bytes{1, 2, 3}, Config{}, out), UsageError);
-  EXPECT_THROW(ans::encode(to_bytes({16}), Config{16, 6, 10}, out), UsageError);
+  EXPECT_THROW(ans::encode(u16_bytes({16}), Config{16, 6, 10}, out), UsageError);
 }
 
 TEST(Ans, MaxBytesIsHonoured) {
   const Bytes symbols = example_symbols();
   EXPECT_THROW(decode(kExampleStream, kExampleConfig, symbols.size() - 1), FormatError);
   EXPECT_EQ(decode(kExampleStream, kExampleConfig, symbols.size()), symbols);
-  const Bytes stored = encode(to_bytes(uniform(1000, 65536, 4)), Config{65536, 16, 100});
+  const Bytes stored = encode(u16_bytes(uniform(1000, 65536, 4)), Config{65536, 16, 100});
   EXPECT_THROW(decode(stored, Config{65536, 16, 100}, 1999), FormatError);
   // A huge n in a few bytes is refused before anything is sized by it.
   Bytes huge = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0x01};
@@ -453,7 +449,7 @@ TEST(Ans, MalformedStreamsAreFormatErrors) {
 // byte of the head; a flip in the payload is refused or gives n symbols.
 TEST(Ans, DamagedLanesTruncationsAndFlipsAreRefused) {
   const Config config{16, 6, 500};
-  const Bytes symbols = to_bytes(mostly(2000, 3, 16, 3, 9));
+  const Bytes symbols = u16_bytes(mostly(2000, 3, 16, 3, 9));
   const Bytes coded = encode(symbols, config);
   const ans::format::Layout l = layout_of(coded, config);
   ASSERT_EQ(l.method, ans::kMethodCoded);
@@ -493,7 +489,7 @@ TEST(Ans, DamagedLanesTruncationsAndFlipsAreRefused) {
 // the same layout as from the whole stream.
 TEST(Ans, ParseFromAPrefixAsksForWhatItNeeds) {
   const Config config{8192, 14, 1000};
-  const Bytes coded = encode(to_bytes(mostly(100000, 4096, 8192, 3, 6)), config);
+  const Bytes coded = encode(u16_bytes(mostly(100000, 4096, 8192, 3, 6)), config);
   const ans::format::Layout whole = layout_of(coded, config);
   ASSERT_EQ(whole.needed, 0u);
   for (size_t prefix = 0; prefix <= whole.payload_at + 1 && prefix <= coded.size(); ++prefix) {

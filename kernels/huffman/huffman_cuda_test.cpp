@@ -36,11 +36,7 @@ using testing::kGuardBytes;
 
 constexpr Config kCusz{1024, 16, 16384};
 
-Bytes to_bytes(const std::vector<uint16_t>& symbols) {
-  Bytes b(2 * symbols.size());
-  for (size_t i = 0; i < symbols.size(); ++i) store_le<uint16_t>(b.data() + 2 * i, symbols[i]);
-  return b;
-}
+using testing::u16_bytes;
 
 Bytes cpu_encode(const Bytes& in, const Config& c) {
   Bytes out;
@@ -257,7 +253,7 @@ TEST(HuffmanCuda, SyntheticDistributions) {
   cases.push_back({"two symbols", two, kCusz});
   cases.push_back({"20000 symbols of 14-15 bits", wide_symbols(200000, 20000), Config{65536, 16, 16384}});
   for (const Case& c : cases) {
-    if (!check_case(to_bytes(c.symbols), c.config, c.what)) return;
+    if (!check_case(u16_bytes(c.symbols), c.config, c.what)) return;
   }
 }
 
@@ -271,14 +267,14 @@ TEST(HuffmanCuda, SizesAroundBlocks) {
     for (size_t n : sizes) {
       const Config c{1024, 16, S};
       const std::string what = "S " + std::to_string(S) + " n " + std::to_string(n);
-      if (!check_case(to_bytes(geometric(n, 0.2, 1024, n + S)), c, what)) return;
+      if (!check_case(u16_bytes(geometric(n, 0.2, 1024, n + S)), c, what)) return;
     }
   }
 }
 
 TEST(HuffmanCuda, AnyAlignment) {
   FZ_SKIP_WITHOUT_CUDA();
-  const Bytes in = to_bytes(geometric(50000, 0.1, 1024, 12));
+  const Bytes in = u16_bytes(geometric(50000, 0.1, 1024, 12));
   for (size_t offset : {1u, 2u, 3u, 6u}) {
     if (!check_case(in, Config{1024, 16, 1001}, "offset " + std::to_string(offset), offset)) return;
   }
@@ -309,12 +305,12 @@ TEST(HuffmanCuda, SmallBlocksAndBroadCodes) {
     };
     for (const Case& c : cases) {
       const std::string what = c.what + ", S " + std::to_string(S) + ", n " + std::to_string(n);
-      if (!check_case(to_bytes(c.symbols), Config{c.alphabet, 16, S}, what)) return;
+      if (!check_case(u16_bytes(c.symbols), Config{c.alphabet, 16, S}, what)) return;
     }
     // Odd places in memory: symbols (and the stream) at odd and even offsets.
     for (size_t offset : {1u, 2u, 6u}) {
       const std::string what = "offset " + std::to_string(offset) + ", S " + std::to_string(S);
-      if (!check_case(to_bytes(geometric(n - 2, 0.001, 8192, S + offset)), Config{8192, 16, S}, what, offset))
+      if (!check_case(u16_bytes(geometric(n - 2, 0.001, 8192, S + offset)), Config{8192, 16, S}, what, offset))
         return;
     }
   }
@@ -328,7 +324,7 @@ TEST(HuffmanCuda, HistogramAndSymbolsOutsideTheAlphabet) {
     for (uint16_t s : symbols) ++expected[s];
     for (int bad : {0, 1}) {
       if (bad) symbols[77777] = static_cast<uint16_t>(alphabet);
-      const Bytes in = to_bytes(symbols);
+      const Bytes in = u16_bytes(symbols);
       const DeviceBuffer d_in = testing::to_device(in);
       DeviceBuffer counts(sizeof(uint64_t) * alphabet);
       DeviceBuffer flag(4);
@@ -413,7 +409,7 @@ TEST(HuffmanCuda, HostileStreamsRefusedExactlyWhereTheCpuRefuses) {
   std::mt19937_64 rng(11);
   Tally tally;
   for (const Case& c : cases) {
-    const Bytes in = to_bytes(c.symbols);
+    const Bytes in = u16_bytes(c.symbols);
     const Bytes stream = cpu_encode(in, c.config);
     const size_t max_out = in.size();
     const size_t bits = 8 * stream.size();
@@ -456,7 +452,7 @@ TEST(HuffmanCuda, HostileStreamsRefusedExactlyWhereTheCpuRefuses) {
 TEST(HuffmanCuda, BlockWithFarTooManyWords) {
   FZ_SKIP_WITHOUT_CUDA();
   const Config c{16, 6, 64};
-  const Bytes in = to_bytes(geometric(256, 0.4, 16, 5));
+  const Bytes in = u16_bytes(geometric(256, 0.4, 16, 5));
   const Bytes stream = cpu_encode(in, c);
   const huffman::format::Layout layout = huffman::format::parse(stream.data(), stream.size(), stream.size(), in.size());
   ASSERT_EQ(layout.blocks, 4u);
@@ -483,7 +479,7 @@ TEST(HuffmanCuda, BlockBoundariesMoved) {
   for (uint32_t S : {1u, 7u, 64u, 1024u, 4096u, 4097u, 16384u}) {
     for (uint32_t alphabet : {1024u, 8192u}) {
       const size_t n = 13 * size_t{S} + S / 3 + 40;  // at least 13 blocks, the last ragged
-      const Bytes in = to_bytes(alphabet == 1024 ? geometric(n, 0.2, 1024, S) : uniform(n, 8192, S));
+      const Bytes in = u16_bytes(alphabet == 1024 ? geometric(n, 0.2, 1024, S) : uniform(n, 8192, S));
       const Config c{alphabet, 16, S};
       const Bytes stream = cpu_encode(in, c);
       const huffman::format::Layout layout =

@@ -28,11 +28,7 @@ namespace {
 using namespace huffman::segments;
 using huffman::Config;
 
-Bytes to_bytes(const std::vector<uint16_t>& symbols) {
-  Bytes b(2 * symbols.size());
-  for (size_t i = 0; i < symbols.size(); ++i) store_le<uint16_t>(b.data() + 2 * i, symbols[i]);
-  return b;
-}
+using testing::u16_bytes;
 
 // The kernels' encode (measure, scan, write_blocks) with `threads` threads per block.
 Bytes simulated_encode(const Bytes& in, const Config& config, unsigned threads) {
@@ -204,7 +200,7 @@ bool simulation_accepts(const Bytes& stream, size_t max_out, unsigned threads, B
 }
 
 void expect_same_coder(const std::vector<uint16_t>& symbols, const Config& config, const std::string& what) {
-  const Bytes in = to_bytes(symbols);
+  const Bytes in = u16_bytes(symbols);
   Bytes cpu;
   huffman::encode(in, config, cpu);
   for (unsigned threads : {1u, 7u, 32u, 256u}) {
@@ -274,7 +270,7 @@ TEST(HuffmanSegments, RealFieldCodes) {
   }
   codes.resize(200000);
   const Config cusz{1024, 16, 16384};
-  const Bytes in = to_bytes(codes);
+  const Bytes in = u16_bytes(codes);
   Bytes cpu;
   huffman::encode(in, cusz, cpu);
   EXPECT_EQ(simulated_encode(in, cusz, 256), cpu);
@@ -306,7 +302,7 @@ TEST(HuffmanSegments, RefusesExactlyWhatTheCpuRefuses) {
   size_t refused = 0, accepted = 0;
   for (const Case& c : cases) {
     Bytes stream;
-    const Bytes in = to_bytes(c.symbols);
+    const Bytes in = u16_bytes(c.symbols);
     huffman::encode(in, c.config, stream);
     const auto check = [&](const Bytes& hostile, const std::string& what) {
       Bytes cpu_out, sim_out;
@@ -355,7 +351,7 @@ TEST(HuffmanSegments, OversizedBlocks) {
   const Config config{16, 6, 64};
   const std::vector<uint16_t> symbols = geometric(256, 0.4, 16, 5);
   Bytes stream;
-  huffman::encode(to_bytes(symbols), config, stream);
+  huffman::encode(u16_bytes(symbols), config, stream);
   const huffman::format::Layout layout = huffman::format::parse(stream.data(), stream.size(), stream.size(), 1 << 20);
   // Grow block 0 by 40 zero words: ends shift, payload grows.
   Bytes hostile(stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(layout.payload_at));
@@ -376,7 +372,7 @@ TEST(HuffmanSegments, PrefixHoldsWhatTheHeaderChecksRead) {
   std::mt19937_64 rng(17);
   const Config config{1024, 16, 100};
   Bytes stream;
-  huffman::encode(to_bytes(geometric(2000, 0.2, 1024, 8)), config, stream);
+  huffman::encode(u16_bytes(geometric(2000, 0.2, 1024, 8)), config, stream);
   for (int k = 0; k < 3000; ++k) {
     Bytes hostile = stream;
     if (k % 3 == 0) hostile.resize(rng() % (stream.size() + 1));

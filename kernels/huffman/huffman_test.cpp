@@ -27,16 +27,12 @@ using huffman::Config;
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-Bytes to_bytes(const std::vector<uint16_t>& symbols) {
-  Bytes b(2 * symbols.size());
-  for (size_t i = 0; i < symbols.size(); ++i) store_le<uint16_t>(b.data() + 2 * i, symbols[i]);
-  return b;
-}
+using testing::u16_bytes;
 
 Bytes encode(const std::vector<uint16_t>& symbols, const Config& config,
              const Executor& exec = serial_executor()) {
   Bytes out;
-  huffman::encode(to_bytes(symbols), config, out, exec);
+  huffman::encode(u16_bytes(symbols), config, out, exec);
   return out;
 }
 
@@ -49,7 +45,7 @@ Bytes decode(const Bytes& stream, size_t max_out = 64 * kMiB, const Executor& ex
 void expect_round_trip(const std::vector<uint16_t>& symbols, const Config& config) {
   const Bytes coded = encode(symbols, config);
   ASSERT_EQ(load_le<uint64_t>(coded.data()), symbols.size());
-  ASSERT_EQ(decode(coded, 2 * symbols.size()), to_bytes(symbols));
+  ASSERT_EQ(decode(coded, 2 * symbols.size()), u16_bytes(symbols));
 }
 
 std::vector<uint64_t> histogram_of(const std::vector<uint16_t>& symbols, uint32_t alphabet) {
@@ -179,7 +175,7 @@ TEST(Huffman, HandComputedExampleGivesKnownBytes) {
       0x00, 0x00, 0x00, 0x00};                         // block 2
   const Bytes coded = encode(symbols, {8, 3, 4});
   EXPECT_EQ(coded, expected);
-  EXPECT_EQ(decode(expected), to_bytes(symbols));
+  EXPECT_EQ(decode(expected), u16_bytes(symbols));
 }
 
 TEST(Huffman, LengthTableIsAlignedToFourBytes) {
@@ -191,7 +187,7 @@ TEST(Huffman, LengthTableIsAlignedToFourBytes) {
                           1, 0, 0, 0,          // end[0] = 1
                           0x00, 0x00, 0x00, 0x60};  // 0 1 1 -> 011 -> 0x60000000
   EXPECT_EQ(coded, expected);
-  EXPECT_EQ(decode(coded), to_bytes({0, 1, 1}));
+  EXPECT_EQ(decode(coded), u16_bytes({0, 1, 1}));
 }
 
 TEST(Huffman, EmptyInputIsJustTheHeader) {
@@ -212,7 +208,7 @@ TEST(Huffman, SingleSymbolGetsAOneBitCode) {
   EXPECT_EQ(load_le<uint32_t>(coded.data() + 24), 2u);
   EXPECT_EQ(load_le<uint32_t>(coded.data() + 28), 4u);
   for (size_t i = 32; i < coded.size(); ++i) EXPECT_EQ(coded[i], 0);
-  EXPECT_EQ(decode(coded), to_bytes(symbols));
+  EXPECT_EQ(decode(coded), u16_bytes(symbols));
   // The other 1-bit pattern is not a code.
   Bytes bad = coded;
   bad[35] = 0x80;
@@ -295,7 +291,7 @@ TEST(Huffman, LongCodesAmongOneBitCodesRoundTrip) {
     expect_round_trip(symbols, config);
     const Bytes coded = encode(symbols, config);
     const testing::ThreadExecutor threads(3);
-    EXPECT_EQ(decode(coded, 64 * kMiB, threads), to_bytes(symbols));
+    EXPECT_EQ(decode(coded, 64 * kMiB, threads), u16_bytes(symbols));
   }
 }
 
@@ -374,7 +370,7 @@ TEST(Huffman, RealFieldLorenzoCodesRoundTripNearEntropy) {
     const std::vector<uint16_t> codes = lorenzo_codes(field);
     const Config config{1024, 16, 16384};
     const Bytes coded = encode(codes, config);
-    ASSERT_EQ(decode(coded, 2 * codes.size()), to_bytes(codes));
+    ASSERT_EQ(decode(coded, 2 * codes.size()), u16_bytes(codes));
     const auto h = histogram_of(codes, 1024);
     const double entropy = entropy_bits(h) / static_cast<double>(codes.size());
     const double bits = 8.0 * static_cast<double>(coded.size()) / static_cast<double>(codes.size());
@@ -728,14 +724,14 @@ TEST(Huffman, ThreadedExecutorGivesTheSameBytes) {
     const Config config{65536, 16, 4096};
     const Bytes serial = encode(symbols, config);
     EXPECT_EQ(encode(symbols, config, threads), serial);
-    EXPECT_EQ(decode(serial, 64 * kMiB, threads), to_bytes(symbols));
+    EXPECT_EQ(decode(serial, 64 * kMiB, threads), u16_bytes(symbols));
   }
 }
 
 TEST(Huffman, BadUsageIsAUsageError) {
   Bytes out;
-  EXPECT_THROW(huffman::encode(to_bytes({5}), {4, 2, 16}, out), UsageError);       // symbol >= A
-  EXPECT_THROW(huffman::encode(to_bytes({0, 1024}), {1024, 16, 16}, out), UsageError);
+  EXPECT_THROW(huffman::encode(u16_bytes({5}), {4, 2, 16}, out), UsageError);       // symbol >= A
+  EXPECT_THROW(huffman::encode(u16_bytes({0, 1024}), {1024, 16, 16}, out), UsageError);
   EXPECT_THROW(huffman::encode(Bytes(3, 0), {1024, 16, 16}, out), UsageError);     // odd length
   EXPECT_THROW(huffman::encode(Bytes(2, 0), {0, 16, 16}, out), UsageError);        // A = 0
   EXPECT_THROW(huffman::encode(Bytes(2, 0), {65537, 24, 16}, out), UsageError);
@@ -820,7 +816,7 @@ TEST(Huffman, BlockWhoseCodesRunPastItsWordsIsRefused) {
 TEST(Huffman, EveryTruncationIsRefused) {
   for (const auto& symbols : {std::vector<uint16_t>{3, 3, 4, 3, 5, 3, 4, 6, 3}, geometric(300, 0.3, 1024, 41)}) {
     const Bytes coded = encode(symbols, {1024, 16, 64});
-    ASSERT_EQ(decode(coded), to_bytes(symbols));
+    ASSERT_EQ(decode(coded), u16_bytes(symbols));
     for (size_t len = 0; len < coded.size(); ++len) {
       const Bytes cut(coded.begin(), coded.begin() + static_cast<std::ptrdiff_t>(len));
       EXPECT_THROW(decode(cut), FormatError) << "length " << len;

@@ -83,12 +83,7 @@ spline::Streams coarse_round_trip(const std::vector<T>& values, const Dims& dims
                                   const Executor& exec = serial_executor()) {
   spline::Streams streams;
   const Bytes in = to_bytes(values);
-  Bytes mask;
-  if (fill != nullptr) {
-    mask.assign((values.size() + 7) / 8, 0);
-    for (size_t g = 0; g < values.size(); ++g)
-      if ((*fill)[g]) mask[g / 8] = static_cast<uint8_t>(mask[g / 8] | (1u << (g % 8)));
-  }
+  const Bytes mask = fill != nullptr ? fill_mask_of(*fill) : Bytes();
   spline::encode(in, mask, dims, config, eb, streams, exec);
   const spline::CodeFormat format = spline::format_of(config);
   const CodePlaces places = code_places(dims);
@@ -205,7 +200,9 @@ TEST(SplineCoarse, SideLayoutAndAnchorCodes) {
   for (unsigned k = 0; k < levels; ++k) {
     const uint8_t* at = s.side.data() + layout.levels_at + k * layout.level_bytes;
     const unsigned level = levels - 1 - k;
-    if (level >= spline::rules::level_count(3)) EXPECT_EQ(at[0], 0) << "coarse level " << level;
+    if (level >= spline::rules::level_count(3)) {
+      EXPECT_EQ(at[0], 0) << "coarse level " << level;
+    }
     EXPECT_EQ(load_le<float>(at + 1), steps[level]) << "level " << level;
   }
   EXPECT_TRUE(same_bits(load_le<float>(s.side.data() + layout.anchors_at), values[0]));

@@ -85,12 +85,7 @@ spline::Streams round_trip(const std::vector<T>& values, const Dims& dims, const
                            const Executor& exec = serial_executor(), const std::vector<bool>* fill = nullptr) {
   spline::Streams streams;
   const Bytes in = to_bytes(values);
-  Bytes mask;
-  if (fill != nullptr) {
-    mask.assign((values.size() + 7) / 8, 0);
-    for (size_t g = 0; g < values.size(); ++g)
-      if ((*fill)[g]) mask[g / 8] = static_cast<uint8_t>(mask[g / 8] | (1u << (g % 8)));
-  }
+  const Bytes mask = fill != nullptr ? fill_mask_of(*fill) : Bytes();
   spline::encode(in, mask, dims, config, eb, streams, exec);
   const spline::CodeFormat format = spline::format_of(config);
   const CodePlaces places = code_places(dims);

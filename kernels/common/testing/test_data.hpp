@@ -20,6 +20,13 @@ Bytes alternating_bytes(size_t n);  // 0x00,0xFF,0x00,... and word-level alterna
 // A smooth-ish signal of `width`-byte little-endian words (small deltas).
 Bytes smooth_words(size_t n, unsigned width, uint64_t seed);
 
+// u16 symbols as the little-endian bytes the symbol coders (Huffman, ANS) take.
+inline Bytes u16_bytes(const std::vector<uint16_t>& symbols) {
+  Bytes b(2 * symbols.size());
+  for (size_t i = 0; i < symbols.size(); ++i) store_le<uint16_t>(b.data() + 2 * i, symbols[i]);
+  return b;
+}
+
 // Directory of the real fields: $FZ_DATA if set, else ../shared/data beside the clone.
 std::string data_dir();
 // Reads a real field; throws std::runtime_error (so the test fails, never skips) if missing.

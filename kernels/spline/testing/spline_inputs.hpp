@@ -88,6 +88,15 @@ std::vector<FieldWithSpecials<T>> fields_with_specials() {
 }
 
 // Empty, tiny, ragged and tile-sized shapes in 1, 2 and 3 axes.
+// The FILLMASK stage's mask stream for `fill` (bit g % 8 of byte g / 8 set
+// iff element g is a fill element), as the spline's fill input takes it.
+inline Bytes fill_mask_of(const std::vector<bool>& fill) {
+  Bytes mask((fill.size() + 7) / 8, 0);
+  for (size_t g = 0; g < fill.size(); ++g)
+    if (fill[g]) mask[g / 8] = static_cast<uint8_t>(mask[g / 8] | (1u << (g % 8)));
+  return mask;
+}
+
 inline std::vector<Dims> ragged_shapes() {
   return {{0},      {1},          {2},          {0, 5},      {3, 0},    {1, 1, 1},   {2, 1, 1},
           {17, 17, 17}, {33, 1, 65}, {1000001}, {65, 130}, {1, 64},   {64, 1},     {257},
