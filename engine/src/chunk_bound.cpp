@@ -18,7 +18,7 @@ ChunkBound chunk_bound(const void* data, size_t bytes, const DataType& dtype, co
   const engine::FiniteRange values = engine::chunk_values(
       dtype, options, ByteSpan(static_cast<const uint8_t*>(data), bytes), serial_executor());
   const engine::ChunkFacts facts = engine::facts_from_range(options, values);
-  for (const auto& bits : {engine::fill_bits(dtype, options), engine::missing_bits(dtype, options)})
+  for (const auto& bits : {engine::fill_bits(dtype, options), engine::special_missing_bits(dtype, options)})
     if (bits) result.exact_bits.push_back(*bits);
   if (!facts.enforced) return result;  // stored losslessly
   result.lossy = true;

@@ -197,6 +197,61 @@ TEST(SpecialValues, FiniteRangeLeavesBothOut) {
   }
 }
 
+// -0.0 is the second special value when no missing value is given and the
+// chunk's facts come from a range pass (NOA; ABS for the spline presets,
+// which tune to the range): masked, it comes back exactly for the price of
+// its mask's runs instead of an outlier each. A missing value given, or REL,
+// keeps the outliers; a fill value of -0.0 is one special value, not two.
+TEST(SpecialValues, NegativeZerosMaskedWhenNoMissingValueIsGiven) {
+  const Bytes raw = testing::read_field("wmag91.float");
+  std::vector<float> v(raw.size() / 4);
+  std::memcpy(v.data(), raw.data(), raw.size());
+  for (size_t i = 0; i < v.size(); i += 53) v[i] = -0.0f;
+  const std::vector<uint64_t> dims = {91, 91, 91};
+  const size_t bytes = v.size() * 4;
+  const DataType dtype = DataType::of<float>();
+  const uint64_t negative_zero = bits(-0.0f);
+  size_t masked_cases = 0;
+  for (Preset preset : lossy_presets()) {
+    for (ErrorMode mode : {ErrorMode::Abs, ErrorMode::Noa, ErrorMode::Rel}) {
+      if (!find_preset(preset)->honours(mode)) continue;
+      Options o;
+      o.preset = preset;
+      o.mode = mode;
+      o.bound = 1e-3;
+      const std::string what = std::string(preset_name(preset)) + " " + mode_name(mode);
+      const bool range_pass = mode == ErrorMode::Noa || (mode == ErrorMode::Abs && (preset == Preset::CuszHiTp ||
+                                                                                   preset == Preset::CuszHiCr));
+      const Bytes frame = compress(v.data(), bytes, dtype, dims, o);
+      const Decoded d = decompress(frame.data(), frame.size());
+      ASSERT_EQ(d.data.size(), bytes) << what;
+      size_t lost_signs = 0;
+      for (size_t i = 0; i < v.size(); i += 53) lost_signs += std::memcmp(&d.data[4 * i], &v[i], 4) != 0;
+      EXPECT_EQ(lost_signs, 0u) << what;
+      const ChunkBound b = chunk_bound(v.data(), bytes, dtype, o);
+      if (inspect(frame.data(), frame.size()).raw) continue;
+      EXPECT_EQ(fill_masks(frame), range_pass ? 1u : 0u) << what;
+      EXPECT_EQ(std::count(b.exact_bits.begin(), b.exact_bits.end(), negative_zero), range_pass ? 1 : 0) << what;
+      if (!range_pass) continue;
+      ++masked_cases;
+      // The outliers a given missing value (absent from the chunk) leaves
+      // them as cost more than the mask.
+      Options with_missing = o;
+      with_missing.missing_value = element(-1e30f);
+      const Bytes outliers = compress(v.data(), bytes, dtype, dims, with_missing);
+      EXPECT_EQ(fill_masks(outliers), 0u) << what;
+      EXPECT_LT(frame.size(), outliers.size()) << what;
+      // A fill value of -0.0: one mask, the fill value's.
+      Options fill_is_zero = o;
+      fill_is_zero.fill_value = element(-0.0f);
+      EXPECT_EQ(fill_masks(compress(v.data(), bytes, dtype, dims, fill_is_zero)), 1u) << what;
+      EXPECT_EQ(chunk_bound(v.data(), bytes, dtype, fill_is_zero).exact_bits, std::vector<uint64_t>{negative_zero})
+          << what;
+    }
+  }
+  EXPECT_GE(masked_cases, 6u);
+}
+
 // chunk_bound on a ragged edge chunk padded with zeros (no fill value): the
 // padding is left out, as the compressor leaves it out.
 TEST(SpecialValues, ChunkBoundLeavesZeroPaddingOut) {

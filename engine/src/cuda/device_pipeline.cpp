@@ -45,7 +45,7 @@ FiniteRange device_chunk_values(const uint8_t* chunk, size_t bytes, const DataTy
   const FactsNeeded needed = facts_needed(dtype, options);
   if (needed == FactsNeeded::kNone) return values;
   const auto fill = fill_bits(dtype, options);
-  const auto missing = missing_bits(dtype, options);
+  const auto missing = special_missing_bits(dtype, options);
   const bool big_endian = dtype.order == ByteOrder::Big;
   if (needed == FactsNeeded::kFillOnly) {
     // One word per special value, both read back in one copy.

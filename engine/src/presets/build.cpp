@@ -30,7 +30,7 @@ FiniteRange chunk_values(const DataType& dtype, const Options& options, ByteSpan
   const FactsNeeded needed = facts_needed(dtype, options);
   if (needed == FactsNeeded::kNone) return {};
   const auto fill = fill_bits(dtype, options);
-  const auto missing = missing_bits(dtype, options);
+  const auto missing = special_missing_bits(dtype, options);
   const bool big_endian = dtype.order == ByteOrder::Big;
   if (needed == FactsNeeded::kRangeAndFill) return finite_range(chunk, dtype.size, big_endian, fill, missing, exec);
   FiniteRange values;

@@ -36,6 +36,15 @@ std::optional<uint64_t> missing_bits(const DataType& dtype, const Options& optio
   return missing;
 }
 
+std::optional<uint64_t> special_missing_bits(const DataType& dtype, const Options& options) {
+  if (auto missing = missing_bits(dtype, options)) return missing;
+  if (options.mode == ErrorMode::Rel || facts_needed(dtype, options) != FactsNeeded::kRangeAndFill)
+    return std::nullopt;
+  const uint64_t negative_zero = uint64_t(1) << (8 * dtype.size - 1);
+  if (fill_bits(dtype, options) == negative_zero) return std::nullopt;
+  return negative_zero;
+}
+
 // Big-endian words are swapped first so the arithmetic stages see their value.
 uint8_t native_order(Pipeline& p, const DataType& dtype, unsigned width) {
   if (dtype.order == ByteOrder::Big && width > 1) return p.add(make_byteswap(width), {Pipeline::kChunk})[0];
@@ -65,7 +74,7 @@ LossySource lossy_source_and_mask(Pipeline& p, const DataType& dtype, const Opti
   uint8_t values = native_order(p, dtype, dtype.size);
   std::optional<uint8_t> outer_mask, mask;
   for (const auto& [bits, present] : {std::pair{fill_bits(dtype, options), facts.has_fill},
-                                      std::pair{missing_bits(dtype, options), facts.has_missing}}) {
+                                      std::pair{special_missing_bits(dtype, options), facts.has_missing}}) {
     if (!bits || !present) continue;
     const auto streams = p.add(make_fillmask(dtype.size, *bits), {values});
     values = streams[0];
