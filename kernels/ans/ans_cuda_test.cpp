@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ans/ans_format.hpp"
+#include "ans/testing/spline_codes.hpp"
 #include "common/error.hpp"
 #include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
@@ -181,34 +182,11 @@ std::vector<uint16_t> mostly(size_t n, uint16_t common, uint32_t alphabet, unsig
 
 // ---- the spline's codes of the real fields ----
 
-double finite_range(const testing::RealField& field) {
-  double lo = INFINITY, hi = -INFINITY;
-  for (const double v : testing::field_values<double>(field))
-    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-  return hi - lo;
-}
-
-// cuszhi-cr's spline codes (radius 4096, offset form, ratio-first), as
-// kernels/ans/ans_test.cpp and tools/bench/code_entropy_bench.cpp make them.
-spline::Streams spline_codes(const testing::RealField& field, double noa) {
-  spline::Config c;
-  c.width = field.f64 ? 8 : 4;
-  c.code_bytes = 2;
-  c.radius = 4096;
-  c.code_form = spline::CodeForm::kOffset;
-  c.alpha = 1;
-  c.beta = 1;
-  c.tuning = spline::Tuning::kRatioFirst;
-  spline::Streams st;
-  spline::encode(testing::read_field(field.name), field.dims, c, noa * finite_range(field), st);
-  return st;
-}
-
 TEST(AnsCuda, SplineCodesOfRealFieldsGiveTheCpuBytesBothWays) {
   FZ_SKIP_WITHOUT_CUDA();
   for (const auto& field : testing::real_fields())
     for (const double noa : {1e-2, 1e-3, 1e-4}) {
-      const spline::Streams st = spline_codes(field, noa);
+      const spline::Streams st = testing::spline_codes(field, noa);
       for (unsigned g = 0; g < spline::kCodeGroups; ++g)
         expect_same_both_ways(st.codes[g], kPreset,
                               field.name + " NOA " + std::to_string(noa) + " group " + std::to_string(g));

@@ -44,6 +44,44 @@ std::vector<uint32_t> cumulative(const std::vector<uint32_t>& freq);
 Bytes write_head(uint64_t n, uint16_t mode, const std::vector<uint32_t>& run_freq,
                  const std::vector<uint32_t>& symbol_freq);
 
+// The format's varint (unsigned LEB128, at most 10 bytes, no redundant
+// trailing group), shared with stage type 15. read_varint reads one from
+// data[at, end): returns the offset just past it, or 0 when data ends first
+// (nothing at or past `end` is read); FormatError for one of more than 10
+// bytes, over 64 bits, or with a redundant group.
+void append_varint(Bytes& out, uint64_t v);
+size_t read_varint(const uint8_t* data, size_t at, size_t end, uint64_t& value);
+
+// The tables' bit string, shared with stage type 15 (interleaved_format.hpp,
+// whose tables are over other alphabets: [0, C] and [0, A] with ESC): each
+// table is one std::vector of frequencies, its size the table's alphabet.
+// table_bits: the exact bit length of one table (gamma(u + 1), then per
+// listed symbol its gap and f). append_tables: both tables' bit string
+// appended to `out` (the stream so far), then zero bits up to a multiple of
+// 4 bytes of out's whole size; write_head is n, method, m, then this.
+uint64_t table_bits(const std::vector<uint32_t>& freq);
+void append_tables(Bytes& out, const std::vector<uint32_t>& first, const std::vector<uint32_t>& second);
+
+// Reads two tables (first over `first_size` symbols, u > 0 required; second
+// over `second_size`, u == 0 allowed only with second_may_be_empty) from the
+// bit string starting at byte `begin` of data[0, end), and checks the zero
+// padding up to the next multiple of 4 bytes. FormatError for a malformed
+// table (too long a gamma, a symbol outside its alphabet, sums other than
+// 2^M, non-zero padding). Returns 0 when data ends before the tables and
+// their padding do (nothing past `end` is read); else the offset just past
+// the padding. freq gets size entries, cum size + 1.
+size_t read_tables(const uint8_t* data, size_t begin, size_t end, unsigned prob_bits, size_t first_size,
+                   std::vector<uint32_t>& first_freq, std::vector<uint32_t>& first_cum, size_t second_size,
+                   bool second_may_be_empty, std::vector<uint32_t>& second_freq, std::vector<uint32_t>& second_cum);
+
+// An upper bound of the bytes two tables over these alphabets take, padding
+// to 4 bytes included, whatever they list.
+uint64_t tables_bytes_bound(uint64_t first_size, uint64_t second_size);
+
+// A method-0 stream's n symbols at `symbols` into `out` (replaced, 2n
+// bytes); FormatError when one is >= alphabet. Shared with stage type 15.
+void read_stored(const uint8_t* symbols, uint64_t n, uint32_t alphabet, Bytes& out);
+
 // The bytes of a stored (method 0) stream or of an empty one (n == 0).
 Bytes write_stored(ByteSpan symbols);
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ans/ans_format.hpp"
+#include "ans/testing/spline_codes.hpp"
 #include "common/bytes.hpp"
 #include "common/error.hpp"
 #include "common/testing/test_data.hpp"
@@ -219,30 +220,6 @@ TEST(Ans, ThreadedExecutorGivesTheSameBytes) {
 
 // ---- the spline's codes of the real fields ----
 
-double finite_range(const testing::RealField& field) {
-  double lo = INFINITY, hi = -INFINITY;
-  for (const double v : testing::field_values<double>(field)) {
-    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-  }
-  return hi - lo;
-}
-
-// cuszhi-cr's spline codes (radius 4096, offset form, ratio-first), as
-// tools/bench/code_entropy_bench.cpp makes them; NOA as an absolute bound.
-spline::Streams spline_codes(const testing::RealField& field, double noa) {
-  spline::Config c;
-  c.width = field.f64 ? 8 : 4;
-  c.code_bytes = 2;
-  c.radius = 4096;
-  c.code_form = spline::CodeForm::kOffset;
-  c.alpha = 1;
-  c.beta = 1;
-  c.tuning = spline::Tuning::kRatioFirst;
-  spline::Streams st;
-  spline::encode(testing::read_field(field.name), field.dims, c, noa * finite_range(field), st);
-  return st;
-}
-
 // Every group round-trips at 1e-2, 1e-3, 1e-4; at 1e-2 (three codes in four
 // are the mode) each field's groups take less than Huffman > rze(1), today's
 // back end, by a margin (measured 0.83-0.91 at M 14, S 8192; guard 0.95).
@@ -250,7 +227,7 @@ TEST(Ans, SplineCodesOfRealFieldsRoundTripAndBeatHuffmanAtLooseBounds) {
   const Config config{8192, 14, 8192};
   for (const auto& field : testing::real_fields()) {
     for (const double noa : {1e-2, 1e-3, 1e-4}) {
-      const spline::Streams st = spline_codes(field, noa);
+      const spline::Streams st = testing::spline_codes(field, noa);
       double ans_bytes = 0, today = 0;
       for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
         if (st.codes[g].empty()) continue;

@@ -15,6 +15,7 @@
 
 #include "ans/ans.hpp"
 #include "ans/ans_format.hpp"
+#include "ans/rans_cpu.hpp"
 #include "common/error.hpp"
 
 namespace fz::ans {
@@ -22,35 +23,9 @@ namespace {
 
 static_assert(sizeof(size_t) == 8, "stream sizes are 64-bit");
 
-// A table for the decoder: each slot's token (u8 for the run table, u16 for
-// the symbol table), and each token's f and cum. Two small loads per token
-// instead of one 8-byte slot: the slot arrays are 2^M or 2^(M+1) bytes (for
-// M = 14 the run table's stays in L1, and most symbols' (f, cum) do), where
-// 8-byte slots (2^(M+4) bytes for both tables) miss L1 on every token.
-struct FreqCum {
-  uint32_t freq, cum;
-};
-template <typename Token>
-struct Table {
-  const Token* token = nullptr;
-  const FreqCum* fc = nullptr;
-};
-
-// Fills `token` (2^M entries) and `fc` (one per token) from a parsed table;
-// the vectors are kept per thread, so a call neither allocates nor faults in
-// pages. An empty table (all f 0) leaves token[] all 0 and fc[] all (0, 0).
-template <typename Token>
-Table<Token> make_table(const std::vector<uint32_t>& freq, const std::vector<uint32_t>& cum, unsigned prob_bits,
-                        std::vector<Token>& token, std::vector<FreqCum>& fc) {
-  token.resize(size_t{1} << prob_bits);
-  fc.resize(freq.size());
-  if (cum.back() == 0) std::fill(token.begin(), token.end(), Token{0});
-  for (size_t s = 0; s < freq.size(); ++s) {
-    fc[s] = FreqCum{freq[s], cum[s]};
-    std::fill(token.begin() + cum[s], token.begin() + cum[s] + freq[s], static_cast<Token>(s));
-  }
-  return Table<Token>{token.data(), fc.data()};
-}
+using cpu::FreqCum;
+using cpu::Table;
+using cpu::make_table;
 
 // One lane being decoded: its state, its next word, and its output as the
 // lane's end and a negative offset from it (p - len: the lane is done at 0),
@@ -163,11 +138,7 @@ void decode(ByteSpan stream, const Config& config, Bytes& out, size_t max_bytes,
     return;
   }
   if (layout.method == kMethodStored) {
-    const uint8_t* src = stream.data + layout.payload_at;
-    uint32_t top = 0;
-    for (size_t i = 0; i < n; ++i) top = std::max<uint32_t>(top, load_le<uint16_t>(src + 2 * i));
-    require_format(top < config.alphabet, "ANS: stored symbol outside the alphabet");
-    out.assign(src, src + 2 * n);
+    format::read_stored(stream.data + layout.payload_at, n, config.alphabet, out);
     return;
   }
   thread_local std::vector<uint8_t> run_token;

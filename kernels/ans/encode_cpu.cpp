@@ -13,6 +13,7 @@
 
 #include "ans/ans.hpp"
 #include "ans/ans_format.hpp"
+#include "ans/rans_cpu.hpp"
 #include "common/error.hpp"
 
 namespace fz::ans {
@@ -20,29 +21,8 @@ namespace {
 
 static_assert(sizeof(size_t) == 8, "stream sizes are 64-bit");
 
-// The division of rANS as a multiplication, for states x in [1, 2^32):
-// q = the high 64 bits of x * rcp, rcp = ceil(2^64 / f), is floor(x / f) for
-// 2 <= f <= 2^16 (Granlund-Montgomery: 2^64 <= rcp * f <= 2^64 + 2^32). For
-// f = 1 rcp is 2^64 - 1, q is x - 1, and the bias takes back the T - 1 it
-// costs (ryg_rans' trick): x + bias + q * (T - f) is (x / f) * T + x mod f + c
-// either way.
-struct EncSymbol {
-  uint64_t rcp = 0;
-  uint32_t x_above = 0;  // emit a word when x > x_above, i.e. x >= f << (32 - M)
-  uint32_t bias = 0;     // c, or c + T - 1 when f = 1
-  uint32_t cmpl = 0;     // T - f
-};
-
-EncSymbol make_symbol(uint32_t f, uint32_t c, unsigned prob_bits) {
-  EncSymbol e;
-  if (f == 0) return e;
-  const uint32_t total = uint32_t{1} << prob_bits;
-  e.rcp = f == 1 ? ~uint64_t{0} : static_cast<uint64_t>(((static_cast<unsigned __int128>(1) << 64) + f - 1) / f);
-  e.x_above = static_cast<uint32_t>((uint64_t{f} << (32 - prob_bits)) - 1);
-  e.bias = f == 1 ? c + total - 1 : c;
-  e.cmpl = total - f;
-  return e;
-}
+using cpu::EncSymbol;
+using cpu::make_symbol;
 
 // One token coded: x = (x / f) * T + (x mod f) + c, after emitting a word
 // when x >= f << (32 - M). Words are written downwards from `ptr` (the slot
@@ -158,28 +138,20 @@ struct Runs {
 
 }  // namespace
 
-void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& exec) {
-  format::check_config(config);
-  if (symbols.size % 2 != 0) throw UsageError("ANS input is u16 symbols: its length must be even");
-  const uint64_t n = symbols.size / 2;
-  if (n == 0) {
-    out = format::write_stored(symbols);
-    return;
-  }
-  const size_t S = config.lane_symbols;
-  const size_t A = config.alphabet;
-  const uint64_t lanes = format::lane_count(n, config);
-  const Runs runs{std::min<size_t>(std::max(1u, exec.concurrency()), lanes), lanes};
-  const auto lane_len = [&](size_t lane) { return static_cast<size_t>(std::min<uint64_t>(S, n - lane * S)); };
-  const uint8_t* data = symbols.data;
+namespace cpu {
 
-  // Symbol histogram, one per run (four interleaved tables hide the
+std::vector<uint64_t> count_symbols(ByteSpan symbols, uint32_t alphabet, const Executor& exec) {
+  // One histogram per part (four interleaved tables hide the
   // store-to-load latency of repeated symbols; a symbol >= A is tallied in
   // slot A, and refused below), and the largest symbol.
-  std::vector<std::vector<uint64_t>> hists(runs.count);
-  std::vector<uint32_t> largest(runs.count, 0);
-  exec.parallel_for(runs.count, [&](size_t r) {
-    const size_t begin = runs.first(r) * S, end = std::min<uint64_t>(n, runs.first(r + 1) * S);
+  const uint64_t n = symbols.size / 2;
+  const uint8_t* data = symbols.data;
+  const size_t A = alphabet;
+  const size_t parts = static_cast<size_t>(std::min<uint64_t>(std::max(1u, exec.concurrency()), std::max<uint64_t>(1, n / 65536)));
+  std::vector<std::vector<uint64_t>> hists(parts);
+  std::vector<uint32_t> largest(parts, 0);
+  exec.parallel_for(parts, [&](size_t r) {
+    const size_t begin = n * r / parts, end = n * (r + 1) / parts;
     const size_t width = A + 1;
     const uint32_t cap = static_cast<uint32_t>(A);
     thread_local std::vector<uint32_t> h;  // kept per thread: no allocation (and page faults) per call
@@ -203,7 +175,7 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
     hists[r].assign(A, 0);
     for (size_t s = 0; s < A; ++s) hists[r][s] = uint64_t{h[s]} + h[width + s] + h[2 * width + s] + h[3 * width + s];
   });
-  for (size_t r = 0; r < runs.count; ++r) {
+  for (size_t r = 0; r < parts; ++r) {
     if (largest[r] >= A) {
       throw UsageError("ANS symbol " + std::to_string(largest[r]) + " outside the alphabet of " + std::to_string(A));
     }
@@ -212,6 +184,27 @@ void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& 
   for (const auto& h : hists) {
     for (size_t s = 0; s < A; ++s) counts[s] += h[s];
   }
+  return counts;
+}
+
+}  // namespace cpu
+
+void encode(ByteSpan symbols, const Config& config, Bytes& out, const Executor& exec) {
+  format::check_config(config);
+  if (symbols.size % 2 != 0) throw UsageError("ANS input is u16 symbols: its length must be even");
+  const uint64_t n = symbols.size / 2;
+  if (n == 0) {
+    out = format::write_stored(symbols);
+    return;
+  }
+  const size_t S = config.lane_symbols;
+  const size_t A = config.alphabet;
+  const uint64_t lanes = format::lane_count(n, config);
+  const Runs runs{std::min<size_t>(std::max(1u, exec.concurrency()), lanes), lanes};
+  const auto lane_len = [&](size_t lane) { return static_cast<size_t>(std::min<uint64_t>(S, n - lane * S)); };
+  const uint8_t* data = symbols.data;
+
+  std::vector<uint64_t> counts = cpu::count_symbols(symbols, config.alphabet, exec);
   const uint16_t m = format::mode_of(counts);
   counts[m] = 0;  // every other symbol is one symbol token
 

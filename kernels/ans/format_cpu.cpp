@@ -23,14 +23,6 @@ constexpr size_t kMaxVarintBytes = 10;
 
 size_t align4(size_t x) { return (x + 3) & ~size_t{3}; }
 
-void put_varint(Bytes& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<uint8_t>(v | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<uint8_t>(v));
-}
-
 // The format's LSB-first bit string (bit b is bit b % 8 of byte b / 8),
 // gathered in a 64-bit word and written out a byte at a time; finish() writes
 // the last partial byte (its unused high bits 0).
@@ -113,13 +105,13 @@ class BitReader {
 
 // One table over `size` symbols into freq (size entries) and cum (size + 1).
 // Returns false when the prefix ran out. `may_be_empty`: used == 0 allowed.
-bool read_table(BitReader& r, size_t size, unsigned prob_bits, bool may_be_empty, std::vector<uint32_t>& freq,
-                std::vector<uint32_t>& cum) {
+bool read_table(BitReader& r, size_t size, unsigned prob_bits, bool may_be_empty, const char* empty_message,
+                std::vector<uint32_t>& freq, std::vector<uint32_t>& cum) {
   const uint64_t used = r.gamma() - 1;
   if (r.short_) return false;
   freq.assign(size, 0);
   cum.assign(size + 1, 0);
-  require_format(used > 0 || may_be_empty, "ANS: empty run table");
+  require_format(used > 0 || may_be_empty, empty_message);
   require_format(used <= size, "ANS: table lists more symbols than its alphabet");
   const uint64_t total = uint64_t{1} << prob_bits;
   uint64_t sum = 0;
@@ -145,8 +137,8 @@ bool read_table(BitReader& r, size_t size, unsigned prob_bits, bool may_be_empty
 // whatever they hold: everything up to the tables, their longest bit string,
 // padding, and 6 bytes per lane.
 size_t head_bound(size_t tables_at, uint64_t lanes, const Config& config, size_t stream_size) {
-  const uint64_t bits = 2 * kMaxGammaBits + (uint64_t{kRunTokens} + config.alphabet) * 2 * kMaxGammaBits;
-  const uint64_t bound = align4(tables_at + (bits + 7) / 8) + 6 * std::min<uint64_t>(lanes, stream_size / 6 + 1);
+  const uint64_t bound =
+      tables_at + format::tables_bytes_bound(kRunTokens, config.alphabet) + 6 * std::min<uint64_t>(lanes, stream_size / 6 + 1);
   return static_cast<size_t>(std::min<uint64_t>(bound, stream_size));
 }
 
@@ -249,23 +241,94 @@ std::vector<uint32_t> cumulative(const std::vector<uint32_t>& freq) {
 Bytes write_head(uint64_t n, uint16_t mode, const std::vector<uint32_t>& run_freq,
                  const std::vector<uint32_t>& symbol_freq) {
   Bytes out;
-  put_varint(out, n);
+  append_varint(out, n);
   out.push_back(kMethodCoded);
   append_le<uint16_t>(out, mode);
+  append_tables(out, run_freq, symbol_freq);
+  return out;
+}
+
+void append_varint(Bytes& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<uint8_t>(v));
+}
+
+size_t read_varint(const uint8_t* data, size_t at, size_t end, uint64_t& value) {
+  const size_t first = at;
+  value = 0;
+  for (unsigned shift = 0;; shift += 7) {
+    require_format(at - first < kMaxVarintBytes, "ANS: varint too long");
+    if (at >= end) return 0;
+    const uint8_t byte = data[at++];
+    require_format(shift < 63 || byte <= 1, "ANS: varint exceeds 64 bits");
+    value |= uint64_t{byte & 0x7Fu} << shift;
+    if ((byte & 0x80) == 0) {
+      require_format(byte != 0 || at == first + 1, "ANS: varint has a redundant group");
+      return at;
+    }
+  }
+}
+
+uint64_t table_bits(const std::vector<uint32_t>& freq) {
+  const auto gamma_bits = [](uint64_t v) { return uint64_t{2} * (63 - static_cast<unsigned>(__builtin_clzll(v))) + 1; };
+  uint64_t used = 0, bits = 0;
+  size_t next = 0;
+  for (size_t s = 0; s < freq.size(); ++s) {
+    if (freq[s] == 0) continue;
+    ++used;
+    bits += gamma_bits(s + 1 - next) + gamma_bits(freq[s]);
+    next = s + 1;
+  }
+  return bits + gamma_bits(used + 1);
+}
+
+void append_tables(Bytes& out, const std::vector<uint32_t>& first, const std::vector<uint32_t>& second) {
   {
     BitWriter w(out);
-    put_table(w, run_freq);
-    put_table(w, symbol_freq);
+    put_table(w, first);
+    put_table(w, second);
     w.finish();
   }
   out.resize(align4(out.size()), 0);
-  return out;
+}
+
+size_t read_tables(const uint8_t* data, size_t begin, size_t end, unsigned prob_bits, size_t first_size,
+                   std::vector<uint32_t>& first_freq, std::vector<uint32_t>& first_cum, size_t second_size,
+                   bool second_may_be_empty, std::vector<uint32_t>& second_freq, std::vector<uint32_t>& second_cum) {
+  BitReader r(data, begin, end);
+  const bool whole =
+      read_table(r, first_size, prob_bits, false, "ANS: empty run table", first_freq, first_cum) &&
+      read_table(r, second_size, prob_bits, second_may_be_empty, "ANS: empty symbol table", second_freq, second_cum);
+  if (!whole) return 0;
+  const size_t end_bits = r.bit_position();
+  const size_t padded = align4((end_bits + 7) / 8);
+  if (padded > end) return 0;
+  if (end_bits % 8 != 0) {
+    require_format((data[end_bits / 8] >> (end_bits % 8)) == 0, "ANS: non-zero table padding");
+  }
+  for (size_t i = (end_bits + 7) / 8; i < padded; ++i) require_format(data[i] == 0, "ANS: non-zero table padding");
+  return padded;
+}
+
+uint64_t tables_bytes_bound(uint64_t first_size, uint64_t second_size) {
+  const uint64_t bits = 2 * kMaxGammaBits + (first_size + second_size) * 2 * kMaxGammaBits;
+  return (bits + 7) / 8 + 4;
+}
+
+void read_stored(const uint8_t* symbols, uint64_t n, uint32_t alphabet, Bytes& out) {
+  uint32_t top = 0;
+  for (size_t i = 0; i < n; ++i) top = std::max<uint32_t>(top, load_le<uint16_t>(symbols + 2 * i));
+  require_format(top < alphabet, "ANS: stored symbol outside the alphabet");
+  out.assign(symbols, symbols + 2 * n);
 }
 
 Bytes write_stored(ByteSpan symbols) {
   Bytes out;
   const uint64_t n = symbols.size / 2;
-  put_varint(out, n);
+  append_varint(out, n);
   if (n == 0) return out;
   out.push_back(kMethodStored);
   out.insert(out.end(), symbols.data, symbols.data + 2 * n);
@@ -286,17 +349,11 @@ Layout parse(const uint8_t* prefix, size_t prefix_size, size_t stream_size, cons
 
   // varint n
   uint64_t n = 0;
-  size_t at = 0;
-  for (unsigned shift = 0;; shift += 7) {
-    require_format(at < kMaxVarintBytes, "ANS: varint too long");
-    if (out_of_prefix(at + 1, layout, std::min(stream_size, kMaxVarintBytes))) return layout;
-    const uint8_t byte = prefix[at++];
-    require_format(shift < 63 || byte <= 1, "ANS: varint exceeds 64 bits");
-    n |= uint64_t{byte & 0x7Fu} << shift;
-    if ((byte & 0x80) == 0) {
-      require_format(byte != 0 || at == 1, "ANS: varint has a redundant group");
-      break;
-    }
+  size_t at = read_varint(prefix, 0, prefix_size, n);
+  if (at == 0) {
+    require_format(prefix_size < stream_size, "ANS: stream truncated");
+    layout.needed = std::min(stream_size, kMaxVarintBytes);
+    return layout;
   }
   require_format(n <= max_bytes / 2, "ANS: decoded size exceeds the allowed maximum");
   layout.n = n;
@@ -323,24 +380,15 @@ Layout parse(const uint8_t* prefix, size_t prefix_size, size_t stream_size, cons
   layout.mode = load_le<uint16_t>(prefix + at);
   require_format(layout.mode < config.alphabet, "ANS: run symbol outside the alphabet");
 
-  BitReader r(prefix, tables_at, std::min(prefix_size, stream_size));
-  const bool whole = read_table(r, kRunTokens, config.prob_bits, false, layout.run_freq, layout.run_cum) &&
-                     read_table(r, config.alphabet, config.prob_bits, true, layout.symbol_freq, layout.symbol_cum);
-  if (!whole) {
+  const size_t states_at =
+      read_tables(prefix, tables_at, prefix_size, config.prob_bits, kRunTokens, layout.run_freq, layout.run_cum,
+                  config.alphabet, true, layout.symbol_freq, layout.symbol_cum);
+  if (states_at == 0) {
     require_format(prefix_size < stream_size, "ANS: tables truncated");
     layout.needed = bound;
     return layout;
   }
   require_format(layout.symbol_freq[layout.mode] == 0, "ANS: the run symbol has a symbol frequency");
-  const size_t table_end_bits = r.bit_position();
-  const size_t states_at = align4((table_end_bits + 7) / 8);
-  if (out_of_prefix(states_at, layout, bound)) return layout;
-  if (table_end_bits % 8 != 0) {
-    require_format((prefix[table_end_bits / 8] >> (table_end_bits % 8)) == 0, "ANS: non-zero table padding");
-  }
-  for (size_t i = (table_end_bits + 7) / 8; i < states_at; ++i) {
-    require_format(prefix[i] == 0, "ANS: non-zero table padding");
-  }
 
   // Lane arrays: checked against the stream's length before anything is sized by n.
   require_format(stream_size >= states_at && lanes <= (stream_size - states_at) / 6, "ANS: lane arrays truncated");

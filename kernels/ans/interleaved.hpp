@@ -4,7 +4,7 @@
 // paired as (run token, symbol token) and each lane coded by W interleaved
 // rANS states, so that a GPU warp decodes a lane together (issue 30 item 2).
 // The normative text, every byte, is docs/FORMAT.md "ANS, interleaved (stage
-// type 15)" (from /work/notes/ansv2_spec.md); in short:
+// type 15)"; in short:
 //
 //   varint n | u8 method | method 0: u16 symbols[n] (type 14's stored layout)
 //   method 1: u16 m | u8 C | u8 W | varint S | run table over [0, C], symbol

@@ -1,0 +1,179 @@
+// Stage type 15's encoder on the CPU (format: interleaved.hpp). Passes: the
+// symbol counts (type 14's, cpu::count_symbols) give m; the tile histograms,
+// in parallel over runs of tiles, give the plan (interleaved_format::plan:
+// C, W, S, the tables, the head); then the lanes, in parallel over runs of
+// lanes, each tokenised into per-thread pair arrays (the same tile walk as
+// the histograms) and coded by its W states from the last round to the
+// first, each step's words prepended as one block. Words go into one
+// buffer, lane k's at [2kS, 2kS + 2 len_k) written downwards, and are
+// gathered after the records once every lane's word count is known.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "ans/ans_format.hpp"
+#include "ans/interleaved.hpp"
+#include "ans/interleaved_format.hpp"
+#include "ans/interleaved_tiles.hpp"
+#include "ans/rans_cpu.hpp"
+#include "common/error.hpp"
+
+namespace fz::ans {
+namespace {
+
+namespace ifmt = interleaved_format;
+
+static_assert(sizeof(size_t) == 8, "stream sizes are 64-bit");
+
+// One lane's pairs: run token and symbol token (ESC = A) of pair p.
+struct Pairs {
+  std::vector<uint8_t> run;
+  std::vector<uint16_t> symbol;
+  size_t count = 0;
+  void push(uint32_t t, uint32_t s) {
+    run[count] = static_cast<uint8_t>(t);
+    symbol[count] = static_cast<uint16_t>(s);
+    ++count;
+  }
+};
+
+// The lane's pairs with cap C (the format's tokens): R = a*C + b before a
+// symbol s is a pairs (C, ESC) then (b, s); a tile's final run the same with
+// (b, ESC) only when b > 0.
+void tokenize(const uint8_t* lane, size_t len, uint16_t mode, uint32_t cap, uint32_t esc, Pairs& pairs) {
+  pairs.count = 0;
+  if (pairs.run.size() < len) {
+    pairs.run.resize(len);
+    pairs.symbol.resize(len);
+  }
+  const auto long_run = [&](uint32_t run) {
+    for (; run >= cap; run -= cap) pairs.push(cap, esc);
+    return run;
+  };
+  interleaved_detail::walk_tiles(
+      lane, len, mode, [&](uint32_t run, uint16_t s) { pairs.push(run < cap ? run : long_run(run), s); },
+      [&](uint32_t run) {
+        const uint32_t b = run < cap ? run : long_run(run);
+        if (b > 0) pairs.push(b, esc);
+      });
+}
+
+// Codes one lane's pairs with W states (format, "Interleaved rANS"): rounds
+// from the last; per round the symbol steps, then the run steps, each step's
+// emitted words (in increasing j) prepended to the lane's words as a block.
+// Words go downwards from `end`; returns the lane's word count.
+size_t code_lane(const Pairs& pairs, uint32_t W, const cpu::EncSymbol* run_enc, const cpu::EncSymbol* symbol_enc,
+                 uint16_t* end, uint32_t* state) {
+  uint32_t x[kMaxStates];
+  std::fill(x, x + W, kStateLow);
+  uint16_t* ptr = end;
+  const size_t P = pairs.count;
+  const auto block = [&](size_t base, uint32_t count, const uint8_t* run_tokens, const uint16_t* symbol_tokens) {
+    uint16_t words[kMaxStates];
+    uint32_t emitted = 0;
+    for (uint32_t j = 0; j < count; ++j) {
+      const cpu::EncSymbol& e = run_tokens ? run_enc[run_tokens[base + j]] : symbol_enc[symbol_tokens[base + j]];
+      emitted += cpu::put_step(x[j], e, words[emitted]);
+    }
+    ptr -= emitted;
+    std::memcpy(ptr, words, 2 * size_t{emitted});
+  };
+  for (size_t rounds = (P + W - 1) / W; rounds > 0; --rounds) {
+    const size_t base = (rounds - 1) * W;
+    const uint32_t count = static_cast<uint32_t>(std::min<size_t>(W, P - base));
+    block(base, count, nullptr, pairs.symbol.data());
+    block(base, count, pairs.run.data(), nullptr);
+  }
+  std::copy(x, x + W, state);
+  return static_cast<size_t>(end - ptr);
+}
+
+// Work split into `count` runs of consecutive items: run r is [r*N/count, (r+1)*N/count).
+struct Runs {
+  size_t count;
+  uint64_t items;
+  uint64_t first(size_t r) const { return items * r / count; }
+};
+
+Runs runs_of(const Executor& exec, uint64_t items) {
+  return Runs{static_cast<size_t>(std::min<uint64_t>(std::max(1u, exec.concurrency()), items)), items};
+}
+
+}  // namespace
+
+void encode_interleaved(ByteSpan symbols, const InterleavedConfig& config, Bytes& out, const Executor& exec) {
+  ifmt::check_config(config);
+  if (symbols.size % 2 != 0) throw UsageError("ANS input is u16 symbols: its length must be even");
+  const uint64_t n = symbols.size / 2;
+  if (n == 0) {
+    out = format::write_stored(symbols);
+    return;
+  }
+  const uint8_t* data = symbols.data;
+  const uint32_t A = config.alphabet;
+  const std::vector<uint64_t> counts = cpu::count_symbols(symbols, A, exec);
+  const uint16_t m = format::mode_of(counts);
+
+  const uint64_t tiles = (n + kTileSymbols - 1) / kTileSymbols;
+  const Runs tile_runs = runs_of(exec, tiles);
+  std::vector<ifmt::TileHistograms> parts(tile_runs.count);
+  exec.parallel_for(tile_runs.count, [&](size_t r) {
+    const uint64_t begin = tile_runs.first(r) * kTileSymbols;
+    const uint64_t end = std::min<uint64_t>(n, tile_runs.first(r + 1) * kTileSymbols);
+    parts[r] = ifmt::tile_histograms(data + 2 * begin, end - begin, m);
+  });
+  ifmt::TileHistograms histograms;
+  for (const auto& h : parts) histograms += h;
+  const ifmt::Plan plan = ifmt::plan(n, counts, histograms, config);
+  const uint64_t stored = ifmt::stored_size(n);
+  if (plan.payload_at >= stored) {
+    out = format::write_stored(symbols);
+    return;
+  }
+
+  // Only the tokens with f > 0 are set: no other token occurs in the input.
+  std::vector<cpu::EncSymbol> run_enc(plan.run_freq.size()), symbol_enc(plan.symbol_freq.size());
+  for (size_t t = 0; t < run_enc.size(); ++t) {
+    if (plan.run_freq[t] != 0) run_enc[t] = cpu::make_symbol(plan.run_freq[t], plan.run_cum[t], config.prob_bits);
+  }
+  for (size_t s = 0; s < symbol_enc.size(); ++s) {
+    if (plan.symbol_freq[s] != 0) {
+      symbol_enc[s] = cpu::make_symbol(plan.symbol_freq[s], plan.symbol_cum[s], config.prob_bits);
+    }
+  }
+
+  const uint64_t S = plan.lane_symbols, K = plan.lanes;
+  const uint32_t W = plan.states;
+  std::vector<uint16_t> words(2 * n);
+  std::vector<uint64_t> word_counts(K), pair_counts(K);
+  std::vector<uint32_t> states(K * W);
+  const Runs lane_runs = runs_of(exec, K);
+  exec.parallel_for(lane_runs.count, [&](size_t r) {
+    thread_local Pairs pairs;  // kept per thread: no allocation per lane or call
+    for (uint64_t k = lane_runs.first(r); k < lane_runs.first(r + 1); ++k) {
+      const uint64_t len = ifmt::lane_length(n, S, k);
+      tokenize(data + 2 * k * S, len, m, plan.cap, A, pairs);
+      pair_counts[k] = pairs.count;
+      word_counts[k] = code_lane(pairs, W, run_enc.data(), symbol_enc.data(), words.data() + 2 * (k * S + len),
+                                 states.data() + k * W);
+    }
+  });
+  uint64_t total_words = 0;
+  for (const uint64_t q : word_counts) total_words += q;
+  if (plan.payload_at + 2 * total_words >= stored) {
+    out = format::write_stored(symbols);
+    return;
+  }
+  out.assign(plan.head.begin(), plan.head.end());
+  out.resize(plan.payload_at + 2 * total_words);
+  uint8_t* payload = out.data() + plan.payload_at;
+  for (uint64_t k = 0; k < K; ++k) {
+    ifmt::put_record(out.data() + plan.records_at + k * plan.record_bytes, static_cast<uint32_t>(pair_counts[k]),
+                     static_cast<uint32_t>(word_counts[k]), states.data() + k * W, W);
+    const uint16_t* lane_end = words.data() + 2 * (k * S + ifmt::lane_length(n, S, k));
+    for (uint64_t i = 0; i < word_counts[k]; ++i) store_le<uint16_t>(payload + 2 * i, (lane_end - word_counts[k])[i]);
+    payload += 2 * word_counts[k];
+  }
+}
+
+}  // namespace fz::ans
