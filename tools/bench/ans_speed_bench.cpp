@@ -2,10 +2,11 @@
 // replaced in cuszhi-cr (issue 30 item 2): the spline's u16 code groups of the
 // real fields, as `fz_code_entropy_bench --dump DIR` writes them
 // (<field>.<NOA>.g<group>.codes), each coded by fz::ans (A = 8192, M = 14,
-// S = 8192) and by fz::huffman (cuszhi-cr's settings) and decoded back; per
+// S = 8192), by the interleaved ANS (stage type 15, A = 8192, M = 14) and by
+// fz::huffman (cuszhi-cr's settings) and decoded back; per
 // bound, thread CPU time, best of --reps per group, MB/s of u16 codes (the sum
 // of the groups' bytes over the sum of their best times). Also prints an
-// FNV-1a digest of the ans streams per bound, so that a change to the coder
+// FNV-1a digest of the ans and of the ansi streams per bound, so that a change to the coder
 // can be checked to keep every byte. Links only fz_kernels. Not a test.
 //   fz_code_entropy_bench --dump DIR; fz_ans_speed_bench --codes DIR [--reps N]
 #include <dirent.h>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "ans/ans.hpp"
+#include "ans/interleaved.hpp"
 #include "huffman/huffman.hpp"
 
 namespace {
@@ -79,14 +81,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::printf("one thread, thread CPU time, best of %d per group; MB/s of u16 codes\n\n"
-              "| NOA | groups | codes MB | ans enc | ans dec | huff enc | huff dec | ans digest |\n"
-              "|---|---:|---:|---:|---:|---:|---:|---|\n",
+              "| NOA | groups | codes MB | ans enc | ans dec | ansi enc | ansi dec | huff enc | huff dec | ans digest | ansi digest |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
               reps);
   const fz::ans::Config config{kAlphabet, 14, 8192};
+  const fz::ans::InterleavedConfig iconfig{kAlphabet, 14};
   for (const char* noa : {"0.01", "0.001", "0.0001"}) {
     const std::vector<std::string> names = files_of(dir, std::string(".") + noa + ".g");
-    double bytes = 0, ans_enc = 0, ans_dec = 0, huff_enc = 0, huff_dec = 0;
-    uint64_t digest = 0xcbf29ce484222325ull;
+    double bytes = 0, ans_enc = 0, ans_dec = 0, ansi_enc = 0, ansi_dec = 0, huff_enc = 0, huff_dec = 0;
+    uint64_t digest = 0xcbf29ce484222325ull, idigest = digest;
     for (const std::string& name : names) {
       std::ifstream in(name, std::ios::binary);
       const fz::Bytes codes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -98,13 +101,18 @@ int main(int argc, char** argv) {
       ans_dec += best_seconds(reps, [&] { fz::ans::decode(a, config, back, codes.size()); });
       if (back != codes) throw std::runtime_error("ans round trip differs: " + name);
       digest = fnv1a(digest, a);
+      ansi_enc += best_seconds(reps, [&] { fz::ans::encode_interleaved(codes, iconfig, a); });
+      ansi_dec += best_seconds(reps, [&] { fz::ans::decode_interleaved(a, iconfig, back, codes.size()); });
+      if (back != codes) throw std::runtime_error("ansi round trip differs: " + name);
+      idigest = fnv1a(idigest, a);
       const fz::huffman::Config hc{kAlphabet, 16, group == 0 ? 16384u : 4096u};
       huff_enc += best_seconds(reps, [&] { fz::huffman::encode(codes, hc, h); });
       huff_dec += best_seconds(reps, [&] { fz::huffman::decode(h, back, codes.size()); });
     }
-    std::printf("| %s | %zu | %.2f | %.0f | %.0f | %.0f | %.0f | %016llx |\n", noa, names.size(), bytes / 1e6,
-                bytes / 1e6 / ans_enc, bytes / 1e6 / ans_dec, bytes / 1e6 / huff_enc, bytes / 1e6 / huff_dec,
-                static_cast<unsigned long long>(digest));
+    std::printf("| %s | %zu | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %016llx | %016llx |\n", noa, names.size(),
+                bytes / 1e6, bytes / 1e6 / ans_enc, bytes / 1e6 / ans_dec, bytes / 1e6 / ansi_enc, bytes / 1e6 / ansi_dec,
+                bytes / 1e6 / huff_enc, bytes / 1e6 / huff_dec, static_cast<unsigned long long>(digest),
+                static_cast<unsigned long long>(idigest));
   }
   return 0;
 }

@@ -7,6 +7,10 @@
 // today (each group its own tables):
 //   ans      real bytes of the ans stage (zero-run tokens, then static rANS
 //            in lanes; kernels/ans/ans.hpp) at A = 8192, M = 14, S = 8192;
+//   ansi     real bytes of the interleaved ANS stage (stage type 15,
+//            kernels/ans/interleaved.hpp) at A = 8192, M = 14, and its ratio
+//            to ans; "100k": both on the first 100000 codes of each group
+//            (a small chunk: the fixed costs of tables, records and states);
 //   H0+tab   order-0 entropy + a table of 12-bit normalised frequencies
 //            (static rANS/tANS per group);
 //   zrun+tab zero-run coding: the run of the most frequent code ahead of
@@ -46,6 +50,7 @@
 #include <vector>
 
 #include "ans/ans.hpp"
+#include "ans/interleaved.hpp"
 #include "fz/fz.hpp"
 #include "huffman/huffman.hpp"
 #include "rze/rze.hpp"
@@ -55,6 +60,7 @@ namespace {
 
 constexpr uint32_t kRadius = 4096;  // cuszhi-cr's (engine/src/presets/cuszhi.cpp)
 constexpr uint32_t kAlphabet = 2 * kRadius;
+constexpr size_t kPrefixCodes = 100000;  // the "100k" columns: a small chunk's codes
 
 struct Field {
   const char* name;
@@ -203,6 +209,7 @@ fz::Bytes huffman_bytes(const fz::Bytes& codes, unsigned group) {
 
 struct Row {
   size_t n = 0, mode_count = 0, side = 0, frame = 0;
+  double ansi = 0, ans_100k = 0, ansi_100k = 0;
   double huffman = 0, huffman_rze = 0, ans = 0, h0_bare = 0, h0 = 0, zrun = 0, zrun_huff = 0, o1b = 0, o1 = 0, a0 = 0, a1b = 0;
 };
 
@@ -263,9 +270,16 @@ Row measure(const std::vector<uint8_t>& raw, const Field& f, double noa, const s
     fz::rze::encode(h, 1, z);
     r.huffman += double(h.size());
     r.huffman_rze += double(z.size());
-    fz::Bytes a;
+    fz::Bytes a, ai;
     fz::ans::encode(st.codes[g], {kAlphabet, 14, 8192}, a);
+    fz::ans::encode_interleaved(st.codes[g], {kAlphabet, 14}, ai);
     r.ans += double(a.size());
+    r.ansi += double(ai.size());
+    const fz::ByteSpan head(st.codes[g].data(), std::min<size_t>(st.codes[g].size(), 2 * kPrefixCodes));
+    fz::ans::encode(head, {kAlphabet, 14, 8192}, a);
+    fz::ans::encode_interleaved(head, {kAlphabet, 14}, ai);
+    r.ans_100k += double(a.size());
+    r.ansi_100k += double(ai.size());
     if (!dump.empty()) {
       std::ofstream(dump + "/" + tag + ".g" + std::to_string(g) + ".huff", std::ios::binary)
           .write(reinterpret_cast<const char*>(h.data()), std::streamsize(h.size()));
@@ -337,10 +351,13 @@ int main(int argc, char** argv) {
               "spline's raw side stream; frame: fz::compress, for reference. Estimates include tables.\n"
               "Huffman > zstd: libzstd's header is not installed and is no project dependency (see --dump).\n\n");
   for (const double noa : {1e-2, 1e-3, 1e-4}) {
-    std::printf("NOA %g\n\n| field | codes | mode share | frame | side | huff | +rze | ans | H0 | H0+tab | zrun+tab | zrun>huff "
-                "| o1b+tab | o1+tab | ad0 | ad1b | best / +rze |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    std::printf("NOA %g\n\n| field | codes | mode share | frame | side | huff | +rze | ans | ansi | ansi/ans | ans 100k | ansi 100k | ansi/ans 100k | H0 | H0+tab | zrun+tab | zrun>huff "
+                "| o1b+tab | o1+tab | ad0 | ad1b | best / +rze |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
                 "---:|---:|\n",
                 noa);
+    double log_ansi = 0, log_ansi_100k = 0, worst_ansi = 0, worst_ansi_100k = 0;
+    const char* worst_field = "";
+    const char* worst_field_100k = "";
     double log_best = 0, log_ans = 0, log_h0 = 0, log_zrun = 0, log_zh = 0, log_o1b = 0, log_a1b = 0;
     for (size_t i = 0; i < fields.size(); ++i) {
       char tag[96];
@@ -348,9 +365,15 @@ int main(int argc, char** argv) {
       const Row r = measure(inputs[i], fields[i], noa, dump, tag);
       const double best = std::min({r.h0, r.zrun, r.o1b, r.o1, r.a0, r.a1b});
       std::printf(
-          "| %s | %zu | %.3f | %zu | %zu | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.3f |\n",
-          fields[i].name, r.n, double(r.mode_count) / double(r.n), r.frame, r.side, r.huffman, r.huffman_rze, r.ans, r.h0_bare,
+          "| %s | %zu | %.3f | %zu | %zu | %.0f | %.0f | %.0f | %.0f | %.4f | %.0f | %.0f | %.4f | %.0f | %.0f | %.0f | %.0f | %.0f "
+          "| %.0f | %.0f | %.0f | %.3f |\n",
+          fields[i].name, r.n, double(r.mode_count) / double(r.n), r.frame, r.side, r.huffman, r.huffman_rze, r.ans,
+          r.ansi, r.ansi / r.ans, r.ans_100k, r.ansi_100k, r.ansi_100k / r.ans_100k, r.h0_bare,
           r.h0, r.zrun, r.zrun_huff, r.o1b, r.o1, r.a0, r.a1b, best / r.huffman_rze);
+      log_ansi += std::log(r.ansi / r.ans);
+      log_ansi_100k += std::log(r.ansi_100k / r.ans_100k);
+      if (r.ansi / r.ans > worst_ansi) worst_ansi = r.ansi / r.ans, worst_field = fields[i].name;
+      if (r.ansi_100k / r.ans_100k > worst_ansi_100k) worst_ansi_100k = r.ansi_100k / r.ans_100k, worst_field_100k = fields[i].name;
       log_best += std::log(best / r.huffman_rze);
       log_ans += std::log(r.ans / r.huffman_rze);
       log_h0 += std::log(r.h0 / r.huffman_rze);
@@ -364,6 +387,10 @@ int main(int argc, char** argv) {
                 "zrun>huff %.3f, o1b+tab %.3f, ad1b %.3f\n\n",
                 noa, std::exp(log_ans / k), std::exp(log_best / k), std::exp(log_h0 / k), std::exp(log_zrun / k), std::exp(log_zh / k),
                 std::exp(log_o1b / k), std::exp(log_a1b / k));
+    std::printf("NOA %g geo-mean over fields of ansi / ans: %.4f (worst %s %.4f); on 100k-code prefixes %.4f (worst %s "
+                "%.4f)\n\n",
+                noa, std::exp(log_ansi / k), worst_field, worst_ansi, std::exp(log_ansi_100k / k), worst_field_100k,
+                worst_ansi_100k);
   }
   return 0;
 }
