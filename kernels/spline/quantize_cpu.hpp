@@ -1,6 +1,7 @@
 // The spline quantizer over a batch of points on the CPU (encoder and tuner):
-// rules::quantize element by element, with SSE2 / AVX2 loops for float32
-// (common/cpu_features.hpp) that compute every lane by the same operations,
+// rules::quantize element by element, with SSE2 / AVX2 loops for float32 and
+// an AVX2 loop for float64 (common/cpu_features.hpp) that compute every lane
+// by the same operations,
 // so the codes and values never depend on the CPU.
 #pragma once
 
