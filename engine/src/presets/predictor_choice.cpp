@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ans/ans_stage.hpp"
+#include "code_cost.hpp"
 #include "common/error.hpp"
 #include "lossy_common.hpp"
 #include "preset_table.hpp"
@@ -26,10 +27,13 @@ size_t product(const std::vector<size_t>& v) {
 
 // One pipeline's cost over the sample: the bytes of its stored streams but
 // the ANS stages' outputs, summed over the blocks, and each ANS stage's
-// input codes of every block, concatenated, then coded once at the end: a
+// input codes of every block, concatenated, then costed once at the end: a
 // chunk pays for each ANS stage's tables and lane headers once, and so does
-// the sample (coding each block apart overweighed the spline's three code
-// groups' tables against Lorenzo's one: up to 5% off on a 2-D field).
+// the sample (costing each block apart overweighed the spline's three code
+// groups' tables against Lorenzo's one: up to 5% off on a 2-D field). The
+// ANS stages' bytes are estimated from the codes' histograms
+// (coded_bytes_estimate), not coded: running the coder was most of the
+// choice's time.
 class SampleCost {
  public:
   void add(const Pipeline& pipeline, ByteSpan block) {
@@ -65,10 +69,14 @@ class SampleCost {
       if (!coded_later[id]) stored_ += span_of(id).size;
   }
 
-  uint64_t bytes() const {
-    StageContext ctx{serial_executor(), SIZE_MAX};
+  uint64_t bytes(CodedBytes coded) const {
     uint64_t n = stored_;
     for (const Coded& c : ans_) {
+      if (coded == CodedBytes::kEstimate) {
+        n += coded_bytes_estimate(ByteSpan(c.codes));
+        continue;
+      }
+      StageContext ctx{serial_executor(), SIZE_MAX};
       std::vector<Bytes> out;
       make_ans(c.config)->forward({ByteSpan(c.codes)}, out, ctx);
       n += out.at(0).size();
@@ -79,7 +87,7 @@ class SampleCost {
  private:
   struct Coded {
     ans::Config config;
-    Bytes codes;
+    Bytes codes;  // every block's codes
   };
   uint64_t stored_ = 0;
   std::vector<Coded> ans_;
@@ -140,7 +148,7 @@ void read_host_box(ByteSpan chunk, const std::vector<size_t>& dims, unsigned wid
 }
 
 SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
-                         const FiniteRange& values, const BoxReader& read_box) {
+                         const FiniteRange& values, const BoxReader& read_box, CodedBytes coded) {
   ChunkFacts facts = facts_from_range(options, values);
   if (!predictor_bound(dtype, facts)) return {};
   const PresetRow* row = preset_row(Preset::CuszHiCr);
@@ -158,7 +166,7 @@ SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dim
     facts.lorenzo = true;
     lorenzo.add(row->build(dtype, box_dims, options, facts), sample);
   }
-  return {spline.bytes(), lorenzo.bytes()};
+  return {spline.bytes(coded), lorenzo.bytes(coded)};
 }
 
 bool lorenzo_wins(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,

@@ -70,13 +70,17 @@ void read_host_box(ByteSpan chunk, const std::vector<size_t>& dims, unsigned wid
                    uint8_t* dst);
 
 // The sample's bytes under each pipeline (both 0 when the chunk has no
-// usable bound).
+// usable bound). The entropy stages' bytes are estimated from the codes'
+// histograms (code_cost.hpp), which the choice uses; kCoder runs the coder
+// instead (what the choice did before: tests compare the two).
 struct SampleCosts {
   uint64_t spline = 0;
   uint64_t lorenzo = 0;
 };
+enum class CodedBytes { kEstimate, kCoder };
 SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
-                         const FiniteRange& values, const BoxReader& read_box);
+                         const FiniteRange& values, const BoxReader& read_box,
+                         CodedBytes coded = CodedBytes::kEstimate);
 
 // True when the Lorenzo pipeline stores the sample in at least
 // kLorenzoMarginPercent fewer bytes than the spline pipeline. `values` are the chunk's facts as
