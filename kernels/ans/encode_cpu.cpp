@@ -23,18 +23,7 @@ static_assert(sizeof(size_t) == 8, "stream sizes are 64-bit");
 
 using cpu::EncSymbol;
 using cpu::make_symbol;
-
-// One token coded: x = (x / f) * T + (x mod f) + c, after emitting a word
-// when x >= f << (32 - M). Words are written downwards from `ptr` (the slot
-// below it is always writable, so the store is unconditional).
-inline void put(uint32_t& x, uint16_t*& ptr, const EncSymbol& e) {
-  const bool emit = x > e.x_above;
-  ptr[-1] = static_cast<uint16_t>(x);
-  ptr -= emit;
-  x = emit ? x >> 16 : x;
-  const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * e.rcp) >> 64);
-  x = x + e.bias + q * e.cmpl;
-}
+using cpu::put;
 
 uint16_t symbol_at(const uint8_t* p, size_t i) { return load_le<uint16_t>(p + 2 * i); }
 

@@ -29,6 +29,7 @@ struct LaneDecoder {
   uint16_t mode;
   uint32_t esc;
   uint32_t states;
+  const uint8_t* spare;  // two readable bytes: what a refill past a lane's words reads
 
   template <typename Token>
   uint32_t step(uint32_t& x, const cpu::Table<Token>& table) const {
@@ -46,13 +47,14 @@ struct LaneDecoder {
     uint32_t x[kMaxStates];
     for (uint32_t j = 0; j < states; ++j) x[j] = load_le<uint32_t>(record + ifmt::kRecordFixedBytes + 4 * j);
     std::fill(out, out + len, mode);
+    // Branch-free: a state past its lane's words reads `spare` and moves w
+    // on past wend, which the lane's end refuses.
     const auto refill = [&](uint32_t count) {
       for (uint32_t j = 0; j < count; ++j) {
-        if (x[j] < kStateLow) {
-          require_format(w < wend, "ANS: a lane reads past its words");
-          x[j] = (x[j] << 16) | load_le<uint16_t>(w);
-          w += 2;
-        }
+        const uint32_t r = x[j] < kStateLow;
+        const uint8_t* src = w < wend ? w : spare;
+        x[j] = (x[j] << (16 * r)) | (load_le<uint16_t>(src) & (0u - r));
+        w += 2 * r;
       }
     };
     uint64_t pos = 0;
@@ -72,6 +74,7 @@ struct LaneDecoder {
       }
     }
     require_format(pos == len, "ANS: a lane's pairs do not fill it");
+    require_format(w <= wend, "ANS: a lane reads past its words");
     require_format(w == wend, "ANS: a lane leaves words unread");
     for (uint32_t j = 0; j < states; ++j) require_format(x[j] == kStateLow, "ANS: a lane's final state is not 2^16");
   }
@@ -100,7 +103,8 @@ void decode_interleaved(ByteSpan stream, const InterleavedConfig& config, Bytes&
       config.prob_bits,
       layout.mode,
       config.alphabet,
-      layout.states};
+      layout.states,
+      stream.data};
   out.resize(2 * n);
   auto* symbols = reinterpret_cast<uint16_t*>(out.data());
   const uint64_t S = layout.lane_symbols, K = layout.lanes;

@@ -5,7 +5,7 @@
 // lanes, each tokenised into per-thread pair arrays (the same tile walk as
 // the histograms) and coded by its W states from the last round to the
 // first, each step's words prepended as one block. Words go into one
-// buffer, lane k's at [2kS, 2kS + 2 len_k) written downwards, and are
+// buffer, lane k's below 2(kS + len_k) + k + 1 written downwards, and are
 // gathered after the records once every lane's word count is known.
 #include <algorithm>
 #include <cstring>
@@ -30,59 +30,58 @@ struct Pairs {
   std::vector<uint8_t> run;
   std::vector<uint16_t> symbol;
   size_t count = 0;
-  void push(uint32_t t, uint32_t s) {
-    run[count] = static_cast<uint8_t>(t);
-    symbol[count] = static_cast<uint16_t>(s);
-    ++count;
-  }
 };
 
 // The lane's pairs with cap C (the format's tokens): R = a*C + b before a
 // symbol s is a pairs (C, ESC) then (b, s); a tile's final run the same with
-// (b, ESC) only when b > 0.
+// (b, ESC) only when b > 0. (Local pointers and count: stores through the
+// vectors' bytes could alias a member count, and reload it every pair.)
 void tokenize(const uint8_t* lane, size_t len, uint16_t mode, uint32_t cap, uint32_t esc, Pairs& pairs) {
-  pairs.count = 0;
   if (pairs.run.size() < len) {
     pairs.run.resize(len);
     pairs.symbol.resize(len);
   }
+  uint8_t* run_tokens = pairs.run.data();
+  uint16_t* symbol_tokens = pairs.symbol.data();
+  size_t count = 0;
+  const auto push = [&](uint32_t t, uint32_t s) {
+    run_tokens[count] = static_cast<uint8_t>(t);
+    symbol_tokens[count] = static_cast<uint16_t>(s);
+    ++count;
+  };
   const auto long_run = [&](uint32_t run) {
-    for (; run >= cap; run -= cap) pairs.push(cap, esc);
+    for (; run >= cap; run -= cap) push(cap, esc);
     return run;
   };
   interleaved_detail::walk_tiles(
-      lane, len, mode, [&](uint32_t run, uint16_t s) { pairs.push(run < cap ? run : long_run(run), s); },
+      lane, len, mode, [&](uint32_t run, uint16_t s) { push(run < cap ? run : long_run(run), s); },
       [&](uint32_t run) {
         const uint32_t b = run < cap ? run : long_run(run);
-        if (b > 0) pairs.push(b, esc);
+        if (b > 0) push(b, esc);
       });
+  pairs.count = count;
 }
 
-// Codes one lane's pairs with W states (format, "Interleaved rANS"): rounds
-// from the last; per round the symbol steps, then the run steps, each step's
-// emitted words (in increasing j) prepended to the lane's words as a block.
-// Words go downwards from `end`; returns the lane's word count.
+// One step of each of `count` states (state j codes token tokens[j] from
+// enc), from the last state to the first, each word emitted stored below
+// ptr: so the step's words lie in increasing j, below (before) the words of
+// every later-coded round, as the format's blocks do.
+template <typename Token>
+inline void step_block(uint32_t* x, uint32_t count, const Token* tokens, const cpu::EncSymbol* enc, uint16_t*& ptr) {
+  for (uint32_t j = count; j-- > 0;) cpu::put(x[j], ptr, enc[tokens[j]]);
+}
+
 size_t code_lane(const Pairs& pairs, uint32_t W, const cpu::EncSymbol* run_enc, const cpu::EncSymbol* symbol_enc,
                  uint16_t* end, uint32_t* state) {
   uint32_t x[kMaxStates];
   std::fill(x, x + W, kStateLow);
   uint16_t* ptr = end;
   const size_t P = pairs.count;
-  const auto block = [&](size_t base, uint32_t count, const uint8_t* run_tokens, const uint16_t* symbol_tokens) {
-    uint16_t words[kMaxStates];
-    uint32_t emitted = 0;
-    for (uint32_t j = 0; j < count; ++j) {
-      const cpu::EncSymbol& e = run_tokens ? run_enc[run_tokens[base + j]] : symbol_enc[symbol_tokens[base + j]];
-      emitted += cpu::put_step(x[j], e, words[emitted]);
-    }
-    ptr -= emitted;
-    std::memcpy(ptr, words, 2 * size_t{emitted});
-  };
   for (size_t rounds = (P + W - 1) / W; rounds > 0; --rounds) {
     const size_t base = (rounds - 1) * W;
     const uint32_t count = static_cast<uint32_t>(std::min<size_t>(W, P - base));
-    block(base, count, nullptr, pairs.symbol.data());
-    block(base, count, pairs.run.data(), nullptr);
+    step_block(x, count, pairs.symbol.data() + base, symbol_enc, ptr);
+    step_block(x, count, pairs.run.data() + base, run_enc, ptr);
   }
   std::copy(x, x + W, state);
   return static_cast<size_t>(end - ptr);
@@ -144,7 +143,10 @@ void encode_interleaved(ByteSpan symbols, const InterleavedConfig& config, Bytes
 
   const uint64_t S = plan.lane_symbols, K = plan.lanes;
   const uint32_t W = plan.states;
-  std::vector<uint16_t> words(2 * n);
+  // Lane k's words end at 2(kS + len_k) + k + 1: 2 len_k words and the slot
+  // below them that cpu::put may store to.
+  std::vector<uint16_t> words(2 * n + K);
+  const auto lane_end = [&](uint64_t k) { return words.data() + 2 * (k * S + ifmt::lane_length(n, S, k)) + k + 1; };
   std::vector<uint64_t> word_counts(K), pair_counts(K);
   std::vector<uint32_t> states(K * W);
   const Runs lane_runs = runs_of(exec, K);
@@ -154,8 +156,7 @@ void encode_interleaved(ByteSpan symbols, const InterleavedConfig& config, Bytes
       const uint64_t len = ifmt::lane_length(n, S, k);
       tokenize(data + 2 * k * S, len, m, plan.cap, A, pairs);
       pair_counts[k] = pairs.count;
-      word_counts[k] = code_lane(pairs, W, run_enc.data(), symbol_enc.data(), words.data() + 2 * (k * S + len),
-                                 states.data() + k * W);
+      word_counts[k] = code_lane(pairs, W, run_enc.data(), symbol_enc.data(), lane_end(k), states.data() + k * W);
     }
   });
   uint64_t total_words = 0;
@@ -170,8 +171,8 @@ void encode_interleaved(ByteSpan symbols, const InterleavedConfig& config, Bytes
   for (uint64_t k = 0; k < K; ++k) {
     ifmt::put_record(out.data() + plan.records_at + k * plan.record_bytes, static_cast<uint32_t>(pair_counts[k]),
                      static_cast<uint32_t>(word_counts[k]), states.data() + k * W, W);
-    const uint16_t* lane_end = words.data() + 2 * (k * S + ifmt::lane_length(n, S, k));
-    for (uint64_t i = 0; i < word_counts[k]; ++i) store_le<uint16_t>(payload + 2 * i, (lane_end - word_counts[k])[i]);
+    const uint16_t* first = lane_end(k) - word_counts[k];
+    for (uint64_t i = 0; i < word_counts[k]; ++i) store_le<uint16_t>(payload + 2 * i, first[i]);
     payload += 2 * word_counts[k];
   }
 }

@@ -93,11 +93,15 @@ TileHistograms& TileHistograms::operator+=(const TileHistograms& other) {
 
 TileHistograms tile_histograms(const uint8_t* symbols, size_t n, uint16_t mode) {
   TileHistograms h;
+  // Runs below 63 are the same token for both caps: counted once, in two
+  // alternating tables (a run length repeated, 0 where few symbols are m,
+  // does not chain each count on the one before), and added to both at the end.
+  uint64_t short_runs[2][kCapSmall] = {};
+  unsigned flip = 0;
   // A run of R before a symbol: R / C pairs (C, ESC), then the token R mod C.
-  const auto add_run = [&h](uint32_t run) {
+  const auto add_run = [&](uint32_t run) {
     if (run < kCapSmall) {
-      ++h.run63[run];
-      ++h.run255[run];
+      ++short_runs[flip ^= 1][run];
       return;
     }
     h.run63[kCapSmall] += run / kCapSmall;
@@ -123,6 +127,10 @@ TileHistograms tile_histograms(const uint8_t* symbols, size_t n, uint16_t mode) 
           ++h.esc255;
         }
       });
+  for (size_t t = 0; t < kCapSmall; ++t) {
+    h.run63[t] += short_runs[0][t] + short_runs[1][t];
+    h.run255[t] += short_runs[0][t] + short_runs[1][t];
+  }
   return h;
 }
 

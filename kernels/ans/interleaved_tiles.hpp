@@ -19,21 +19,26 @@ namespace fz::ans::interleaved_detail {
 // tile's final run (0 when the tile ends with a symbol other than m). The
 // caller splits R by its cap: R = a*C + b gives a pairs (C, ESC), then (b, s)
 // for an item, or (b, ESC) for a tile's end when b > 0.
+//
+// Per tile, the positions of its symbols other than m are first gathered
+// branch-free (pos[0] = -1, the position before the tile), so the loop over
+// them has no data-dependent branch where m's share is near one half.
 template <typename Item, typename TileEnd>
 void walk_tiles(const uint8_t* symbols, size_t n, uint16_t mode, Item&& item, TileEnd&& tile_end) {
+  int32_t pos[kTileSymbols + 1];
   for (size_t begin = 0; begin < n; begin += kTileSymbols) {
-    const size_t end = n - begin < kTileSymbols ? n : begin + kTileSymbols;
-    uint32_t run = 0;
-    for (size_t i = begin; i < end; ++i) {
-      const uint16_t s = load_le<uint16_t>(symbols + 2 * i);
-      if (s == mode) {
-        ++run;
-      } else {
-        item(run, s);
-        run = 0;
-      }
+    const uint8_t* tile = symbols + 2 * begin;
+    const int32_t len = static_cast<int32_t>(n - begin < kTileSymbols ? n - begin : kTileSymbols);
+    pos[0] = -1;
+    size_t k = 1;
+    for (int32_t i = 0; i < len; ++i) {
+      pos[k] = i;
+      k += load_le<uint16_t>(tile + 2 * i) != mode;
     }
-    tile_end(run);
+    for (size_t j = 1; j < k; ++j) {
+      item(static_cast<uint32_t>(pos[j] - pos[j - 1] - 1), load_le<uint16_t>(tile + 2 * pos[j]));
+    }
+    tile_end(static_cast<uint32_t>(len - pos[k - 1] - 1));
   }
 }
 

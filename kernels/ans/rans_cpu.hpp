@@ -39,15 +39,16 @@ inline EncSymbol make_symbol(uint32_t f, uint32_t c, unsigned prob_bits) {
   return e;
 }
 
-// One token coded with the format's emit rule; returns whether the word
-// (the low 16 bits of x before the step) was emitted, into `word`.
-inline bool put_step(uint32_t& x, const EncSymbol& e, uint16_t& word) {
+// One token coded: x = (x / f) * T + (x mod f) + c, after emitting a word
+// when x >= f << (32 - M). Words are written downwards from `ptr` (the slot
+// below it is always writable, so the store is unconditional).
+inline void put(uint32_t& x, uint16_t*& ptr, const EncSymbol& e) {
   const bool emit = x > e.x_above;
-  word = static_cast<uint16_t>(x);
+  ptr[-1] = static_cast<uint16_t>(x);
+  ptr -= emit;
   x = emit ? x >> 16 : x;
   const uint32_t q = static_cast<uint32_t>((static_cast<unsigned __int128>(x) * e.rcp) >> 64);
   x = x + e.bias + q * e.cmpl;
-  return emit;
 }
 
 // A table for the decoder: each slot's token (u8 for the run table, u16 for
