@@ -1,6 +1,7 @@
 // CUDA implementation of the ANS stream format (ans/ans.hpp), host interface
-// in ans/ans_cuda.hpp; the kernels are in ans/kernels_cuda.cuh (tables,
-// encode) and ans/decode_kernels_cuda.cuh.
+// in ans/ans_cuda.hpp; the kernels are in ans/kernels_cuda.cuh (encode)
+// and ans/decode_kernels_cuda.cuh; the tables, head upload, method 0's copy
+// and the scans are shared with stage type 15 (ans/rans_common_cuda.cuh).
 //
 // Encode: the symbol histogram is Huffman's (the same counts and
 // out-of-alphabet flag); count_run_tokens gives the run tokens' counts and a
@@ -19,42 +20,17 @@
 // when they fit (2^M <= 2^14 on an H100), in global memory otherwise.
 #include "ans/ans_cuda.hpp"
 
-#include <cub/device/device_scan.cuh>
-
 #include <algorithm>
 #include <cstring>
 
 #include "ans/ans_format.hpp"
 #include "ans/decode_kernels_cuda.cuh"
 #include "ans/kernels_cuda.cuh"
-#include "common/dynamic_shared_cuda.cuh"
 #include "common/error.hpp"
-#include "common/one_block_scan_cuda.cuh"
 #include "huffman/huffman_cuda.hpp"
 
 namespace fz::ans::cuda {
 namespace {
-
-constexpr size_t kAlign = 256;
-size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-
-// Shared tables above this leave too little of the multiprocessor's memory
-// to L1, which holds each lane's symbols, mask and words.
-constexpr size_t kMaxSharedTableBytes = size_t{200} << 10;
-
-int device_attribute(cudaDeviceAttr attribute, int fallback) {
-  int device = 0, value = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&value, attribute, device) != cudaSuccess ||
-      value < 1)
-    return fallback;
-  return value;
-}
-
-int multiprocessors() { return device_attribute(cudaDevAttrMultiProcessorCount, 16); }
-size_t shared_limit() {
-  return std::min(kMaxSharedTableBytes,
-                  static_cast<size_t>(device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, 48 << 10)));
-}
 
 // Threads per block of a lane kernel: about a block per multiprocessor
 // holds every lane, so that small lane counts still spread over the GPU.
@@ -67,105 +43,8 @@ unsigned lane_threads(uint64_t lanes) {
 // lane per thread.
 template <typename Kernel>
 cudaError_t lane_grid(Kernel kernel, uint64_t lanes, unsigned threads, size_t shared, unsigned& grid) {
-  if (shared > 0) {
-    const cudaError_t err = cuda_common::allow_dynamic_shared_memory(kernel, shared);
-    if (err != cudaSuccess) return err;
-  }
-  int per_multiprocessor = 0;
-  const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel, threads, shared);
-  if (err != cudaSuccess) return err;
-  const uint64_t resident = std::max<uint64_t>(1, uint64_t(per_multiprocessor) * uint64_t(multiprocessors()));
-  grid = static_cast<unsigned>(std::min<uint64_t>((lanes + threads - 1) / threads, resident));
-  return cudaSuccess;
+  return resident_grid(kernel, lanes, threads, threads, shared, grid);
 }
-
-// ---- host bytes as kernel arguments --------------------------------------------
-
-constexpr size_t kArgumentWords = 960;  // 3840 bytes, within the 4 KiB every architecture takes
-struct HeadChunk {
-  uint32_t words[kArgumentWords];
-};
-
-__global__ void write_head_chunk(const __grid_constant__ HeadChunk chunk, uint32_t count, uint8_t* dst) {
-  for (uint32_t i = threadIdx.x; i < count; i += blockDim.x)
-    dst[i] = static_cast<uint8_t>(chunk.words[i / 4] >> (8 * (i % 4)));
-}
-
-cudaError_t upload_head(const Bytes& head, uint8_t* dst, cudaStream_t stream) {
-  for (size_t at = 0; at < head.size(); at += 4 * kArgumentWords) {
-    HeadChunk chunk{};
-    const size_t count = std::min(4 * kArgumentWords, head.size() - at);
-    std::memcpy(chunk.words, head.data() + at, count);  // little-endian hosts, as the formats assume
-    write_head_chunk<<<1, kPrepThreads, 0, stream>>>(chunk, static_cast<uint32_t>(count), dst + at);
-    const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
-  }
-  return cudaSuccess;
-}
-
-// Table entries in chunks: for the encoder's table (token_base: where the
-// table's tokens start in it), or for slot tables (run_tok or sym_tok set).
-cudaError_t upload_entries(const std::vector<TableEntry>& entries, uint32_t token_base, uint32_t* fc,
-                           unsigned long long* rcp, uint32_t* fb, uint8_t* run_tok, uint16_t* sym_tok,
-                           cudaStream_t stream) {
-  for (size_t at = 0; at < entries.size(); at += kChunkEntries) {
-    EntryChunk chunk{};
-    chunk.count = static_cast<uint32_t>(std::min<size_t>(kChunkEntries, entries.size() - at));
-    chunk.token_base = token_base;
-    for (uint32_t i = 0; i < chunk.count; ++i) {
-      chunk.token[i] = entries[at + i].token;
-      chunk.freq_minus_1[i] = entries[at + i].freq_minus_1;
-      chunk.cum[i] = entries[at + i].cum;
-    }
-    if (fc) {
-      fill_encoder_table<<<(chunk.count + kPrepThreads - 1) / kPrepThreads, kPrepThreads, 0, stream>>>(chunk, fc, rcp);
-    } else {
-      const TableEntry& last = entries[at + chunk.count - 1];
-      const uint32_t slots = uint32_t{last.cum} + last.freq_minus_1 + 1 - entries[at].cum;
-      fill_slots<<<(slots + kPrepThreads - 1) / kPrepThreads, kPrepThreads, 0, stream>>>(chunk, fb, run_tok, sym_tok);
-    }
-    const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
-  }
-  return cudaSuccess;
-}
-
-std::vector<TableEntry> entries_of(const std::vector<uint32_t>& freq) {
-  std::vector<TableEntry> entries;
-  uint32_t cum = 0;
-  for (size_t t = 0; t < freq.size(); ++t) {
-    if (freq[t] == 0) continue;
-    entries.push_back({static_cast<uint16_t>(t), static_cast<uint16_t>(freq[t] - 1), static_cast<uint16_t>(cum)});
-    cum += freq[t];
-  }
-  return entries;
-}
-
-// ---- lane offsets --------------------------------------------------------------
-
-size_t scan_temp_bytes(uint64_t lanes) {
-  if (lanes + 1 <= cuda_detail::kOneBlockScanItems) return 0;
-  size_t bytes = 0;
-  cub::DeviceScan::ExclusiveSum(nullptr, bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
-                                static_cast<int>(lanes + 1));
-  return bytes;
-}
-
-// starts[k] = counts[0] + ... + counts[k - 1] for k <= lanes; counts[lanes] is 0.
-cudaError_t scan_counts(const uint64_t* counts, uint64_t* starts, uint64_t lanes, void* temp, size_t temp_bytes,
-                        cudaStream_t stream) {
-  if (lanes + 1 <= cuda_detail::kOneBlockScanItems) {
-    cuda_detail::OneBlockScans scans;
-    scans.in[0] = counts;
-    scans.out[0] = starts;
-    scans.count = 1;
-    cuda_detail::exclusive_sums_one_block<<<1, cuda_detail::kOneBlockScanThreads, 0, stream>>>(scans, lanes, true);
-    return cudaGetLastError();
-  }
-  return cub::DeviceScan::ExclusiveSum(temp, temp_bytes, counts, starts, static_cast<int>(lanes + 1), stream);
-}
-
-constexpr uint64_t kMaxLanes = uint64_t{INT32_MAX} - 1;  // the scan's item count is an int
 
 // Scratch of encode = fc | rcp | words | counts | starts | scan storage.
 struct EncodeScratch {
@@ -278,8 +157,8 @@ EncodePlan plan_encode(const TokenPlan& tokens, const uint64_t* run_counts, cons
   plan.words_at = plan.states_at + 4 * plan.lanes;
   plan.payload_at = plan.words_at + 2 * plan.lanes;
   plan.stored = plan.payload_at >= plan.stored_size;
-  plan.run_entries = entries_of(run_freq);
-  plan.symbol_entries = entries_of(symbol_freq);
+  plan.run_entries = entries_of<TableEntry>(run_freq);
+  plan.symbol_entries = entries_of<TableEntry>(symbol_freq);
   plan.max_encoded_bytes = plan.stored_size;
   return plan;
 }
@@ -362,8 +241,8 @@ DecodePlan plan_decode(const uint8_t* prefix, size_t prefix_size, size_t stream_
   plan.has_symbols = layout.symbol_cum.back() != 0;
   plan.states_at = layout.states_at;
   plan.words_at = layout.words_at;
-  plan.run_entries = entries_of(layout.run_freq);
-  plan.symbol_entries = entries_of(layout.symbol_freq);
+  plan.run_entries = entries_of<TableEntry>(layout.run_freq);
+  plan.symbol_entries = entries_of<TableEntry>(layout.symbol_freq);
   return plan;
 }
 

@@ -1,8 +1,9 @@
 // The ANS CUDA decode kernels (host dispatch: ans_cuda.cu): the word counts
-// widened for the scan, method 0's copy, the output's fill with m, and the
-// lanes' decoder with its read-ahead of the lane's words. Split from
-// kernels_cuda.cuh (the encoder's and the tables' kernels), which it builds
-// on; internal to ans_cuda.cu, which alone includes it.
+// widened for the scan, the output's fill with m, and the lanes' decoder
+// with its read-ahead of the lane's words (method 0's copy is shared with
+// stage type 15: rans_common_cuda.cuh). Split from kernels_cuda.cuh (the
+// encoder's kernels), which it builds on; internal to ans_cuda.cu, which
+// alone includes it.
 #pragma once
 
 #include "ans/kernels_cuda.cuh"
@@ -17,18 +18,6 @@ __global__ void __launch_bounds__(kPrepThreads)
     widen_counts(const uint8_t* word_counts, uint64_t lanes, uint64_t* counts) {
   for (uint64_t k = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; k <= lanes; k += uint64_t{gridDim.x} * blockDim.x)
     counts[k] = k < lanes ? load_word<uint16_t>(word_counts + 2 * k) : 0;
-}
-
-// Method 0: the symbols as they are, each below the alphabet.
-__global__ void __launch_bounds__(kPrepThreads)
-    copy_stored(const uint8_t* src, uint64_t n, uint32_t alphabet, uint8_t* out, uint32_t* status) {
-  bool bad = false;
-  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += uint64_t{gridDim.x} * blockDim.x) {
-    const uint16_t v = load_word<uint16_t>(src + 2 * i);
-    bad |= v >= alphabet;
-    reinterpret_cast<uint16_t*>(out)[i] = v;
-  }
-  if (bad) atomicOr(status, 1u);
 }
 
 // Every output symbol m (the decoder then writes only the groups of 8 that

@@ -1,8 +1,8 @@
 // The ANS CUDA kernels (schedule and host dispatch: ans_cuda.cu): run-token
-// counts and the mask of symbols other than m, the tables built from host
-// entries, the lanes' encoder, the final stream (the decoder's kernels are in
-// decode_kernels_cuda.cuh). Internal to
-// ans_cuda.cu, which alone includes it.
+// counts and the mask of symbols other than m, the lanes' encoder, the final
+// stream (the decoder's kernels are in decode_kernels_cuda.cuh; the tables'
+// kernels and the encoder's step, shared with stage type 15, in
+// rans_common_cuda.cuh). Internal to ans_cuda.cu, which alone includes it.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +10,7 @@
 
 #include "ans/ans.hpp"
 #include "ans/ans_cuda.hpp"
+#include "ans/rans_common_cuda.cuh"
 #include "common/words_cuda.cuh"
 
 namespace fz::ans::cuda {
@@ -20,18 +21,6 @@ using cuda_detail::store_word;
 
 constexpr unsigned kCountThreads = 256;    // count_run_tokens: a warp per lane
 constexpr unsigned kMaxLaneThreads = 512;  // encode / decode: a thread per lane
-constexpr unsigned kPrepThreads = 256;
-constexpr unsigned kChunkEntries = 600;    // table entries per launch (3608 argument bytes)
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
-
-// Table entries as a kernel argument.
-struct EntryChunk {
-  uint32_t count;
-  uint32_t token_base;  // encoder tables: 0 for run tokens, kRunTokens for symbols
-  uint16_t token[kChunkEntries];
-  uint16_t freq_minus_1[kChunkEntries];
-  uint16_t cum[kChunkEntries];
-};
 
 __device__ __forceinline__ uint32_t symbol_at(const uint8_t* symbols, uint64_t i) {
   return load_word<uint16_t>(symbols + 2 * i);
@@ -109,40 +98,6 @@ __global__ void __launch_bounds__(kCountThreads)
     if (bins[i] != 0) atomicAdd(&run_counts[i], static_cast<unsigned long long>(bins[i]));
 }
 
-// ---- tables --------------------------------------------------------------------
-
-// Encoder: per token (run token t at t, symbol s at kRunTokens + s) its
-// (f - 1) | cum << 16 and ceil(2^64 / f) (2^64 - 1 for f = 1, the CPU's).
-__global__ void __launch_bounds__(kPrepThreads)
-    fill_encoder_table(const __grid_constant__ EntryChunk chunk, uint32_t* fc, unsigned long long* rcp) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= chunk.count) return;
-  const uint32_t t = chunk.token_base + chunk.token[i];
-  const uint64_t f = uint64_t{chunk.freq_minus_1[i]} + 1;
-  fc[t] = uint32_t{chunk.freq_minus_1[i]} | uint32_t{chunk.cum[i]} << 16;
-  rcp[t] = f == 1 ? ~0ull : ~0ull / f + 1;
-}
-
-// Decoder: per slot of the entries' range, (f - 1) << 16 | (slot - cum) and
-// the token (a u8 table for runs, u16 for symbols: the other pointer is null).
-__global__ void __launch_bounds__(kPrepThreads)
-    fill_slots(const __grid_constant__ EntryChunk chunk, uint32_t* fb, uint8_t* run_tok, uint16_t* sym_tok) {
-  const uint32_t last = chunk.count - 1;
-  const uint32_t lo = chunk.cum[0];
-  const uint32_t hi = uint32_t{chunk.cum[last]} + chunk.freq_minus_1[last] + 1;
-  for (uint32_t slot = lo + blockIdx.x * blockDim.x + threadIdx.x; slot < hi; slot += gridDim.x * blockDim.x) {
-    uint32_t a = 0, b = chunk.count;  // the last entry with cum <= slot
-    while (b - a > 1) {
-      const uint32_t mid = (a + b) / 2;
-      if (chunk.cum[mid] <= slot) a = mid;
-      else b = mid;
-    }
-    fb[slot] = uint32_t{chunk.freq_minus_1[a]} << 16 | (slot - chunk.cum[a]);
-    if (run_tok) run_tok[slot] = static_cast<uint8_t>(chunk.token[a]);
-    else sym_tok[slot] = chunk.token[a];
-  }
-}
-
 // ---- encode --------------------------------------------------------------------
 
 struct EncodeArgs {
@@ -167,15 +122,10 @@ struct EncodeArgs {
 // `cap` they are only counted.
 __device__ __forceinline__ void put_token(uint32_t& x, uint32_t fc, unsigned long long rcp, unsigned M, uint16_t* end,
                                           uint32_t cap, uint32_t& written) {
-  const uint32_t T = 1u << M;
-  const uint32_t f = (fc & 0xFFFFu) + 1;
-  const uint32_t bias = (fc >> 16) + (f == 1 ? T - 1 : 0);
-  const bool emit = uint64_t{x} >= uint64_t{f} << (32 - M);  // no branch: the warp's lanes disagree
-  if (emit && written < cap) end[-1 - static_cast<int64_t>(written)] = static_cast<uint16_t>(x);
+  uint16_t word;
+  const bool emit = encode_step(x, fc, rcp, M, word);  // no branch: the warp's lanes disagree
+  if (emit && written < cap) end[-1 - static_cast<int64_t>(written)] = word;
   written += emit ? 1 : 0;
-  x = emit ? x >> 16 : x;
-  const uint32_t q = static_cast<uint32_t>(__umul64hi(static_cast<unsigned long long>(x), rcp));
-  x = x + bias + q * (T - f);
 }
 
 // A thread per lane (grid-stride). The lane's tokens, last to first, come
