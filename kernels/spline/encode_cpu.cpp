@@ -152,7 +152,7 @@ void encode_typed(ByteSpan in, ByteSpan fill_mask, const rules::Grid& grid, cons
   job.coarse = config.coarse_levels;
   const unsigned levels = rules::side_level_count(grid, job.coarse);
   T steps[rules::kMaxSideLevels];
-  rules::level_steps<T>(eb, config.alpha, config.beta, levels, steps);
+  rules::level_steps<T>(config.step_bound > 0 ? config.step_bound : eb, config.alpha, config.beta, levels, steps);
   LevelQuantizer<T> quantizers[rules::kMaxSideLevels];
   for (unsigned l = 0; l < levels; ++l) quantizers[l] = rules::make_level_quantizer<T>(steps[l], config.radius, eb);
   for (unsigned l = 0; l < grid_levels(grid); ++l) job.quantizers[l] = quantizers[l];

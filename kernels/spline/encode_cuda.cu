@@ -113,7 +113,8 @@ cudaError_t encode_typed(const uint8_t* in, const uint8_t* fill_mask, const Grid
   coarse_job.levels = coarse_steps.levels = coarse ? coarse_level_count(grid) : 0;
   if (coarse_job.levels > kMaxDeviceCoarseLevels) return cudaErrorInvalidValue;
   T steps[kMaxSideLevels];
-  level_steps<T>(eb, config.alpha, config.beta, levels + coarse_job.levels, steps);
+  level_steps<T>(config.step_bound > 0 ? config.step_bound : eb, config.alpha, config.beta, levels + coarse_job.levels,
+                 steps);
   for (unsigned l = 0; l < levels; ++l) job.quantizers[l] = make_level_quantizer<T>(steps[l], config.radius, eb);
   for (unsigned m = 0; m < coarse_job.levels; ++m) {
     coarse_job.quantizers[m] = make_level_quantizer<T>(steps[levels + m], config.radius, eb);

@@ -102,6 +102,7 @@ Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dim
   s.code_form = ratio ? spline::CodeForm::kOffset : spline::CodeForm::kZigzag;
   const LevelTuning levels = level_tuning(options, facts);
   s.alpha = levels.alpha;
+  if (bound->rounding_margin) s.step_bound = bound->working;
   s.beta = levels.beta;
   s.tuning = levels.tuning;
   // The anchors (one point in 4096) predicted by coarse levels over the

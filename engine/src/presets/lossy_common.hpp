@@ -21,6 +21,9 @@ struct ChunkFacts {
   bool has_fill = false;
   bool has_missing = false;
   std::optional<double> range;
+  // max(|min|, |max|) of those values, with the range: how far rounding
+  // near the largest of them reaches (predictor_bound's margin).
+  std::optional<double> magnitude;
   // cuszhi-cr only: its Lorenzo pipeline rather than its spline, as the
   // sample of the chunk decided (predictor_choice.hpp).
   bool lorenzo = false;
@@ -59,6 +62,9 @@ void store_fill_mask(Pipeline& p, uint8_t mask);
 struct PredictorBound {
   double enforced = 0;
   double working = 0;
+  // The working bound keeps a margin for rounding (lossy_common.cpp,
+  // with_rounding_margin): the spline makes its steps from it then.
+  bool rounding_margin = false;
   ChunkFacts facts;
 };
 std::optional<PredictorBound> predictor_bound(const DataType& dtype, const ChunkFacts& facts);
