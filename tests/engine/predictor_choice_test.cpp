@@ -231,6 +231,15 @@ TEST(PredictorChoice, SampleRule) {
   auto boxes = sample_boxes({200, 300});
   ASSERT_EQ(boxes.size(), 1u);
   EXPECT_EQ(boxes[0].extent, (std::vector<size_t>{200, 300}));
+  // A chunk of fewer than 16 full blocks: the edge shrinks so that the
+  // blocks take at most a quarter of it, down to half the full edge.
+  EXPECT_EQ(sample_boxes({384, 384})[0].extent, (std::vector<size_t>{96, 96}));
+  EXPECT_EQ(sample_boxes({41, 64, 64})[0].extent, (std::vector<size_t>{21, 21, 21}));
+  EXPECT_EQ(sample_boxes({300, 300})[0].extent, (std::vector<size_t>{75, 75}));
+  EXPECT_EQ(sample_boxes({257, 257})[0].extent, (std::vector<size_t>{64, 64}));
+  EXPECT_EQ(sample_boxes({1000, 1000})[0].extent, (std::vector<size_t>{128, 128}));
+  EXPECT_EQ(sample_boxes({100000})[0].extent, (std::vector<size_t>{8192}));
+  EXPECT_EQ(sample_boxes({1000000})[0].extent, (std::vector<size_t>{16384}));
   // Larger: kSampleBlocks blocks inside the chunk, all different.
   for (const std::vector<size_t>& dims : std::vector<std::vector<size_t>>{
            {100, 500, 500}, {33, 2000, 40}, {3000, 3000}, {129, 100000}, {10000000}}) {

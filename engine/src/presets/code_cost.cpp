@@ -1,12 +1,16 @@
 // The entropy stage's stored bytes estimated from the codes' histograms
-// (code_cost.hpp): one pass over the codes (their runs of equal codes and the
-// histogram), one over those runs (the tokens of the most frequent code's
-// runs), then a sum over the distinct codes.
+// (code_cost.hpp): one pass over the codes that counts the tokens for a
+// guessed run code (a second when the guess was not the most frequent code),
+// then a sum over the distinct codes.
 #include "code_cost.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace fz::engine {
 namespace {
@@ -46,18 +50,66 @@ TableCost table_cost(const Symbols& symbols, uint64_t total) {
   return cost;
 }
 
-// Per thread: a count per u16 code, zero between calls (the distinct codes
-// seen are listed and only they cleared), so a short stream costs its codes,
-// not the 65536 counters.
-struct Run {
-  uint16_t code;
-  uint64_t length;
-};
+// Per thread: a count per u16 code other than the run code, zero between
+// calls (the distinct codes seen are listed and only they cleared), so a
+// short stream costs its codes, not the 65536 counters.
 struct Histogram {
   std::vector<uint32_t> count = std::vector<uint32_t>(65536, 0);
   std::vector<uint16_t> seen;
-  std::vector<Run> runs;
+  void clear() {
+    for (uint16_t s : seen) count[s] = 0;
+    seen.clear();
+  }
 };
+
+uint16_t code_at(const uint8_t* b, uint64_t i) {
+  uint16_t c;
+  std::memcpy(&c, b + 2 * i, 2);  // little-endian hosts only (common/bytes.hpp)
+  return c;
+}
+
+// The tokens of the n codes at b with run code m: every other code counted
+// in h, the run tokens in runs (a run of L copies of m before another code
+// is L / 63 tokens 63 and the token L % 63; the final run drops a token 0).
+// Only the codes other than m are visited one by one (SSE2 finds them 16 at
+// a time), so a stream that is mostly m costs little more than its reading.
+void count_tokens(const uint8_t* b, uint64_t n, uint16_t m, Histogram& h, uint64_t (&runs)[kRunCap + 1]) {
+  uint64_t start = 0;  // just past the last code other than m
+  uint32_t* count = h.count.data();  // (a local: the stores do not make it reload)
+  auto other = [&](uint64_t p) {
+    const uint16_t s = code_at(b, p);
+    if (count[s]++ == 0) h.seen.push_back(s);
+    const uint64_t run = p - start;
+    if (run < kRunCap) {
+      ++runs[run];
+    } else {
+      runs[kRunCap] += run / kRunCap;
+      ++runs[run % kRunCap];
+    }
+    start = p + 1;
+  };
+  uint64_t i = 0;
+#if defined(__SSE2__)
+  const __m128i mm = _mm_set1_epi16(static_cast<short>(m));
+  for (; i + 16 <= n; i += 16) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * i));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * i + 16));
+    // Two mask bits a code; the even ones say "not m".
+    uint32_t others = ~(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(lo, mm))) |
+                        static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(hi, mm))) << 16) &
+                      0x55555555u;
+    while (others != 0) {
+      other(i + static_cast<unsigned>(__builtin_ctz(others)) / 2);
+      others &= others - 1;
+    }
+  }
+#endif
+  for (; i < n; ++i)
+    if (code_at(b, i) != m) other(i);
+  const uint64_t run = n - start;
+  runs[kRunCap] += run / kRunCap;
+  if (run % kRunCap) ++runs[run % kRunCap];
+}
 
 }  // namespace
 
@@ -80,48 +132,29 @@ uint64_t coded_bytes_estimate(ByteSpan codes) {
   const uint64_t n = codes.size / 2;
   if (n == 0) return varint_bytes(0);
   const uint8_t* b = codes.data;
-  auto code = [b](uint64_t i) {
-    uint16_t c;
-    std::memcpy(&c, b + 2 * i, 2);  // little-endian hosts only (common/bytes.hpp)
-    return c;
-  };
 
-  // The stream as runs of equal codes (one histogram update a run: at loose
-  // bounds most codes are the mode's, in long runs), then the mode.
+  // The tokens for a guessed run code (the last stream's on this thread:
+  // streams of one preset share it), then the run code they show: the most
+  // frequent code, the smallest among equals. Only when the guess was wrong
+  // are they counted again, so the result never depends on the guess.
   thread_local Histogram h;
-  h.runs.clear();
-  for (uint64_t i = 0; i < n;) {
-    const uint16_t s = code(i);
-    uint64_t j = i + 1;
-    while (j < n && code(j) == s) ++j;
-    if (h.count[s] == 0) h.seen.push_back(s);
-    h.count[s] += static_cast<uint32_t>(j - i);
-    h.runs.push_back({s, j - i});
-    i = j;
-  }
-  std::sort(h.seen.begin(), h.seen.end());
-  uint16_t mode = h.seen.front();
-  for (uint16_t s : h.seen)
-    if (h.count[s] > h.count[mode]) mode = s;
-
-  // Run tokens: a run of L copies of m before a symbol token is L / 63
-  // tokens 63 and the token L % 63 (L copies of another symbol: L symbol
-  // tokens, each after such a run, all but the first after a run of 0); the
-  // final run drops a token 0.
+  thread_local uint16_t guess = 0;
   uint64_t runs[kRunCap + 1] = {};
-  uint64_t run = 0;
-  for (const Run& r : h.runs) {
-    if (r.code == mode) {
-      run += r.length;
-      continue;
-    }
-    runs[kRunCap] += run / kRunCap;
-    ++runs[run % kRunCap];
-    runs[0] += r.length - 1;
-    run = 0;
+  uint16_t mode = guess;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    count_tokens(b, n, mode, h, runs);
+    uint64_t mode_count = n;
+    for (uint16_t s : h.seen) mode_count -= h.count[s];
+    uint16_t best = mode;
+    uint64_t best_count = mode_count;
+    for (uint16_t s : h.seen)
+      if (h.count[s] > best_count || (h.count[s] == best_count && s < best)) best = s, best_count = h.count[s];
+    if (best == mode) break;
+    h.clear();
+    std::fill(std::begin(runs), std::end(runs), 0);
+    mode = best;
   }
-  runs[kRunCap] += run / kRunCap;
-  if (run % kRunCap) ++runs[run % kRunCap];
+  guess = mode;
 
   uint64_t run_total = 0;
   for (uint64_t c : runs) run_total += c;
@@ -131,18 +164,17 @@ uint64_t coded_bytes_estimate(ByteSpan codes) {
           if (runs[t]) visit(t, runs[t]);
       },
       run_total);
-  const uint64_t symbol_total = n - h.count[mode];
+  uint64_t symbol_total = 0;
+  for (uint16_t s : h.seen) symbol_total += h.count[s];
   TableCost symbol_cost{gamma_bits(1), 0};
+  std::sort(h.seen.begin(), h.seen.end());
   if (symbol_total)
     symbol_cost = table_cost(
         [&](auto&& visit) {
-          for (uint16_t s : h.seen)
-            if (s != mode) visit(s, h.count[s]);
+          for (uint16_t s : h.seen) visit(s, h.count[s]);
         },
         symbol_total);
-
-  for (uint16_t s : h.seen) h.count[s] = 0;
-  h.seen.clear();
+  h.clear();
 
   const uint64_t head = varint_bytes(n) + 1 + 2;
   const uint64_t tables = ((run_cost.table_bits + symbol_cost.table_bits + 7) / 8 + 3) / 4 * 4;

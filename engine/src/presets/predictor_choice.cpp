@@ -16,8 +16,17 @@ namespace {
 
 // A block's edge per rank: 32768, 16384 and 16384 points, large enough that
 // the spline's coarse levels and both coders' tables are not all that a
-// block costs, small enough that four of them are ~12% of a 4 MiB chunk.
-size_t block_edge(size_t rank) { return rank >= 3 ? 32 : rank == 2 ? 128 : 16384; }
+// block costs, small enough that four of them are ~12% of a 4 MiB chunk;
+// in a chunk of fewer than 16 such blocks, the largest edge down to half
+// that whose four blocks are at most a quarter of the chunk (a 384^2 chunk:
+// 96^2, not 44% of it).
+size_t block_edge(size_t rank, size_t elements) {
+  const size_t full = rank >= 3 ? 32 : rank == 2 ? 128 : 16384, least = full / 2;
+  if (rank == 1) return std::min(full, std::max(least, elements / 16));
+  size_t e = full;
+  while (e > least && (rank >= 3 ? e * e * e : e * e) * 16 > elements) --e;
+  return e;
+}
 
 size_t product(const std::vector<size_t>& v) {
   size_t n = 1;
@@ -106,7 +115,7 @@ std::vector<SampleBox> sample_boxes(const std::vector<size_t>& dims) {
   if (rank == 0 || product(dims) == 0) return {};
   if (product(dims) <= kWholeSampleElements) return {{std::vector<size_t>(rank, 0), dims}};
   std::vector<SampleBox> boxes;
-  const size_t edge = block_edge(rank);
+  const size_t edge = block_edge(rank, product(dims));
   for (size_t j = 0; j < kSampleBlocks; ++j) {
     SampleBox box;
     for (size_t a = 0; a < rank; ++a) {

@@ -45,8 +45,10 @@ struct SampleBox {
 
 // The fixed sample of a chunk of predictor shape `dims`: the whole chunk
 // when it holds at most kWholeSampleElements, else kSampleBlocks blocks of
-// 32^3 (3-D), 128^2 (2-D) or 16384 (1-D) points, each axis's position from
-// a fixed stride rule (spread over the chunk, no two blocks on one diagonal).
+// 32^3 (3-D), 128^2 (2-D) or 16384 (1-D) points, smaller (down to half the
+// edge) where four such blocks would be more than a quarter of the chunk,
+// each axis's position from a fixed stride rule (spread over the chunk, no
+// two blocks on one diagonal).
 constexpr size_t kSampleBlocks = 4;
 constexpr size_t kWholeSampleElements = 65536;
 constexpr uint64_t kLorenzoMarginPercent = 5;
