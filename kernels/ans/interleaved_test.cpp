@@ -365,6 +365,33 @@ TEST(AnsInterleaved, LaneGeometryFollowsTheRules) {
   EXPECT_EQ(dense.lane_symbols, 3u * 4096);
 }
 
+// The histograms of whole-tile ranges add up to the whole's (a backend
+// counts tiles in parallel), and match the literal pairs of both caps.
+TEST(AnsInterleaved, TileHistogramsAddOverTileRanges) {
+  std::vector<uint16_t> s = mostly(10 * 4096 + 123, 4, 16, 9, 12);
+  s.insert(s.begin() + 4096 * 3 - 300, 700, 4);  // a run across a tile boundary
+  const Bytes b = u16_bytes(s);
+  const ifmt::TileHistograms whole = ifmt::tile_histograms(b.data(), s.size(), 4);
+  ifmt::TileHistograms sum;
+  for (size_t begin = 0; begin < s.size(); begin += 3 * 4096) {
+    const size_t len = std::min<size_t>(3 * 4096, s.size() - begin);
+    sum += ifmt::tile_histograms(b.data() + 2 * begin, len, 4);
+  }
+  for (const uint32_t C : {63u, 255u}) {
+    std::vector<uint64_t> run(C + 1, 0);
+    uint64_t esc = 0;
+    for (const Pair& p : literal_pairs(s, 0, s.size(), 4, C, 16)) ++run[p.run], esc += p.symbol == 16;
+    for (uint32_t t = 0; t <= C; ++t) {
+      const uint64_t got = C == 63 ? whole.run63[t] : whole.run255[t];
+      const uint64_t added = C == 63 ? sum.run63[t] : sum.run255[t];
+      ASSERT_EQ(got, run[t]) << C << " " << t;
+      ASSERT_EQ(added, run[t]) << C << " " << t;
+    }
+    EXPECT_EQ(C == 63 ? whole.esc63 : whole.esc255, esc);
+    EXPECT_EQ(C == 63 ? sum.esc63 : sum.esc255, esc);
+  }
+}
+
 TEST(AnsInterleaved, PlanRefusesBadArguments) {
   const InterleavedConfig config{4, 8};
   EXPECT_THROW(ifmt::plan(0, {0, 0, 0, 0}, {}, config), UsageError);
