@@ -8,6 +8,7 @@
 #include "buffer_pool.hpp"
 #include "common/blocks.hpp"
 #include "common/error.hpp"
+#include "node_memo.hpp"
 
 namespace fz::engine {
 
@@ -114,6 +115,16 @@ std::vector<Bytes> Pipeline::forward(ByteSpan chunk, const StageContext& ctx) co
     const StageNode& node = nodes_[i];
     std::vector<ByteSpan> in;
     for (uint8_t id : node.inputs) in.push_back(span_of(id));
+
+    // Outputs the predictor choice's sample already computed from these very
+    // inputs with this pipeline (node_memo.hpp): the same bytes, not run again.
+    std::optional<std::vector<Bytes>> ahead = take_node_outputs(this, i, in);
+    if (ahead && ahead->size() == node.output_count) {
+      for (size_t k = 0; k < node.output_count; ++k) buffers[node.first_output + k] = std::move((*ahead)[k]);
+      for (uint8_t id : node.inputs) release_buffer(std::move(buffers[id]));  // consumed
+      ++i;
+      continue;
+    }
 
     // A chain of block-local stages ending in an elimination coder (e.g.
     // quantize -> diffnb -> bit-shuffle -> RZE) runs block by block: each

@@ -9,6 +9,8 @@
 #include "code_cost.hpp"
 #include "common/error.hpp"
 #include "lossy_common.hpp"
+#include "node_memo.hpp"
+#include "pipeline_cache.hpp"
 #include "preset_table.hpp"
 
 namespace fz::engine {
@@ -45,7 +47,10 @@ size_t product(const std::vector<size_t>& v) {
 // choice's time.
 class SampleCost {
  public:
-  void add(const Pipeline& pipeline, ByteSpan block) {
+  // With `remember` (the pipeline itself, cached: the block is the whole
+  // chunk), the spline node's outputs are kept for the chunk's compression
+  // (node_memo.hpp).
+  void add(const Pipeline& pipeline, ByteSpan block, std::shared_ptr<const Pipeline> remember = nullptr) {
     StageContext ctx{serial_executor(), SIZE_MAX};
     std::vector<Bytes> buffers(1);
     std::vector<bool> coded_later(1, false);
@@ -76,6 +81,17 @@ class SampleCost {
     }
     for (uint8_t id : pipeline.stored_buffers())
       if (!coded_later[id]) stored_ += span_of(id).size;
+    if (!remember) return;
+    const std::vector<StageNode>& nodes = pipeline.nodes();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i].stage->type() != StageType::Spline) continue;
+      std::vector<ByteSpan> in;
+      for (uint8_t id : nodes[i].inputs) in.push_back(span_of(id));
+      std::vector<Bytes> out;
+      for (size_t k = 0; k < nodes[i].output_count; ++k) out.push_back(std::move(buffers[nodes[i].first_output + k]));
+      remember_node_outputs(std::move(remember), i, in, std::move(out));
+      return;
+    }
   }
 
   uint64_t bytes(CodedBytes coded) const {
@@ -164,14 +180,24 @@ SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dim
   const std::vector<size_t> shape = predictor_dims(dims);
   SampleCost spline, lorenzo;
   Bytes sample;
-  for (const SampleBox& box : sample_boxes(shape)) {
+  const std::vector<SampleBox> boxes = sample_boxes(shape);
+  for (const SampleBox& box : boxes) {
     sample.resize(product(box.extent) * dtype.size);
     read_box(box, sample.data());
     const std::vector<uint64_t> box_dims(box.extent.begin(), box.extent.end());
     // Both pipelines with the chunk's facts (its bound, its level tuning from
     // the chunk's range, its fill and missing masks), over the box's shape.
     facts.lorenzo = false;
-    spline.add(row->build(dtype, box_dims, options, facts), sample);
+    if (boxes.size() == 1 && box.extent == shape) {
+      // The whole chunk: the spline pipeline the chunk is compressed with
+      // when it wins, from the cache, whose spline outputs are kept.
+      FiniteRange spline_values = values;
+      spline_values.lorenzo = false;
+      const auto chunk_pipeline = cached_forward_pipeline(dtype, dims, options, spline_values);
+      spline.add(*chunk_pipeline, sample, chunk_pipeline);
+    } else {
+      spline.add(row->build(dtype, box_dims, options, facts), sample);
+    }
     facts.lorenzo = true;
     lorenzo.add(row->build(dtype, box_dims, options, facts), sample);
   }
