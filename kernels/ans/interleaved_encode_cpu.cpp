@@ -143,24 +143,31 @@ void encode_interleaved(ByteSpan symbols, const InterleavedConfig& config, Bytes
 
   const uint64_t S = plan.lane_symbols, K = plan.lanes;
   const uint32_t W = plan.states;
-  // Lane k's words end at 2(kS + len_k) + k + 1: 2 len_k words and the slot
-  // below them that cpu::put may store to.
-  std::vector<uint16_t> words(2 * n + K);
-  const auto lane_end = [&](uint64_t k) { return words.data() + 2 * (k * S + ifmt::lane_length(n, S, k)) + k + 1; };
-  std::vector<uint64_t> word_counts(K), pair_counts(K);
+  // Each lane is coded into its thread's scratch (at most 2 words a pair, a
+  // pair per symbol, and the slot below them that cpu::put may store to) and
+  // its words kept at their size: the memory beyond the input and the stream
+  // is about the stream again, not the 2 words a symbol a buffer for every
+  // lane at once would take (4 bytes a code: 1.6x a 256 MiB float32 chunk
+  // for cuszhi-cr, over memory_budget_test's limit).
+  std::vector<std::vector<uint16_t>> lane_words(K);
+  std::vector<uint64_t> pair_counts(K);
   std::vector<uint32_t> states(K * W);
   const Runs lane_runs = runs_of(exec, K);
   exec.parallel_for(lane_runs.count, [&](size_t r) {
     thread_local Pairs pairs;  // kept per thread: no allocation per lane or call
+    thread_local std::vector<uint16_t> scratch;
     for (uint64_t k = lane_runs.first(r); k < lane_runs.first(r + 1); ++k) {
       const uint64_t len = ifmt::lane_length(n, S, k);
       tokenize(data + 2 * k * S, len, m, plan.cap, A, pairs);
       pair_counts[k] = pairs.count;
-      word_counts[k] = code_lane(pairs, W, run_enc.data(), symbol_enc.data(), lane_end(k), states.data() + k * W);
+      if (scratch.size() < 2 * len + 1) scratch.resize(2 * len + 1);
+      uint16_t* end = scratch.data() + 2 * len + 1;
+      const size_t words = code_lane(pairs, W, run_enc.data(), symbol_enc.data(), end, states.data() + k * W);
+      lane_words[k].assign(end - words, end);
     }
   });
   uint64_t total_words = 0;
-  for (const uint64_t q : word_counts) total_words += q;
+  for (const auto& w : lane_words) total_words += w.size();
   if (plan.payload_at + 2 * total_words >= stored) {
     out = format::write_stored(symbols);
     return;
@@ -169,11 +176,12 @@ void encode_interleaved(ByteSpan symbols, const InterleavedConfig& config, Bytes
   out.resize(plan.payload_at + 2 * total_words);
   uint8_t* payload = out.data() + plan.payload_at;
   for (uint64_t k = 0; k < K; ++k) {
+    const std::vector<uint16_t>& words = lane_words[k];
     ifmt::put_record(out.data() + plan.records_at + k * plan.record_bytes, static_cast<uint32_t>(pair_counts[k]),
-                     static_cast<uint32_t>(word_counts[k]), states.data() + k * W, W);
-    const uint16_t* first = lane_end(k) - word_counts[k];
-    for (uint64_t i = 0; i < word_counts[k]; ++i) store_le<uint16_t>(payload + 2 * i, first[i]);
-    payload += 2 * word_counts[k];
+                     static_cast<uint32_t>(words.size()), states.data() + k * W, W);
+    for (size_t i = 0; i < words.size(); ++i) store_le<uint16_t>(payload + 2 * i, words[i]);
+    payload += 2 * words.size();
+    std::vector<uint16_t>().swap(lane_words[k]);  // freed as it is copied
   }
 }
 
