@@ -8,7 +8,8 @@ writes them), prints one markdown row per stored buffer and a total line:
     with their configs, stored sizes, two CRCs), and the largest stage config;
   - each stored buffer's size; when it is an ANS stream (cuszhi-cr's code
     groups since issue 30), its fixed parts: the head (n, method, run
-    symbol), the two frequency tables and the lane records (6 bytes a lane);
+    symbol), the two frequency tables and the lane records (6 bytes a lane;
+    8 + 4 W for the interleaved stage, type 15);
     when it is an RZE stream holding a Huffman stream (cusz, and cuszhi-cr
     before the ANS stage), the fixed parts inside:
     the RZE size table, the Huffman header with its code-length table
@@ -129,6 +130,7 @@ def huffman_fixed(stream):
 
 
 ANS_TYPE = 14
+ANSI_TYPE = 15
 
 
 class Bits:
@@ -176,6 +178,35 @@ def ans_fixed(stream, lane_symbols):
     return head, 6 * lanes, n
 
 
+def ansi_fixed(stream):
+    """(head bytes with both tables, lane-record bytes, symbol count) of an
+    interleaved ANS stream (stage type 15): n, method, run symbol, cap C,
+    states W, lane size S, the two tables, then K = ceil(n / S) lane records
+    of 8 + 4 W bytes (pairs, words, W final states)."""
+    n, i = leb128(stream, 0)
+    if n == 0:
+        return i, 0, 0
+    method = stream[i]
+    if method == 0:
+        return i + 1, 0, n
+    if method != 1:
+        raise ValueError("not an ANSI stream")
+    states = stream[i + 4]
+    lane, i = leb128(stream, i + 5)
+    if not (1 <= states <= 32 and 1 <= lane <= n):
+        raise ValueError("not an ANSI stream")
+    bits = Bits(stream, i)
+    for _ in range(2):
+        for _ in range(2 * (bits.gamma() - 1)):
+            bits.gamma()
+    head = -(-bits.bit // 8)
+    head += (-head) % 4
+    records = -(-n // lane) * (8 + 4 * states)
+    if head + records > len(stream):
+        raise ValueError("not an ANSI stream")
+    return head, records, n
+
+
 def report(path):
     data = open(path, "rb").read()
     header, records, sizes = parse_frame(data)
@@ -188,6 +219,7 @@ def report(path):
     # out in the frame; an ANS stage's output is recognised by its config.
     ans_lanes = [struct.unpack_from("<I", config, 5)[0] for t, config in records
                  if t == ANS_TYPE and len(config) == 9]
+    ans_lanes += [None for t, config in records if t == ANSI_TYPE and len(config) == 3]
     other = 0
     offset = header
     for k, size in enumerate(sizes):
@@ -195,7 +227,8 @@ def report(path):
         offset += size
         if ans_lanes:
             try:
-                head, lanes, codes = ans_fixed(stream, ans_lanes[0])
+                head, lanes, codes = (ansi_fixed(stream) if ans_lanes[0] is None
+                                      else ans_fixed(stream, ans_lanes[0]))
                 print(f"| buffer {k} | {size} | code group | ANS of {codes} codes: head and tables {head}, "
                       f"lane records {lanes} |")
                 ans_lanes.pop(0)
