@@ -109,6 +109,7 @@ std::string forward_pipeline_key(const DataType& dtype, const std::vector<uint64
   key.put(values.has_fill);
   key.put(values.has_missing);
   key.put(values.lorenzo);  // cuszhi-cr's predictor (presets/predictor_choice.hpp)
+  key.put(values.fold);
   return key.take();
 }
 

@@ -21,6 +21,9 @@ struct FiniteRange {
   // Not a range fact: cuszhi-cr's predictor choice for the chunk (true: the
   // Lorenzo pipeline), found with the facts (presets/predictor_choice.hpp).
   bool lorenzo = false;
+  // Likewise: cuszhi-cr's spline over the folded shape, the slowest two axes
+  // of a 3-D chunk merged into one (a stack of 2-D slices).
+  bool fold = false;
 };
 
 // width 4 (float32) or 8 (float64); big_endian: elements are stored big-endian;

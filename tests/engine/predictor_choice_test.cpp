@@ -137,8 +137,10 @@ bool check_choice(const Chunk& c, double noa, const Bytes& fill = {}) {
               double(est.lorenzo) / double(est.spline), coder_lorenzo ? "lorenzo" : "spline",
               double(coder_chosen) / double(std::min(s, l)), values.lorenzo ? "lorenzo" : "spline",
               double(chosen) / double(std::min(s, l)));
+  // (The estimate models type 14's lane records; the coder is type 15, whose
+  // 32-bit states cost up to a few dozen bytes more on a small sample.)
   for (const auto& [e, k] : {std::pair{est.spline, coded.spline}, std::pair{est.lorenzo, coded.lorenzo}})
-    EXPECT_NEAR(double(e), double(k), std::max(0.03 * double(k), 16.0)) << c.name << " NOA " << noa;
+    EXPECT_NEAR(double(e), double(k), std::max(0.03 * double(k), 48.0)) << c.name << " NOA " << noa;
   EXPECT_LE(double(chosen), 1.04 * double(std::min(s, l))) << c.name << " NOA " << noa;
   const Bytes frame = compress(c.bytes.data(), c.bytes.size(), c.dtype, c.dims, o);
   EXPECT_EQ(c.dtype.size == 8 ? over_bound<double>(c, o, frame) : over_bound<float>(c, o, frame), 0u)
@@ -232,9 +234,11 @@ TEST(PredictorChoice, SampleRule) {
   ASSERT_EQ(boxes.size(), 1u);
   EXPECT_EQ(boxes[0].extent, (std::vector<size_t>{200, 300}));
   // A chunk of fewer than 16 full blocks: the edge shrinks so that the
-  // blocks take at most a quarter of it, down to half the full edge.
+  // blocks take at most a quarter of it, down to half the full edge; 3-D
+  // blocks stay 32^3 (the folded spline's slices need the room).
   EXPECT_EQ(sample_boxes({384, 384})[0].extent, (std::vector<size_t>{96, 96}));
-  EXPECT_EQ(sample_boxes({41, 64, 64})[0].extent, (std::vector<size_t>{21, 21, 21}));
+  EXPECT_EQ(sample_boxes({41, 64, 64})[0].extent, (std::vector<size_t>{32, 32, 32}));
+  EXPECT_EQ(sample_boxes({21, 73, 144})[0].extent, (std::vector<size_t>{21, 32, 32}));
   EXPECT_EQ(sample_boxes({300, 300})[0].extent, (std::vector<size_t>{75, 75}));
   EXPECT_EQ(sample_boxes({257, 257})[0].extent, (std::vector<size_t>{64, 64}));
   EXPECT_EQ(sample_boxes({1000, 1000})[0].extent, (std::vector<size_t>{128, 128}));
@@ -300,8 +304,8 @@ TEST(PredictorChoice, SampleCostIsPrinted) {
     const FiniteRange values = chunk_values(c.dtype, o, c.bytes, serial_executor());
     const std::vector<size_t> shape = predictor_dims(c.dims);
     auto t0 = clock::now();
-    lorenzo_wins(c.dtype, c.dims, o, values,
-                 [&](const SampleBox& b, uint8_t* dst) { read_host_box(c.bytes, shape, c.dtype.size, b, dst); });
+    choose_predictor(c.dtype, c.dims, o, values,
+                     [&](const SampleBox& b, uint8_t* dst) { read_host_box(c.bytes, shape, c.dtype.size, b, dst); });
     auto t1 = clock::now();
     compress(c.bytes.data(), c.bytes.size(), c.dtype, c.dims, o);
     auto t2 = clock::now();

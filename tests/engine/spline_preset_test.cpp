@@ -307,17 +307,17 @@ TEST(SplinePresets, CodeGroupsGoThroughAns) {
           ASSERT_GE(st.config.size(), 15u);
           EXPECT_EQ(st.config[st.config.size() - 9] & 1u, 1u);  // flags, then the f64 bound
         }
-        if (st.name != "ans") continue;
-        ASSERT_EQ(st.config.size(), 9u);  // alphabet u32, probability bits u8, lane symbols u32
-        EXPECT_EQ(load_le<uint32_t>(st.config.data()), 8192u);
-        EXPECT_EQ(st.config[4], 14u);
-        EXPECT_EQ(load_le<uint32_t>(st.config.data() + 5), 8192u);
+        if (st.name != "ansi") continue;
+        ASSERT_EQ(st.config.size(), 3u);  // alphabet u16, probability bits u8 (stage type 15)
+        EXPECT_EQ(load_le<uint16_t>(st.config.data()), 8192u);
+        EXPECT_EQ(st.config[2], 14u);
       }
       // Three groups, or the one stream of the Lorenzo pipeline where the
       // chunk's sample chose it (predictor_choice.hpp; never at 1e-2 here).
       const bool lorenzo = std::count(names.begin(), names.end(), "lorenzo") == 1;
       EXPECT_FALSE(lorenzo && noa == 1e-2) << f.file;
-      EXPECT_EQ(std::count(names.begin(), names.end(), "ans"), lorenzo ? 1 : 3) << f.file;
+      EXPECT_EQ(std::count(names.begin(), names.end(), "ansi"), lorenzo ? 1 : 3) << f.file;
+      EXPECT_EQ(std::count(names.begin(), names.end(), "ans"), 0) << f.file;
       EXPECT_EQ(std::count(names.begin(), names.end(), "huffman"), 0) << f.file;
       size_t over = 0;
       const double ratio =

@@ -83,7 +83,7 @@ FiniteRange device_chunk_facts(const uint8_t* chunk, size_t bytes, const DataTyp
   FiniteRange values = device_chunk_values(chunk, bytes, dtype, options, work, lane);
   if (!chooses_predictor(dtype, options)) return values;
   const std::vector<size_t> shape = predictor_dims(dims);
-  values.lorenzo = lorenzo_wins(dtype, dims, options, values, [&](const SampleBox& box, uint8_t* dst) {
+  const PredictorChoice choice = choose_predictor(dtype, dims, options, values, [&](const SampleBox& box, uint8_t* dst) {
     const Box3 b = three_axes(shape, box);
     const size_t *d = b.dims, *s = b.start, *e = b.extent;
     cudaMemcpy3DParms copy = {};
@@ -95,6 +95,8 @@ FiniteRange device_chunk_facts(const uint8_t* chunk, size_t bytes, const DataTyp
     work.check(cudaMemcpy3DAsync(&copy, lane.stream), "predictor sample (GPU)");
     work.check(cudaStreamSynchronize(lane.stream), "predictor sample (GPU)");
   });
+  values.lorenzo = choice.lorenzo;
+  values.fold = choice.fold;
   return values;
 }
 

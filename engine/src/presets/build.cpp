@@ -44,9 +44,11 @@ FiniteRange chunk_facts(const DataType& dtype, const std::vector<uint64_t>& dims
   FiniteRange values = chunk_values(dtype, options, chunk, exec);
   if (chooses_predictor(dtype, options)) {
     const std::vector<size_t> shape = predictor_dims(dims);
-    values.lorenzo = lorenzo_wins(dtype, dims, options, values, [&](const SampleBox& box, uint8_t* dst) {
+    const PredictorChoice choice = choose_predictor(dtype, dims, options, values, [&](const SampleBox& box, uint8_t* dst) {
       read_host_box(chunk, shape, dtype.size, box, dst);
     });
+    values.lorenzo = choice.lorenzo;
+    values.fold = choice.fold;
   }
   return values;
 }

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ans/ans_stage.hpp"
+#include "ans/interleaved_stage.hpp"
 #include "bitshuffle/bitshuffle_stage.hpp"
 #include "lossy_common.hpp"
 #include "merge/merge_stage.hpp"
@@ -76,10 +76,14 @@ enum class SplineCoder { kThroughput, kRatio };
 // per code before RZE took back part of it: the codes' bytes are 0.889 /
 // 0.971 / 0.990 of that chain's at NOA 1e-2 / 1e-3 / 1e-4 (geo-mean over the
 // real fields, tools/bench/code_entropy_bench --sweep; docs/PERFORMANCE.md).
-// M = 14 probability bits and S = 8192 symbols per lane: M 13 or 15 move
-// less than 0.2%, longer lanes gain 0.3% at 1e-2 but halve the GPU's
-// parallel lanes. Radius 4096 (alphabet 8192): as few outliers as 32768 on
-// every field down to 1e-4. Throughput: the groups merged, q zigzagged by the
+// The ANS is the interleaved one (stage type 15, ans/interleaved.hpp): the
+// same tokens and tables in pairs, a warp of 32 rANS states per lane on the
+// GPU, where type 14's one serial chain per lane of 8192 held cuszhi-cr to
+// ~10 GB/s (H200: type 15 decodes 54M codes at 99-155 GB/s, type 14 at
+// 21-31; fz_ans_device_bench). It costs 0.5-0.9% more code bytes (its lane
+// records; docs/PERFORMANCE.md). M = 14: M 13 or 15 move less than 0.2%.
+// Radius 4096 (alphabet 8192): as few outliers as 32768 on every field down
+// to 1e-4. Throughput: the groups merged, q zigzagged by the
 // spline itself (the zigzag code form: q = 0 a zero word, small |q| small
 // words; the bytes a TCMS pass would give from the signed form, without the
 // pass), then bit planes and zero elimination, 2-byte codes with radius
@@ -88,7 +92,6 @@ enum class SplineCoder { kThroughput, kRatio };
 // are one value in 4096 (3-D, 2-D) and outliers are rare, and no chain
 // measured made it smaller by more than its own headers.
 constexpr uint8_t kAnsProbBits = 14;
-constexpr uint32_t kAnsLaneSymbols = 8192;
 
 Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                          const ChunkFacts& facts, SplineCoder coder) {
@@ -123,11 +126,13 @@ Pipeline spline_pipeline(const DataType& dtype, const std::vector<uint64_t>& dim
   std::vector<uint8_t> inputs{source.values};
   if (source.fill_mask) inputs.push_back(*source.fill_mask);
   const auto streams =
-      p.add(make_spline(s, bound->enforced, predictor_dims(dims), source.fill_mask.has_value()), inputs);
+      p.add(make_spline(s, bound->enforced, facts.fold ? fold_dims(predictor_dims(dims)) : predictor_dims(dims),
+                        source.fill_mask.has_value()),
+            inputs);
   if (source.fill_mask) store_fill_mask(p, streams[SplineStage::kFillPort]);
   if (ratio) {
     for (unsigned g = 0; g < spline::kCodeGroups; ++g) {
-      p.add(make_ans({2 * s.radius, kAnsProbBits, kAnsLaneSymbols}), {streams[g]});
+      p.add(make_ansi({2 * s.radius, kAnsProbBits}), {streams[g]});
     }
   } else {
     const uint8_t codes = p.add(make_merge(spline::kCodeGroups), {streams[0], streams[1], streams[2]})[0];

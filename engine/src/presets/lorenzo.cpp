@@ -4,7 +4,7 @@
 // absolute, so neither honours point-wise relative (REL) bounds. Also the
 // Lorenzo pipeline preset 6 (cuszhi-cr) picks for chunks where it beats the
 // spline: codes through ANS (predictor_choice.hpp).
-#include "ans/ans_stage.hpp"
+#include "ans/interleaved_stage.hpp"
 #include "bitshuffle/bitshuffle_stage.hpp"
 #include "huffman/huffman_stage.hpp"
 #include "lorenzo/lorenzo_stage.hpp"
@@ -30,8 +30,8 @@ Pipeline lorenzo_pipeline(const DataType& dtype, const std::vector<uint64_t>& di
   const auto streams =
       p.add(make_lorenzo(l, bound->enforced, predictor_dims(dims)), {lossy_source(p, dtype, options, bound->facts)});
   if (coder == LorenzoCoder::kAns) {
-    // The spline's code coder (cuszhi.cpp): zero-run tokens and rANS.
-    p.add(make_ans({2 * l.radius, 14, 8192}), {streams[0]});
+    // The spline's code coder (cuszhi.cpp): zero-run tokens and interleaved rANS.
+    p.add(make_ansi({2 * l.radius, 14}), {streams[0]});
   } else if (huffman) {
     // Huffman cannot go below one bit per element; on constant regions its
     // output is long runs of zero words, which zero elimination removes

@@ -107,6 +107,7 @@ ChunkFacts facts_from_range(const Options& options, const FiniteRange& range) {
   facts.has_fill = range.has_fill;
   facts.has_missing = range.has_missing;
   facts.lorenzo = range.lorenzo;
+  facts.fold = range.fold;
   if (range.any) {
     facts.range = range.max - range.min;
     facts.magnitude = std::max(std::fabs(range.min), std::fabs(range.max));

@@ -27,6 +27,9 @@ struct ChunkFacts {
   // cuszhi-cr only: its Lorenzo pipeline rather than its spline, as the
   // sample of the chunk decided (predictor_choice.hpp).
   bool lorenzo = false;
+  // cuszhi-cr only: its spline over the folded shape (fold_dims), as the
+  // sample decided.
+  bool fold = false;
 };
 
 // The chunk's facts from its NOA range and fill test (see facts_from_range in

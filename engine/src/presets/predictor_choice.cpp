@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ans/ans_stage.hpp"
+#include "ans/interleaved_stage.hpp"
 #include "code_cost.hpp"
 #include "common/error.hpp"
 #include "lossy_common.hpp"
@@ -21,9 +22,12 @@ namespace {
 // block costs, small enough that four of them are ~12% of a 4 MiB chunk;
 // in a chunk of fewer than 16 such blocks, the largest edge down to half
 // that whose four blocks are at most a quarter of the chunk (a 384^2 chunk:
-// 96^2, not 44% of it).
+// 96^2, not 44% of it). 3-D blocks stay 32^3: the folded spline's cost is
+// that of 2-D slices of the block, and slices of 23^2 or less misjudge it
+// (ncl hgt 21x73x144: 3-D chosen at every bound, folded 1.2-2x smaller).
 size_t block_edge(size_t rank, size_t elements) {
   const size_t full = rank >= 3 ? 32 : rank == 2 ? 128 : 16384, least = full / 2;
+  if (rank >= 3) return full;
   if (rank == 1) return std::min(full, std::max(least, elements / 16));
   size_t e = full;
   while (e > least && (rank >= 3 ? e * e * e : e * e) * 16 > elements) --e;
@@ -59,9 +63,9 @@ class SampleCost {
     for (const StageNode& node : pipeline.nodes()) {
       const size_t end = size_t{node.first_output} + node.output_count;
       if (buffers.size() < end) buffers.resize(end), coded_later.resize(end, false);
-      if (node.stage->type() == StageType::Ans) {
-        if (ans_.size() <= ans_index)
-          ans_.push_back({static_cast<const AnsStage&>(*node.stage).coder_config(), Bytes()});
+      const StageType type = node.stage->type();
+      if (type == StageType::Ans || type == StageType::AnsInterleaved) {
+        if (ans_.size() <= ans_index) ans_.push_back(coded_for(*node.stage));
         const ByteSpan codes = span_of(node.inputs[0]);
         Bytes& all = ans_[ans_index++].codes;
         all.insert(all.end(), codes.data, codes.data + codes.size);
@@ -103,7 +107,8 @@ class SampleCost {
       }
       StageContext ctx{serial_executor(), SIZE_MAX};
       std::vector<Bytes> out;
-      make_ans(c.config)->forward({ByteSpan(c.codes)}, out, ctx);
+      (c.interleaved ? make_ansi({c.config.alphabet, c.config.prob_bits}) : make_ans(c.config))
+          ->forward({ByteSpan(c.codes)}, out, ctx);
       n += out.at(0).size();
     }
     return n;
@@ -111,9 +116,20 @@ class SampleCost {
 
  private:
   struct Coded {
-    ans::Config config;
-    Bytes codes;  // every block's codes
+    ans::Config config;        // the alphabet and M (and type 14's lane size)
+    bool interleaved = false;  // stage type 15 (cuszhi-cr since 2026-11-28)
+    Bytes codes;               // every block's codes
   };
+  // The estimate (code_cost.hpp) models type 14's tokens and lane records;
+  // type 15's pairs cost the same to within its lane records (0.5-0.9%),
+  // which every candidate pays alike.
+  static Coded coded_for(const Stage& stage) {
+    if (stage.type() == StageType::AnsInterleaved) {
+      const ans::InterleavedConfig& c = static_cast<const AnsInterleavedStage&>(stage).coder_config();
+      return {ans::Config{c.alphabet, c.prob_bits, 8192}, true, Bytes()};
+    }
+    return {static_cast<const AnsStage&>(stage).coder_config(), false, Bytes()};
+  }
   uint64_t stored_ = 0;
   std::vector<Coded> ans_;
 };
@@ -178,7 +194,8 @@ SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dim
   if (!predictor_bound(dtype, facts)) return {};
   const PresetRow* row = preset_row(Preset::CuszHiCr);
   const std::vector<size_t> shape = predictor_dims(dims);
-  SampleCost spline, lorenzo;
+  SampleCost spline, lorenzo, folded;
+  const bool foldable = shape.size() == 3;
   Bytes sample;
   const std::vector<SampleBox> boxes = sample_boxes(shape);
   for (const SampleBox& box : boxes) {
@@ -198,21 +215,36 @@ SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dim
     } else {
       spline.add(row->build(dtype, box_dims, options, facts), sample);
     }
+    if (foldable) {  // (not remembered: the 3-D spline is the common choice)
+      facts.fold = true;
+      folded.add(row->build(dtype, box_dims, options, facts), sample);
+      facts.fold = false;
+    }
     facts.lorenzo = true;
     lorenzo.add(row->build(dtype, box_dims, options, facts), sample);
   }
-  return {spline.bytes(coded), lorenzo.bytes(coded)};
+  return {spline.bytes(coded), lorenzo.bytes(coded), foldable ? folded.bytes(coded) : 0};
 }
 
-bool lorenzo_wins(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
-                  const FiniteRange& values, const BoxReader& read_box) {
+std::vector<size_t> fold_dims(const std::vector<size_t>& dims) {
+  if (dims.size() != 3) return dims;
+  return {dims[0] * dims[1], dims[2]};
+}
+
+PredictorChoice choose_predictor(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                                 const FiniteRange& values, const BoxReader& read_box) {
   const SampleCosts c = sample_costs(dtype, dims, options, values, read_box);
+  PredictorChoice choice;
+  choice.fold = c.folded != 0 && c.folded < c.spline;
+  const uint64_t spline = choice.fold ? c.folded : c.spline;
   // The blocks cost the spline more than its whole chunk does (its
   // interpolation falls back at every block face and its coarse levels stop
   // at the block), Lorenzo hardly: on the real fields the sample's ratio
   // lorenzo / spline sits 2-6% below the whole chunk's. Lorenzo must win by
   // kLorenzoMarginPercent (predictor_choice.hpp).
-  return c.lorenzo * 100 < c.spline * (100 - kLorenzoMarginPercent);
+  choice.lorenzo = c.lorenzo * 100 < spline * (100 - kLorenzoMarginPercent);
+  if (choice.lorenzo) choice.fold = false;
+  return choice;
 }
 
 }  // namespace fz::engine

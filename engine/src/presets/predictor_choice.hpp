@@ -78,16 +78,33 @@ void read_host_box(ByteSpan chunk, const std::vector<size_t>& dims, unsigned wid
 struct SampleCosts {
   uint64_t spline = 0;
   uint64_t lorenzo = 0;
+  uint64_t folded = 0;  // the spline over each box folded (fold_dims); 0 unless the shape is 3-D
 };
 enum class CodedBytes { kEstimate, kCoder };
 SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                          const FiniteRange& values, const BoxReader& read_box,
                          CodedBytes coded = CodedBytes::kEstimate);
 
-// True when the Lorenzo pipeline stores the sample in at least
-// kLorenzoMarginPercent fewer bytes than the spline pipeline. `values` are the chunk's facts as
-// chunk_values found them; false when the chunk has no usable bound.
-bool lorenzo_wins(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
-                  const FiniteRange& values, const BoxReader& read_box);
+// The spline over a 3-D shape folded into 2-D: the slowest two axes merged,
+// {d0 * d1, d2} (every other shape as it is). The elements keep their order,
+// so the chunk, its fill mask and the decoder need nothing else: the frame's
+// spline config holds the 2-D dims. A short, weakly correlated slow axis (a
+// dozen model levels, months) predicts the 3-D spline's points between
+// slices badly; slices of 2-D do without them (ncl hgt 21x73x144 at NOA
+// 1e-2: 43.6 -> 87.6; nc4uvt T 14x64x128: 48.7 -> 91.2), and lose where the
+// slow axis is smooth (a1b airtemp 240x37x49: 26.3 -> 20.0).
+std::vector<size_t> fold_dims(const std::vector<size_t>& dims);
+
+// The chunk's pipeline: `lorenzo` when the Lorenzo pipeline stores the
+// sample in at least kLorenzoMarginPercent fewer bytes than the better of
+// the two splines; else `fold` when the folded spline stores it in fewer
+// bytes than the 3-D one. `values` are the chunk's facts as chunk_values
+// found them; neither when the chunk has no usable bound.
+struct PredictorChoice {
+  bool lorenzo = false;
+  bool fold = false;
+};
+PredictorChoice choose_predictor(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
+                                 const FiniteRange& values, const BoxReader& read_box);
 
 }  // namespace fz::engine
