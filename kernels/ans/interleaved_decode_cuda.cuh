@@ -4,7 +4,9 @@
 // lane, thread j its state j, round by round: the run tokens, the refills
 // (a ballot orders the threads that need a word, increasing j), the symbol
 // tokens, the refills; then a warp scan of each pair's output length places
-// its symbol. The lane's words come through a ring of 4 x 256 words in
+// its symbol, one round late (while the next round decodes, so that the
+// scan's shuffles overlap the states' chain; the checks set a flag rather
+// than branch). The lane's words come through a ring of 4 x 256 words in
 // shared memory, filled by coalesced 16-byte loads one segment ahead (a
 // register per thread holds the segment after), so a refill is one shared
 // load. The output is filled with m a block ahead of the pairs (coalesced
@@ -28,7 +30,8 @@ namespace {  // internal linkage, as in interleaved_cuda.cu, the one file that i
 constexpr uint32_t kRingWords = 1024;     // per warp: 4 segments of 256 words (a 16-byte load per thread each)
 constexpr uint32_t kSegmentWords = 256;
 constexpr size_t kRingBytes = 2 * kRingWords;
-constexpr uint32_t kFillSymbols = 4096;   // the output filled with m this far ahead at a time
+constexpr uint32_t kFillSymbols = 4096;   // the output filled with m this many at a time
+constexpr uint32_t kRoundSymbols = 32 * 256;  // the most a round outputs: 32 pairs of 255 m and a symbol
 
 // Each lane's word count, from its record, for the scan; counts[lanes] = 0.
 __global__ void __launch_bounds__(cuda::kPrepThreads)
@@ -91,12 +94,19 @@ struct WordRing {
     ahead = chunk(2, lane);
     __syncwarp();
   }
-  // The threads with `need`, in increasing lane, take the next words.
+  // The threads with `need`, in increasing lane, take the next words. No
+  // branch: the ring holds the cursor's segment and the next one, and a
+  // round reads at most 64 words, so advance() once a round suffices.
   __device__ __forceinline__ void refill(uint32_t& x, bool need, unsigned lane) {
     const uint32_t ballot = __ballot_sync(kFullMask, need);
     if (need) x = x << 16 | ring[(cursor + __popc(ballot & ((1u << lane) - 1))) & (kRingWords - 1)];
     cursor += __popc(ballot);
-    if (cursor / kSegmentWords != segment) {  // the same in the whole warp: at most once per 256 words
+  }
+  // Once a round: when the cursor entered the next segment (the same in the
+  // whole warp, at most one in a round of <= 64 words), the one after it
+  // goes into the ring from registers and its successor is loaded.
+  __device__ __forceinline__ void advance(unsigned lane) {
+    if (cursor / kSegmentWords != segment) {
       ++segment;
       reinterpret_cast<uint4*>(ring)[((segment + 1) & 3) * 32 + lane] = ahead;
       ahead = chunk(segment + 2, lane);
@@ -148,6 +158,30 @@ __global__ void __launch_bounds__(kMaxLaneWarps * 32) decode_lanes(const DecodeA
     in.init(ring, a.stream + a.payload_at + 2 * a.starts[k], Q, lane);
     uint64_t pos = 0, filled = 0;
     bool ok = true;
+    // The previous round's pair (software pipelined: its output is placed
+    // while this round decodes, so the scan's latency overlaps the states').
+    uint32_t p_len = 0, p_t = 0, p_s = 0;
+    bool p_put = false, p_bad = false;
+    // Places the previous round's pairs: t copies of m (already there) then s.
+    const auto put_previous = [&]() {
+      uint32_t total = 0;
+      const uint32_t before = warp_sum_exclusive(p_len, lane, total);
+      ok = ok && !__any_sync(kFullMask, p_bad) && total <= len - pos;  // a pair (0, ESC), or past the lane
+      if (ok && p_put) out16[begin + pos + before + p_t] = static_cast<uint16_t>(p_s);
+      pos += ok ? total : 0;
+    };
+    // m over the output up to a round's most (32 pairs of 256) past pos, before that round's symbols.
+    const auto fill_ahead = [&]() {
+      if (ok && filled < min(len, pos + kRoundSymbols)) {  // the same in the whole warp
+        do {
+          const uint64_t to = min(len, filled + kFillSymbols);
+          fill_mode(a.out, begin + filled, begin + to, a.mode, lane);
+          filled = to;
+        } while (filled < min(len, pos + kRoundSymbols));
+        __syncwarp();  // m written before the symbols over it
+      }
+    };
+    fill_ahead();
     const uint64_t rounds = (uint64_t{P} + W - 1) / W;
     for (uint64_t r = 0; r < rounds; ++r) {
       const bool takes = lane < W && r * W + lane < P;
@@ -157,6 +191,7 @@ __global__ void __launch_bounds__(kMaxLaneWarps * 32) decode_lanes(const DecodeA
       uint32_t xn = ((e >> 16) + 1) * (x >> M) + (e & 0xFFFFu);
       x = takes ? xn : x;
       in.refill(x, takes && x < kStateLow, lane);
+      put_previous();
       slot = x & (T - 1);
       e = fb[T + slot];
       const uint32_t s = sym_tok[slot];
@@ -164,22 +199,15 @@ __global__ void __launch_bounds__(kMaxLaneWarps * 32) decode_lanes(const DecodeA
       x = takes ? xn : x;
       in.refill(x, takes && x < kStateLow, lane);
       const bool has = s != a.esc;
-      const uint32_t length = takes ? t + (has ? 1 : 0) : 0;
-      uint32_t total = 0;
-      const uint32_t before = warp_sum_exclusive(length, lane, total);
-      if (__any_sync(kFullMask, takes && length == 0) || total > len - pos) {  // a pair (0, ESC), or past the lane
-        ok = false;
-        break;
-      }
-      while (filled < pos + total) {  // the same in the whole warp
-        const uint64_t to = min(len, filled + kFillSymbols);
-        fill_mode(a.out, begin + filled, begin + to, a.mode, lane);
-        filled = to;
-        __syncwarp();  // m written before the symbols over it
-      }
-      if (takes && has) out16[begin + pos + before + t] = static_cast<uint16_t>(s);
-      pos += total;
+      p_len = takes ? t + (has ? 1 : 0) : 0;
+      p_bad = takes && p_len == 0;
+      p_put = takes && has;
+      p_t = t;
+      p_s = s;
+      in.advance(lane);
+      fill_ahead();
     }
+    put_previous();
     ok = ok && pos == len && in.read() == Q;
     if (!__all_sync(kFullMask, ok && (lane >= W || x == kStateLow)) && lane == 0) atomicOr(a.status, 1u);
   }
