@@ -46,7 +46,7 @@ FiniteRange chunk_facts(const DataType& dtype, const std::vector<uint64_t>& dims
     const std::vector<size_t> shape = predictor_dims(dims);
     const PredictorChoice choice = choose_predictor(dtype, dims, options, values, [&](const SampleBox& box, uint8_t* dst) {
       read_host_box(chunk, shape, dtype.size, box, dst);
-    });
+    }, exec);
     values.lorenzo = choice.lorenzo;
     values.fold = choice.fold;
   }

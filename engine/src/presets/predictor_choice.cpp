@@ -98,6 +98,19 @@ class SampleCost {
     }
   }
 
+  // Appends another block's part: its stored bytes, and its codes after
+  // this one's for each ANS stage (in block order, as one pass would).
+  void merge(SampleCost&& other) {
+    stored_ += other.stored_;
+    for (size_t i = 0; i < other.ans_.size(); ++i) {
+      if (ans_.size() <= i) {
+        ans_.push_back(std::move(other.ans_[i]));
+        continue;
+      }
+      ans_[i].codes.insert(ans_[i].codes.end(), other.ans_[i].codes.begin(), other.ans_[i].codes.end());
+    }
+  }
+
   uint64_t bytes(CodedBytes coded) const {
     uint64_t n = stored_;
     for (const Coded& c : ans_) {
@@ -189,39 +202,51 @@ void read_host_box(ByteSpan chunk, const std::vector<size_t>& dims, unsigned wid
 }
 
 SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
-                         const FiniteRange& values, const BoxReader& read_box, CodedBytes coded) {
+                         const FiniteRange& values, const BoxReader& read_box, CodedBytes coded,
+                         const Executor& exec) {
   ChunkFacts facts = facts_from_range(options, values);
   if (!predictor_bound(dtype, facts)) return {};
   const PresetRow* row = preset_row(Preset::CuszHiCr);
   const std::vector<size_t> shape = predictor_dims(dims);
-  SampleCost spline, lorenzo, folded;
   const bool foldable = shape.size() == 3;
-  Bytes sample;
   const std::vector<SampleBox> boxes = sample_boxes(shape);
-  for (const SampleBox& box : boxes) {
-    sample.resize(product(box.extent) * dtype.size);
-    read_box(box, sample.data());
-    const std::vector<uint64_t> box_dims(box.extent.begin(), box.extent.end());
-    // Both pipelines with the chunk's facts (its bound, its level tuning from
-    // the chunk's range, its fill and missing masks), over the box's shape.
-    facts.lorenzo = false;
-    if (boxes.size() == 1 && box.extent == shape) {
-      // The whole chunk: the spline pipeline the chunk is compressed with
-      // when it wins, from the cache, whose spline outputs are kept.
-      FiniteRange spline_values = values;
-      spline_values.lorenzo = false;
-      const auto chunk_pipeline = cached_forward_pipeline(dtype, dims, options, spline_values);
-      spline.add(*chunk_pipeline, sample, chunk_pipeline);
-    } else {
-      spline.add(row->build(dtype, box_dims, options, facts), sample);
-    }
-    if (foldable) {  // (not remembered: the 3-D spline is the common choice)
-      facts.fold = true;
-      folded.add(row->build(dtype, box_dims, options, facts), sample);
-      facts.fold = false;
-    }
-    facts.lorenzo = true;
-    lorenzo.add(row->build(dtype, box_dims, options, facts), sample);
+  std::vector<Bytes> samples(boxes.size());
+  for (size_t b = 0; b < boxes.size(); ++b) {  // (the GPU's reads share one stream: in order, here)
+    samples[b].resize(product(boxes[b].extent) * dtype.size);
+    read_box(boxes[b], samples[b].data());
+  }
+  // Every (block, candidate) on its own, in parallel, each with the chunk's
+  // facts (its bound, its level tuning from the chunk's range, its fill and
+  // missing masks) over the block's shape; then summed per candidate in
+  // block order, so the costs do not depend on the threads (on the GPU path
+  // this host work was most of cuszhi-cr's compression time).
+  enum Candidate : size_t { kSpline, kLorenzo, kFolded, kCandidates };
+  const bool whole = boxes.size() == 1 && boxes[0].extent == shape;
+  std::vector<SampleCost> parts(boxes.size() * kCandidates);
+  exec.parallel_for(parts.size(), [&](size_t task) {
+    const size_t b = task / kCandidates, candidate = task % kCandidates;
+    if ((candidate == kFolded && !foldable) || (candidate == kSpline && whole)) return;
+    ChunkFacts f = facts;
+    f.lorenzo = candidate == kLorenzo;
+    f.fold = candidate == kFolded;
+    const std::vector<uint64_t> box_dims(boxes[b].extent.begin(), boxes[b].extent.end());
+    parts[task].add(row->build(dtype, box_dims, options, f), ByteSpan(samples[b]));
+  });
+  if (whole) {
+    // The whole chunk: the spline pipeline the chunk is compressed with when
+    // it wins, from the cache, whose spline outputs are kept for this thread
+    // (the one that compresses the chunk next; node_memo.hpp).
+    FiniteRange spline_values = values;
+    spline_values.lorenzo = false;
+    spline_values.fold = false;
+    const auto chunk_pipeline = cached_forward_pipeline(dtype, dims, options, spline_values);
+    parts[kSpline].add(*chunk_pipeline, ByteSpan(samples[0]), chunk_pipeline);
+  }
+  SampleCost spline, lorenzo, folded;
+  for (size_t b = 0; b < boxes.size(); ++b) {
+    spline.merge(std::move(parts[b * kCandidates + kSpline]));
+    lorenzo.merge(std::move(parts[b * kCandidates + kLorenzo]));
+    folded.merge(std::move(parts[b * kCandidates + kFolded]));
   }
   return {spline.bytes(coded), lorenzo.bytes(coded), foldable ? folded.bytes(coded) : 0};
 }
@@ -232,8 +257,8 @@ std::vector<size_t> fold_dims(const std::vector<size_t>& dims) {
 }
 
 PredictorChoice choose_predictor(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
-                                 const FiniteRange& values, const BoxReader& read_box) {
-  const SampleCosts c = sample_costs(dtype, dims, options, values, read_box);
+                                 const FiniteRange& values, const BoxReader& read_box, const Executor& exec) {
+  const SampleCosts c = sample_costs(dtype, dims, options, values, read_box, CodedBytes::kEstimate, exec);
   PredictorChoice choice;
   choice.fold = c.folded != 0 && c.folded < c.spline;
   const uint64_t spline = choice.fold ? c.folded : c.spline;

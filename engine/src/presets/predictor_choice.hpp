@@ -14,6 +14,7 @@
 #include <functional>
 #include <vector>
 
+#include "common/executor.hpp"
 #include "fz/fz.hpp"
 #include "lossy_common.hpp"
 #include "value_range.hpp"
@@ -83,7 +84,7 @@ struct SampleCosts {
 enum class CodedBytes { kEstimate, kCoder };
 SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
                          const FiniteRange& values, const BoxReader& read_box,
-                         CodedBytes coded = CodedBytes::kEstimate);
+                         CodedBytes coded = CodedBytes::kEstimate, const Executor& exec = serial_executor());
 
 // The spline over a 3-D shape folded into 2-D: the slowest two axes merged,
 // {d0 * d1, d2} (every other shape as it is). The elements keep their order,
@@ -104,7 +105,10 @@ struct PredictorChoice {
   bool lorenzo = false;
   bool fold = false;
 };
+// The candidates run on `exec` (the costs, and so the choice, do not depend
+// on it).
 PredictorChoice choose_predictor(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options,
-                                 const FiniteRange& values, const BoxReader& read_box);
+                                 const FiniteRange& values, const BoxReader& read_box,
+                                 const Executor& exec = serial_executor());
 
 }  // namespace fz::engine
