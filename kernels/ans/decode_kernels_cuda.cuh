@@ -107,21 +107,7 @@ __global__ void __launch_bounds__(kMaxLaneThreads) decode_lanes(const DecodeArgs
   const uint32_t* fb = a.fb;
   const uint8_t* run_tok = a.run_tok;
   const uint16_t* sym_tok = a.sym_tok;
-  if constexpr (kSharedTables) {
-    uint32_t* s_fb = reinterpret_cast<uint32_t*>(shared_words);
-    uint32_t* s_sym = s_fb + 2 * T;   // T u16
-    uint32_t* s_run = s_sym + T / 2;  // T u8
-    const auto* g_fb = reinterpret_cast<const uint4*>(a.fb);
-    const auto* g_sym = reinterpret_cast<const uint4*>(a.sym_tok);
-    const auto* g_run = reinterpret_cast<const uint4*>(a.run_tok);
-    for (uint32_t i = threadIdx.x; i < T / 2; i += bd) reinterpret_cast<uint4*>(s_fb)[i] = g_fb[i];
-    for (uint32_t i = threadIdx.x; i < T / 8; i += bd) reinterpret_cast<uint4*>(s_sym)[i] = g_sym[i];
-    for (uint32_t i = threadIdx.x; i < T / 16; i += bd) reinterpret_cast<uint4*>(s_run)[i] = g_run[i];
-    __syncthreads();
-    fb = s_fb;
-    sym_tok = reinterpret_cast<const uint16_t*>(s_sym);
-    run_tok = reinterpret_cast<const uint8_t*>(s_run);
-  }
+  if constexpr (kSharedTables) share_slot_tables(shared_words, T, fb, sym_tok, run_tok);
   const uint32_t mm = a.mode | a.mode << 16;
   const unsigned M = a.prob_bits;
   const uint64_t stride = uint64_t{gridDim.x} * bd;

@@ -27,6 +27,8 @@
 namespace fz::ans::interleaved_cuda {
 namespace {  // internal linkage, as in interleaved_cuda.cu, the one file that includes this
 
+using cuda::share_slot_tables;
+
 constexpr uint32_t kRingWords = 1024;     // per warp: 4 segments of 256 words (a 16-byte load per thread each)
 constexpr uint32_t kSegmentWords = 256;
 constexpr size_t kRingBytes = 2 * kRingWords;
@@ -127,19 +129,7 @@ __global__ void __launch_bounds__(kMaxLaneWarps * 32) decode_lanes(const DecodeA
   const uint16_t* sym_tok = a.sym_tok;
   uint4* rings = shared_words;
   if constexpr (kSharedTables) {
-    uint32_t* s_fb = reinterpret_cast<uint32_t*>(shared_words);
-    uint32_t* s_sym = s_fb + 2 * T;   // T u16
-    uint32_t* s_run = s_sym + T / 2;  // T u8
-    const auto* g_fb = reinterpret_cast<const uint4*>(a.fb);
-    const auto* g_sym = reinterpret_cast<const uint4*>(a.sym_tok);
-    const auto* g_run = reinterpret_cast<const uint4*>(a.run_tok);
-    for (uint32_t i = threadIdx.x; i < T / 2; i += blockDim.x) reinterpret_cast<uint4*>(s_fb)[i] = g_fb[i];
-    for (uint32_t i = threadIdx.x; i < T / 8; i += blockDim.x) reinterpret_cast<uint4*>(s_sym)[i] = g_sym[i];
-    for (uint32_t i = threadIdx.x; i < T / 16; i += blockDim.x) reinterpret_cast<uint4*>(s_run)[i] = g_run[i];
-    __syncthreads();
-    fb = s_fb;
-    sym_tok = reinterpret_cast<const uint16_t*>(s_sym);
-    run_tok = reinterpret_cast<const uint8_t*>(s_run);
+    share_slot_tables(shared_words, T, fb, sym_tok, run_tok);
     rings = shared_words + 11 * T / 16;
   }
   const unsigned lane = threadIdx.x % 32;

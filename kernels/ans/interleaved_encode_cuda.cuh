@@ -22,6 +22,7 @@ namespace fz::ans::interleaved_cuda {
 namespace {  // internal linkage, as in interleaved_cuda.cu, the one file that includes this
 
 using cuda::encode_step;
+using cuda::share_encoder_tables;
 
 constexpr uint32_t kRunSlots = kLargeCap + 1;  // encoder table: run tokens at [0, 256), symbols from 256
 constexpr unsigned kMaxLaneWarps = 16;
@@ -69,17 +70,7 @@ __global__ void __launch_bounds__(kMaxLaneWarps * 32) encode_lanes(const EncodeA
   extern __shared__ uint4 shared_words[];
   const uint32_t* fc = a.fc;
   const unsigned long long* rcp = a.rcp;
-  if constexpr (kSharedTables) {
-    auto* s_rcp = reinterpret_cast<unsigned long long*>(shared_words);
-    auto* s_fc = reinterpret_cast<uint32_t*>(s_rcp + a.table_size);
-    for (uint32_t i = threadIdx.x; i < a.table_size; i += blockDim.x) {
-      s_rcp[i] = a.rcp[i];
-      s_fc[i] = a.fc[i];
-    }
-    __syncthreads();
-    fc = s_fc;
-    rcp = s_rcp;
-  }
+  if constexpr (kSharedTables) share_encoder_tables(shared_words, a.table_size, fc, rcp);
   const unsigned lane = threadIdx.x % 32;
   const unsigned warps = blockDim.x / 32;
   const unsigned M = a.prob_bits;

@@ -152,17 +152,7 @@ __global__ void __launch_bounds__(kMaxLaneThreads) encode_lanes(const EncodeArgs
   }
   const uint32_t* fc = a.fc;
   const unsigned long long* rcp = a.rcp;
-  if constexpr (kSharedTables) {
-    auto* s_rcp = reinterpret_cast<unsigned long long*>(shared_words);
-    auto* s_fc = reinterpret_cast<uint32_t*>(s_rcp + a.table_size);
-    for (uint32_t i = threadIdx.x; i < a.table_size; i += blockDim.x) {
-      s_rcp[i] = a.rcp[i];
-      s_fc[i] = a.fc[i];
-    }
-    __syncthreads();
-    fc = s_fc;
-    rcp = s_rcp;
-  }
+  if constexpr (kSharedTables) share_encoder_tables(shared_words, a.table_size, fc, rcp);
   for (uint64_t k = first; k < a.lanes; k += stride) {
     const uint64_t begin = k * a.S;
     const uint32_t len = static_cast<uint32_t>(a.n - begin < a.S ? a.n - begin : a.S);

@@ -215,6 +215,44 @@ cudaError_t resident_grid(Kernel kernel, uint64_t items, unsigned threads, unsig
   return cudaSuccess;
 }
 
+// ---- tables in shared memory ----------------------------------------------------
+
+// The encoder's per-token tables copied into `shared` (12 bytes a token: rcp,
+// then fc) by the whole block, and fc and rcp pointed there.
+__device__ __forceinline__ void share_encoder_tables(uint4* shared, uint32_t size, const uint32_t*& fc,
+                                                     const unsigned long long*& rcp) {
+  auto* s_rcp = reinterpret_cast<unsigned long long*>(shared);
+  auto* s_fc = reinterpret_cast<uint32_t*>(s_rcp + size);
+  for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
+    s_rcp[i] = rcp[i];
+    s_fc[i] = fc[i];
+  }
+  __syncthreads();
+  fc = s_fc;
+  rcp = s_rcp;
+}
+
+// The decoder's slot tables (T = 2^M slots: fb as 2T u32, then T u16 symbol
+// tokens, T u8 run tokens; 11T bytes, 16-byte aligned in global memory as
+// the scratch layouts place them) copied into `shared` by the whole block,
+// and the pointers pointed there.
+__device__ __forceinline__ void share_slot_tables(uint4* shared, uint32_t T, const uint32_t*& fb,
+                                                  const uint16_t*& sym_tok, const uint8_t*& run_tok) {
+  uint32_t* s_fb = reinterpret_cast<uint32_t*>(shared);
+  uint32_t* s_sym = s_fb + 2 * T;   // T u16
+  uint32_t* s_run = s_sym + T / 2;  // T u8
+  const auto* g_fb = reinterpret_cast<const uint4*>(fb);
+  const auto* g_sym = reinterpret_cast<const uint4*>(sym_tok);
+  const auto* g_run = reinterpret_cast<const uint4*>(run_tok);
+  for (uint32_t i = threadIdx.x; i < T / 2; i += blockDim.x) reinterpret_cast<uint4*>(s_fb)[i] = g_fb[i];
+  for (uint32_t i = threadIdx.x; i < T / 8; i += blockDim.x) reinterpret_cast<uint4*>(s_sym)[i] = g_sym[i];
+  for (uint32_t i = threadIdx.x; i < T / 16; i += blockDim.x) reinterpret_cast<uint4*>(s_run)[i] = g_run[i];
+  __syncthreads();
+  fb = s_fb;
+  sym_tok = reinterpret_cast<const uint16_t*>(s_sym);
+  run_tok = reinterpret_cast<const uint8_t*>(s_run);
+}
+
 // ---- the rANS encoder's step ---------------------------------------------------
 
 // One token coded (ans.hpp): emit the low 16 bits of x when x >= f << (32 - M)

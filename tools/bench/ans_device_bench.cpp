@@ -97,6 +97,30 @@ struct Result {
   float enc_ms = 0, dec_ms = 0;
 };
 
+// The encoded stream back from the device (its length at `size`).
+fz::Bytes stream_back(const uint8_t* out, const uint8_t* size) {
+  uint64_t used = 0;
+  check(cudaMemcpy(&used, size, 8, cudaMemcpyDeviceToHost), "size back");
+  fz::Bytes stream(used);
+  check(cudaMemcpy(stream.data(), out, used, cudaMemcpyDeviceToHost), "stream back");
+  return stream;
+}
+
+// Best decode time of `decode(out, status, scratch)` into 2n bytes, the
+// output then checked against the input.
+float timed_decode(uint64_t n, const fz::Bytes& host, int reps, size_t scratch_bytes, const char* what,
+                   const std::function<void(uint8_t*, uint32_t*, void*)>& decode) {
+  Device decoded(2 * n), status(4), scratch(scratch_bytes);
+  check(cudaMemset(status.p, 0, 4), "status");
+  const float ms = best_ms(reps, [&] { decode(decoded.p, reinterpret_cast<uint32_t*>(status.p), scratch.p); });
+  fz::Bytes back(2 * n);
+  check(cudaMemcpy(back.data(), decoded.p, 2 * n, cudaMemcpyDeviceToHost), "decoded back");
+  uint32_t st = 0;
+  check(cudaMemcpy(&st, status.p, 4, cudaMemcpyDeviceToHost), "status back");
+  if (st != 0 || back != host) throw std::runtime_error(std::string(what) + ": the GPU decode differs from the input");
+  return ms;
+}
+
 // Type 14: the whole device forward and inverse (ans_stage_cuda.cpp's calls).
 Result bench_ans(const uint8_t* symbols, uint64_t n, const fz::Bytes& host, int reps) {
   namespace ac = fz::ans::cuda;
@@ -124,22 +148,13 @@ Result bench_ans(const uint8_t* symbols, uint64_t n, const fz::Bytes& host, int 
   encode();  // warm-up, and the buffers
   Result r;
   r.enc_ms = best_ms(reps, encode);
-  uint64_t used = 0;
-  check(cudaMemcpy(&used, size.p, 8, cudaMemcpyDeviceToHost), "size back");
-  r.coded = used;
-  fz::Bytes stream(used);
-  check(cudaMemcpy(stream.data(), out->p, used, cudaMemcpyDeviceToHost), "stream back");
-  const ac::DecodePlan dplan = ac::plan_decode(stream.data(), used, used, config, kNoLimit);
-  Device decoded(2 * n), status(4), dscratch(ac::decode_scratch_bytes(dplan));
-  check(cudaMemset(status.p, 0, 4), "status");
-  r.dec_ms = best_ms(reps, [&] {
-    check(ac::decode(out->p, dplan, decoded.p, reinterpret_cast<uint32_t*>(status.p), dscratch.p, nullptr), "ans decode");
-  });
-  fz::Bytes back(2 * n);
-  check(cudaMemcpy(back.data(), decoded.p, 2 * n, cudaMemcpyDeviceToHost), "decoded back");
-  uint32_t st = 0;
-  check(cudaMemcpy(&st, status.p, 4, cudaMemcpyDeviceToHost), "status back");
-  if (st != 0 || back != host) throw std::runtime_error("ans: the GPU decode differs from the input");
+  const fz::Bytes stream = stream_back(out->p, size.p);
+  r.coded = stream.size();
+  const ac::DecodePlan dplan = ac::plan_decode(stream.data(), stream.size(), stream.size(), config, kNoLimit);
+  r.dec_ms = timed_decode(n, host, reps, ac::decode_scratch_bytes(dplan), "ans",
+                          [&](uint8_t* decoded, uint32_t* status, void* scratch) {
+                            check(ac::decode(out->p, dplan, decoded, status, scratch, nullptr), "ans decode");
+                          });
   return r;
 }
 
@@ -169,23 +184,14 @@ Result bench_ansi(const uint8_t* symbols, uint64_t n, const fz::Bytes& host, int
   encode();
   Result r;
   r.enc_ms = best_ms(reps, encode);
-  uint64_t used = 0;
-  check(cudaMemcpy(&used, size.p, 8, cudaMemcpyDeviceToHost), "size back");
+  const fz::Bytes stream = stream_back(out->p, size.p);
+  const size_t used = stream.size();
   r.coded = used;
-  fz::Bytes stream(used);
-  check(cudaMemcpy(stream.data(), out->p, used, cudaMemcpyDeviceToHost), "stream back");
   const ic::DecodePlan dplan = ic::plan_decode(stream.data(), used, used, config, kNoLimit);
-  Device decoded(2 * n), status(4), dscratch(ic::decode_scratch_bytes(dplan));
-  check(cudaMemset(status.p, 0, 4), "status");
-  r.dec_ms = best_ms(reps, [&] {
-    check(ic::decode(out->p, dplan, decoded.p, reinterpret_cast<uint32_t*>(status.p), dscratch.p, nullptr),
-          "ansi decode");
-  });
-  fz::Bytes back(2 * n);
-  check(cudaMemcpy(back.data(), decoded.p, 2 * n, cudaMemcpyDeviceToHost), "decoded back");
-  uint32_t st = 0;
-  check(cudaMemcpy(&st, status.p, 4, cudaMemcpyDeviceToHost), "status back");
-  if (st != 0 || back != host) throw std::runtime_error("ansi: the GPU decode differs from the input");
+  r.dec_ms = timed_decode(n, host, reps, ic::decode_scratch_bytes(dplan), "ansi",
+                          [&](uint8_t* decoded, uint32_t* status, void* scratch) {
+                            check(ic::decode(out->p, dplan, decoded, status, scratch, nullptr), "ansi decode");
+                          });
   const auto l = fz::ans::interleaved_format::parse(stream.data(), used, used, config, kNoLimit);
   std::fprintf(stderr, "ansi, %llu symbols: C %u, W %u, S %llu, %llu lanes\n", static_cast<unsigned long long>(n),
                l.cap, l.states, static_cast<unsigned long long>(l.lane_symbols),
