@@ -12,7 +12,7 @@
 // into slabs of that many MiB (one call each) to show the per-call overhead.
 //
 //   fz_device_bench [--data DIR] [--side N] [--reps N] [--chunk-mib M]
-//                   [--presets lossless,pfpl,fzgpu,cusz]  (NAME[@NOA bound], e.g. cuszhi-cr@1e-2)
+//                   [--presets lossless,pfpl,fzgpu,cusz]  (NAME[@NOA bound][/off], e.g. cuszhi-cr@1e-2/off)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -43,8 +43,10 @@ struct Setting {
 };
 
 // A list entry is a preset name from the preset table, optionally with
-// @BOUND (NOA). Without one: NOA 1e-3, and 1e-4 for cusz (the settings of
-// the earlier tables).
+// @BOUND (NOA), then optionally /off or /quality-first (the spline presets'
+// tuning; ratio-first, the default, otherwise: /off shows what the tuner and
+// cuszhi-cr's per-chunk predictor choice cost). Without a bound: NOA 1e-3,
+// and 1e-4 for cusz (the settings of the earlier tables).
 std::vector<Setting> settings_for(const std::string& list) {
   std::vector<Setting> out;
   std::stringstream ss(list);
@@ -58,6 +60,18 @@ std::vector<Setting> settings_for(const std::string& list) {
     }
     fz::Options o;
     o.preset = info->id;
+    const size_t slash = entry.find('/');
+    if (slash != std::string::npos) {
+      const std::string tuning = entry.substr(slash + 1);
+      if (tuning == "off") {
+        o.spline_tuning = fz::SplineTuning::kOff;
+      } else if (tuning == "quality-first") {
+        o.spline_tuning = fz::SplineTuning::kQualityFirst;
+      } else {
+        std::fprintf(stderr, "fz_device_bench: unknown tuning in %s (off, quality-first)\n", entry.c_str());
+        std::exit(2);
+      }
+    }
     if (info->lossy) {
       o.mode = fz::ErrorMode::Noa;
       o.bound = at != std::string::npos ? std::atof(entry.c_str() + at + 1) : name == "cusz" ? 1e-4 : 1e-3;
