@@ -33,10 +33,19 @@ uint16_t mode_of(const std::vector<uint64_t>& counts);
 // is 2^M. All counts 0: all f 0. UsageError when more symbols are counted than
 // 2^M.
 std::vector<uint32_t> normalize(const std::vector<uint64_t>& counts, unsigned prob_bits);
+// The same over counts[0, size): f[i] for counts[i]. Called with only the
+// counted symbols, in increasing symbol order (zeros allowed: f 0), it gives
+// their f as the whole alphabet's table would (the rules look only at the
+// counted symbols, their order and the total), at a cost that scales with
+// them rather than with A (stage type 15's plan, interleaved_format.cpp).
+std::vector<uint32_t> normalize(const uint64_t* counts, size_t size, unsigned prob_bits);
 
 // Exclusive prefix sums of f: cum[s] for s in [0, size], cum[size] = 2^M for a
 // non-empty table.
 std::vector<uint32_t> cumulative(const std::vector<uint32_t>& freq);
+// The same for a table over `size` symbols given as a list: symbols[i]
+// (increasing, < size) has f freq[i] (0: unlisted), every other symbol f 0.
+std::vector<uint32_t> cumulative(size_t size, const uint32_t* symbols, const uint32_t* freq, size_t count);
 
 // The bytes of a method-1 stream before its state[] array: n, method, m, both
 // tables, padding (a multiple of 4 bytes). run_freq has kRunTokens entries,
@@ -61,6 +70,11 @@ size_t read_varint(const uint8_t* data, size_t at, size_t end, uint64_t& value);
 // 4 bytes of out's whole size; write_head is n, method, m, then this.
 uint64_t table_bits(const std::vector<uint32_t>& freq);
 void append_tables(Bytes& out, const std::vector<uint32_t>& first, const std::vector<uint32_t>& second);
+// The same with a table given as a list (symbols[i] increasing, f freq[i],
+// 0: unlisted), for large alphabets of which few symbols occur: same bits.
+uint64_t table_bits(const uint32_t* symbols, const uint32_t* freq, size_t count);
+void append_tables(Bytes& out, const std::vector<uint32_t>& first, const uint32_t* second_symbols,
+                   const uint32_t* second_freq, size_t second_count);
 
 // Reads two tables (first over `first_size` symbols, u > 0 required; second
 // over `second_size`, u == 0 allowed only with second_may_be_empty) from the
@@ -73,6 +87,12 @@ void append_tables(Bytes& out, const std::vector<uint32_t>& first, const std::ve
 size_t read_tables(const uint8_t* data, size_t begin, size_t end, unsigned prob_bits, size_t first_size,
                    std::vector<uint32_t>& first_freq, std::vector<uint32_t>& first_cum, size_t second_size,
                    bool second_may_be_empty, std::vector<uint32_t>& second_freq, std::vector<uint32_t>& second_cum);
+// The same, also listing the second table's symbols with f > 0, increasing,
+// in *second_listed (when not null), so a caller need not scan the alphabet.
+size_t read_tables(const uint8_t* data, size_t begin, size_t end, unsigned prob_bits, size_t first_size,
+                   std::vector<uint32_t>& first_freq, std::vector<uint32_t>& first_cum, size_t second_size,
+                   bool second_may_be_empty, std::vector<uint32_t>& second_freq, std::vector<uint32_t>& second_cum,
+                   std::vector<uint32_t>* second_listed);
 
 // An upper bound of the bytes two tables over these alphabets take, padding
 // to 4 bytes included, whatever they list.

@@ -143,8 +143,13 @@ std::vector<uint64_t> count_symbols(ByteSpan symbols, uint32_t alphabet, const E
     const size_t begin = n * r / parts, end = n * (r + 1) / parts;
     const size_t width = A + 1;
     const uint32_t cap = static_cast<uint32_t>(A);
-    thread_local std::vector<uint32_t> h;  // kept per thread: no allocation (and page faults) per call
-    h.assign(4 * width, 0);
+    // Kept per thread and all zero between calls: no allocation (and page
+    // faults) per call, and a part shorter than the alphabet (a small
+    // chunk's stream) is summed and cleared at its own symbols, not at all
+    // 4(A + 1) entries.
+    thread_local std::vector<uint32_t> h;
+    if (h.size() < 4 * width) h.assign(4 * width, 0);
+    hists[r].assign(A, 0);  // before the tallies: nothing between them and their clearing throws
     uint32_t top = 0;
     size_t i = begin;
     for (; i + 4 <= end; i += 4) {
@@ -161,14 +166,28 @@ std::vector<uint64_t> count_symbols(ByteSpan symbols, uint32_t alphabet, const E
       top = std::max<uint32_t>(top, symbol_at(data, i));
     }
     largest[r] = top;
-    hists[r].assign(A, 0);
-    for (size_t s = 0; s < A; ++s) hists[r][s] = uint64_t{h[s]} + h[width + s] + h[2 * width + s] + h[3 * width + s];
+    const auto take = [&](size_t s) {  // s's four tallies, cleared; += : a symbol met again adds 0
+      const uint64_t sum = uint64_t{h[s]} + h[width + s] + h[2 * width + s] + h[3 * width + s];
+      h[s] = h[width + s] = h[2 * width + s] = h[3 * width + s] = 0;
+      return sum;
+    };
+    if (end - begin < A) {
+      for (i = begin; i < end; ++i) {
+        const size_t s = std::min<uint32_t>(symbol_at(data, i), cap);
+        const uint64_t sum = take(s);
+        if (s < A) hists[r][s] += sum;  // slot A: a symbol refused below
+      }
+    } else {
+      for (size_t s = 0; s < A; ++s) hists[r][s] = take(s);
+      take(A);
+    }
   });
   for (size_t r = 0; r < parts; ++r) {
     if (largest[r] >= A) {
       throw UsageError("ANS symbol " + std::to_string(largest[r]) + " outside the alphabet of " + std::to_string(A));
     }
   }
+  if (parts == 1) return std::move(hists[0]);
   std::vector<uint64_t> counts(A, 0);
   for (const auto& h : hists) {
     for (size_t s = 0; s < A; ++s) counts[s] += h[s];

@@ -54,19 +54,29 @@ class BitWriter {
 };
 
 // A table: gamma(used + 1), then per used symbol, in increasing order, the
-// gap from the previous one (the first: s + 1) and f, both as gamma.
-void put_table(BitWriter& w, const std::vector<uint32_t>& freq) {
+// gap from the previous one (the first: s + 1) and f, both as gamma. Over
+// `count` candidates (symbol(i) increasing, f(i) possibly 0: not listed).
+template <typename Symbol, typename Freq>
+void put_table(BitWriter& w, size_t count, Symbol&& symbol, Freq&& freq) {
   size_t used = 0;
-  for (const uint32_t f : freq) used += f != 0;
+  for (size_t i = 0; i < count; ++i) used += freq(i) != 0;
   w.gamma(used + 1);
   size_t next = 0;  // the previous used symbol + 1
-  for (size_t s = 0; s < freq.size(); ++s) {
-    if (freq[s] == 0) continue;
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t f = freq(i);
+    if (f == 0) continue;
+    const size_t s = symbol(i);
     w.gamma(s + 1 - next);
-    w.gamma(freq[s]);
+    w.gamma(f);
     next = s + 1;
   }
 }
+
+void put_table(BitWriter& w, const std::vector<uint32_t>& freq) {
+  put_table(w, freq.size(), [](size_t i) { return i; }, [&](size_t i) { return freq[i]; });
+}
+
+uint64_t gamma_bits(uint64_t v) { return uint64_t{2} * (63 - static_cast<unsigned>(__builtin_clzll(v))) + 1; }
 
 // Reads the tables' bit string from data[begin, end). `short_` turns true
 // (and reads stop) when a read would pass `end`.
@@ -106,14 +116,17 @@ class BitReader {
 // One table over `size` symbols into freq (size entries) and cum (size + 1).
 // Returns false when the prefix ran out. `may_be_empty`: used == 0 allowed.
 bool read_table(BitReader& r, size_t size, unsigned prob_bits, bool may_be_empty, const char* empty_message,
-                std::vector<uint32_t>& freq, std::vector<uint32_t>& cum) {
+                std::vector<uint32_t>& freq, std::vector<uint32_t>& cum, std::vector<uint32_t>* listed) {
   const uint64_t used = r.gamma() - 1;
   if (r.short_) return false;
   freq.assign(size, 0);
   cum.assign(size + 1, 0);
   require_format(used > 0 || may_be_empty, empty_message);
   require_format(used <= size, "ANS: table lists more symbols than its alphabet");
+  if (listed != nullptr) listed->clear();
   const uint64_t total = uint64_t{1} << prob_bits;
+  // cum is constant between listed symbols: filled a run at a time up to each.
+  size_t cum_at = 1;  // cum[cum_at..] not yet written (cum[0] = 0)
   uint64_t sum = 0;
   uint64_t next = 0;  // the previous listed symbol + 1
   for (uint64_t i = 0; i < used; ++i) {
@@ -122,14 +135,17 @@ bool read_table(BitReader& r, size_t size, unsigned prob_bits, bool may_be_empty
     if (r.short_) return false;
     require_format(gap <= size - next, "ANS: table symbol outside its alphabet");
     const uint64_t s = next + gap - 1;
+    std::fill(cum.begin() + cum_at, cum.begin() + s + 1, static_cast<uint32_t>(sum));
     sum += f;
     require_format(sum <= total, "ANS: table frequencies exceed 2^M");
     freq[s] = static_cast<uint32_t>(f);
+    if (listed != nullptr) listed->push_back(static_cast<uint32_t>(s));
     next = s + 1;
+    cum_at = next;
   }
   if (used == 0) return true;
   require_format(sum == total, "ANS: table frequencies do not sum to 2^M");
-  for (size_t s = 0; s < size; ++s) cum[s + 1] = cum[s] + freq[s];
+  std::fill(cum.begin() + cum_at, cum.end(), static_cast<uint32_t>(sum));
   return true;
 }
 
@@ -165,21 +181,28 @@ uint64_t lane_count(uint64_t n, const Config& config) {
 }
 
 uint16_t mode_of(const std::vector<uint64_t>& counts) {
+  // The largest count, then the first symbol that has it: two loops without
+  // a carried index, which the compiler vectorises (a pass over 8192 counts
+  // per stream, whatever its length).
+  uint64_t top = 0;
+  for (const uint64_t c : counts) top = std::max(top, c);
   size_t best = 0;
-  for (size_t s = 1; s < counts.size(); ++s) {
-    if (counts[s] > counts[best]) best = s;
-  }
+  while (best + 1 < counts.size() && counts[best] != top) ++best;
   return static_cast<uint16_t>(best);
 }
 
 std::vector<uint32_t> normalize(const std::vector<uint64_t>& counts, unsigned prob_bits) {
+  return normalize(counts.data(), counts.size(), prob_bits);
+}
+
+std::vector<uint32_t> normalize(const uint64_t* counts, size_t size, unsigned prob_bits) {
   const uint64_t total_f = uint64_t{1} << prob_bits;
-  std::vector<uint32_t> f(counts.size(), 0);
+  std::vector<uint32_t> f(size, 0);
   unsigned __int128 total = 0;
   size_t counted = 0;
-  for (const uint64_t c : counts) {
-    total += c;
-    counted += c != 0;
+  for (size_t s = 0; s < size; ++s) {
+    total += counts[s];
+    counted += counts[s] != 0;
   }
   if (counted == 0) return f;
   if (counted > total_f) {
@@ -188,7 +211,7 @@ std::vector<uint32_t> normalize(const std::vector<uint64_t>& counts, unsigned pr
   }
   const bool small = total < (static_cast<unsigned __int128>(1) << (64 - prob_bits));  // so is every count
   uint64_t sum = 0;
-  for (size_t s = 0; s < counts.size(); ++s) {
+  for (size_t s = 0; s < size; ++s) {
     if (counts[s] == 0) continue;
     // The same quotient in 64 bits where it fits (every real input): a
     // 128-bit division is a library call.
@@ -199,7 +222,7 @@ std::vector<uint32_t> normalize(const std::vector<uint64_t>& counts, unsigned pr
   }
   if (sum < total_f) {
     size_t most = 0;
-    for (size_t s = 1; s < counts.size(); ++s) {
+    for (size_t s = 1; s < size; ++s) {
       if (counts[s] > counts[most]) most = s;
     }
     f[most] += static_cast<uint32_t>(total_f - sum);
@@ -238,6 +261,20 @@ std::vector<uint32_t> cumulative(const std::vector<uint32_t>& freq) {
   return cum;
 }
 
+std::vector<uint32_t> cumulative(size_t size, const uint32_t* symbols, const uint32_t* freq, size_t count) {
+  std::vector<uint32_t> cum(size + 1);
+  uint32_t sum = 0;
+  size_t at = 0;  // cum[at..] not yet written
+  for (size_t i = 0; i < count; ++i) {
+    if (freq[i] == 0) continue;
+    std::fill(cum.begin() + at, cum.begin() + symbols[i] + 1, sum);
+    sum += freq[i];
+    at = symbols[i] + 1;
+  }
+  std::fill(cum.begin() + at, cum.end(), sum);
+  return cum;
+}
+
 Bytes write_head(uint64_t n, uint16_t mode, const std::vector<uint32_t>& run_freq,
                  const std::vector<uint32_t>& symbol_freq) {
   Bytes out;
@@ -273,7 +310,6 @@ size_t read_varint(const uint8_t* data, size_t at, size_t end, uint64_t& value) 
 }
 
 uint64_t table_bits(const std::vector<uint32_t>& freq) {
-  const auto gamma_bits = [](uint64_t v) { return uint64_t{2} * (63 - static_cast<unsigned>(__builtin_clzll(v))) + 1; };
   uint64_t used = 0, bits = 0;
   size_t next = 0;
   for (size_t s = 0; s < freq.size(); ++s) {
@@ -281,6 +317,18 @@ uint64_t table_bits(const std::vector<uint32_t>& freq) {
     ++used;
     bits += gamma_bits(s + 1 - next) + gamma_bits(freq[s]);
     next = s + 1;
+  }
+  return bits + gamma_bits(used + 1);
+}
+
+uint64_t table_bits(const uint32_t* symbols, const uint32_t* freq, size_t count) {
+  uint64_t used = 0, bits = 0;
+  size_t next = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (freq[i] == 0) continue;
+    ++used;
+    bits += gamma_bits(symbols[i] + 1 - next) + gamma_bits(freq[i]);
+    next = symbols[i] + 1;
   }
   return bits + gamma_bits(used + 1);
 }
@@ -295,13 +343,34 @@ void append_tables(Bytes& out, const std::vector<uint32_t>& first, const std::ve
   out.resize(align4(out.size()), 0);
 }
 
+void append_tables(Bytes& out, const std::vector<uint32_t>& first, const uint32_t* second_symbols,
+                   const uint32_t* second_freq, size_t second_count) {
+  {
+    BitWriter w(out);
+    put_table(w, first);
+    put_table(
+        w, second_count, [&](size_t i) { return second_symbols[i]; }, [&](size_t i) { return second_freq[i]; });
+    w.finish();
+  }
+  out.resize(align4(out.size()), 0);
+}
+
 size_t read_tables(const uint8_t* data, size_t begin, size_t end, unsigned prob_bits, size_t first_size,
                    std::vector<uint32_t>& first_freq, std::vector<uint32_t>& first_cum, size_t second_size,
                    bool second_may_be_empty, std::vector<uint32_t>& second_freq, std::vector<uint32_t>& second_cum) {
+  return read_tables(data, begin, end, prob_bits, first_size, first_freq, first_cum, second_size, second_may_be_empty,
+                     second_freq, second_cum, nullptr);
+}
+
+size_t read_tables(const uint8_t* data, size_t begin, size_t end, unsigned prob_bits, size_t first_size,
+                   std::vector<uint32_t>& first_freq, std::vector<uint32_t>& first_cum, size_t second_size,
+                   bool second_may_be_empty, std::vector<uint32_t>& second_freq, std::vector<uint32_t>& second_cum,
+                   std::vector<uint32_t>* second_listed) {
   BitReader r(data, begin, end);
   const bool whole =
-      read_table(r, first_size, prob_bits, false, "ANS: empty run table", first_freq, first_cum) &&
-      read_table(r, second_size, prob_bits, second_may_be_empty, "ANS: empty symbol table", second_freq, second_cum);
+      read_table(r, first_size, prob_bits, false, "ANS: empty run table", first_freq, first_cum, nullptr) &&
+      read_table(r, second_size, prob_bits, second_may_be_empty, "ANS: empty symbol table", second_freq, second_cum,
+                 second_listed);
   if (!whole) return 0;
   const size_t end_bits = r.bit_position();
   const size_t padded = align4((end_bits + 7) / 8);

@@ -99,7 +99,8 @@ void decode_interleaved(ByteSpan stream, const InterleavedConfig& config, Bytes&
   thread_local std::vector<cpu::FreqCum> run_fc, symbol_fc;
   const LaneDecoder decoder{
       cpu::make_table(layout.run_freq, layout.run_cum, config.prob_bits, run_token, run_fc),
-      cpu::make_table(layout.symbol_freq, layout.symbol_cum, config.prob_bits, symbol_token, symbol_fc),
+      cpu::make_table(layout.symbol_freq, layout.symbol_cum, layout.symbol_listed, config.prob_bits, symbol_token,
+                      symbol_fc),
       config.prob_bits,
       layout.mode,
       config.alphabet,

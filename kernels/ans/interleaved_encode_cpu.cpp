@@ -130,16 +130,21 @@ void encode_interleaved(ByteSpan symbols, const InterleavedConfig& config, Bytes
     return;
   }
 
-  // Only the tokens with f > 0 are set: no other token occurs in the input.
-  std::vector<cpu::EncSymbol> run_enc(plan.run_freq.size()), symbol_enc(plan.symbol_freq.size());
+  // Only the tokens with f > 0 are set: no other token occurs in the input,
+  // so the others are never read. Kept per thread, sized once: setting them
+  // costs the listed symbols, not A.
+  thread_local std::vector<cpu::EncSymbol> run_enc, symbol_enc;
+  run_enc.resize(plan.run_freq.size());
+  symbol_enc.resize(plan.symbol_freq.size());
   for (size_t t = 0; t < run_enc.size(); ++t) {
     if (plan.run_freq[t] != 0) run_enc[t] = cpu::make_symbol(plan.run_freq[t], plan.run_cum[t], config.prob_bits);
   }
-  for (size_t s = 0; s < symbol_enc.size(); ++s) {
-    if (plan.symbol_freq[s] != 0) {
-      symbol_enc[s] = cpu::make_symbol(plan.symbol_freq[s], plan.symbol_cum[s], config.prob_bits);
-    }
+  for (const uint32_t s : plan.symbol_listed) {
+    symbol_enc[s] = cpu::make_symbol(plan.symbol_freq[s], plan.symbol_cum[s], config.prob_bits);
   }
+  // (A thread_local's name means the running thread's: the workers get these pointers.)
+  const cpu::EncSymbol* const run_table = run_enc.data();
+  const cpu::EncSymbol* const symbol_table = symbol_enc.data();
 
   const uint64_t S = plan.lane_symbols, K = plan.lanes;
   const uint32_t W = plan.states;
@@ -162,7 +167,7 @@ void encode_interleaved(ByteSpan symbols, const InterleavedConfig& config, Bytes
       pair_counts[k] = pairs.count;
       if (scratch.size() < 2 * len + 1) scratch.resize(2 * len + 1);
       uint16_t* end = scratch.data() + 2 * len + 1;
-      const size_t words = code_lane(pairs, W, run_enc.data(), symbol_enc.data(), end, states.data() + k * W);
+      const size_t words = code_lane(pairs, W, run_table, symbol_table, end, states.data() + k * W);
       lane_words[k].assign(end - words, end);
     }
   });

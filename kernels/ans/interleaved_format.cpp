@@ -29,27 +29,10 @@ size_t varint_size(uint64_t v) {
   return b;
 }
 
-// Splits the counts of one tokenization (one cap) into the two tables' counts.
-struct CapCounts {
-  std::vector<uint64_t> run, symbol;
-  uint64_t pairs = 0;
-};
-
-CapCounts cap_counts(const uint64_t* run, uint32_t cap, uint64_t esc, const std::vector<uint64_t>& counts,
-                     uint16_t mode) {
-  CapCounts c;
-  c.run.assign(run, run + cap + 1);
-  for (const uint64_t r : c.run) c.pairs += r;
-  c.symbol.assign(counts.begin(), counts.end());
-  c.symbol[mode] = 0;
-  c.symbol.push_back(esc);  // ESC = A
-  return c;
-}
-
-// P(C): the sum over every counted token of c * (16 M - lg16(f)).
-uint64_t payload_bits16(const std::vector<uint64_t>& counts, const std::vector<uint32_t>& freq, unsigned prob_bits) {
+// P(C)'s share of a table: the sum over every counted token of c * (16 M - lg16(f)).
+uint64_t payload_bits16(const uint64_t* counts, const uint32_t* freq, size_t size, unsigned prob_bits) {
   uint64_t p = 0;
-  for (size_t v = 0; v < counts.size(); ++v) {
+  for (size_t v = 0; v < size; ++v) {
     if (counts[v] != 0) p += counts[v] * (16 * prob_bits - lg16(freq[v]));
   }
   return p;
@@ -139,32 +122,69 @@ Plan plan(uint64_t n, const std::vector<uint64_t>& counts, const TileHistograms&
   check_config(config);
   if (n == 0) throw UsageError("ANS (interleaved): no plan for an empty input");
   if (counts.size() != config.alphabet) throw UsageError("ANS (interleaved): counts must have A entries");
+  // The symbol tokens as a list of the counted ones (s != m, then ESC = A),
+  // in increasing order: normalised, costed and written as the whole
+  // alphabet's table would be, at a cost that scales with the symbols that
+  // occur, not with A (a small chunk's stream has a few hundred of 8192).
+  // One pass over the counts lists them (m too, taken out below) and sums them.
+  std::vector<uint32_t> listed;
+  std::vector<uint64_t> listed_counts;
   uint64_t total = 0;
-  for (const uint64_t c : counts) total += c;
+  for (uint32_t s = 0; s < config.alphabet; ++s) {
+    if (counts[s] != 0) {
+      total += counts[s];
+      listed.push_back(s);
+      listed_counts.push_back(counts[s]);
+    }
+  }
   if (total != n) throw UsageError("ANS (interleaved): counts do not sum to n");
 
   Plan p;
   p.n = n;
-  p.mode = format::mode_of(counts);
+  // m = format::mode_of(counts): the first listed symbol with the largest count.
+  size_t mode_at = 0;
+  for (size_t i = 1; i < listed.size(); ++i) {
+    if (listed_counts[i] > listed_counts[mode_at]) mode_at = i;
+  }
+  p.mode = static_cast<uint16_t>(listed[mode_at]);
+  listed.erase(listed.begin() + mode_at);
+  listed_counts.erase(listed_counts.begin() + mode_at);
   const unsigned M = config.prob_bits;
-  const auto cost_of = [&](const CapCounts& c, std::vector<uint32_t>& run_freq, std::vector<uint32_t>& symbol_freq) {
-    run_freq = format::normalize(c.run, M);
-    symbol_freq = format::normalize(c.symbol, M);
-    const uint64_t p16 = payload_bits16(c.run, run_freq, M) + payload_bits16(c.symbol, symbol_freq, M);
-    return format::table_bits(run_freq) + format::table_bits(symbol_freq) + p16 / 16;
+  listed.push_back(config.alphabet);
+  listed_counts.push_back(0);
+  struct Cost {
+    uint64_t bits = 0, pairs = 0;
+    std::vector<uint32_t> run_freq, symbol_freq;  // symbol_freq: one per listed token
   };
-  const CapCounts small = cap_counts(histograms.run63, kCapSmall, histograms.esc63, counts, p.mode);
-  const CapCounts large = cap_counts(histograms.run255, kCapLarge, histograms.esc255, counts, p.mode);
-  std::vector<uint32_t> run_small, symbol_small, run_large, symbol_large;
-  p.cost_small = cost_of(small, run_small, symbol_small);
-  p.cost_large = cost_of(large, run_large, symbol_large);
+  const auto cost_of = [&](const uint64_t* run, uint32_t cap, uint64_t esc) {
+    Cost c;
+    for (uint32_t t = 0; t <= cap; ++t) c.pairs += run[t];
+    listed_counts.back() = esc;
+    c.run_freq = format::normalize(run, cap + 1, M);
+    c.symbol_freq = format::normalize(listed_counts.data(), listed.size(), M);
+    const uint64_t p16 = payload_bits16(run, c.run_freq.data(), cap + 1, M) +
+                         payload_bits16(listed_counts.data(), c.symbol_freq.data(), listed.size(), M);
+    c.bits = format::table_bits(c.run_freq) + format::table_bits(listed.data(), c.symbol_freq.data(), listed.size()) +
+             p16 / 16;
+    return c;
+  };
+  Cost small = cost_of(histograms.run63, kCapSmall, histograms.esc63);
+  Cost large = cost_of(histograms.run255, kCapLarge, histograms.esc255);
+  p.cost_small = small.bits;
+  p.cost_large = large.bits;
   const bool use_large = p.cost_large < p.cost_small;
+  Cost& chosen = use_large ? large : small;
   p.cap = use_large ? kCapLarge : kCapSmall;
-  p.pairs = use_large ? large.pairs : small.pairs;
-  p.run_freq = use_large ? std::move(run_large) : std::move(run_small);
-  p.symbol_freq = use_large ? std::move(symbol_large) : std::move(symbol_small);
+  p.pairs = chosen.pairs;
+  p.run_freq = std::move(chosen.run_freq);
   p.run_cum = format::cumulative(p.run_freq);
-  p.symbol_cum = format::cumulative(p.symbol_freq);
+  p.symbol_freq.assign(size_t{config.alphabet} + 1, 0);
+  for (size_t i = 0; i < listed.size(); ++i) {
+    p.symbol_freq[listed[i]] = chosen.symbol_freq[i];
+    if (chosen.symbol_freq[i] != 0) p.symbol_listed.push_back(listed[i]);
+  }
+  p.symbol_cum =
+      format::cumulative(p.symbol_freq.size(), listed.data(), chosen.symbol_freq.data(), listed.size());
 
   // Lane geometry: a state per 4096 estimated bits, and per 2048 pairs.
   const uint64_t bits = use_large ? p.cost_large : p.cost_small;
@@ -186,7 +206,7 @@ Plan plan(uint64_t n, const std::vector<uint64_t>& counts, const TileHistograms&
   p.head.push_back(static_cast<uint8_t>(p.cap));
   p.head.push_back(static_cast<uint8_t>(p.states));
   format::append_varint(p.head, p.lane_symbols);
-  format::append_tables(p.head, p.run_freq, p.symbol_freq);
+  format::append_tables(p.head, p.run_freq, listed.data(), chosen.symbol_freq.data(), listed.size());
   p.records_at = p.head.size();
   p.record_bytes = kRecordFixedBytes + 4 * size_t{p.states};
   p.payload_at = p.records_at + p.lanes * p.record_bytes;
@@ -252,7 +272,8 @@ Layout parse(const uint8_t* prefix, size_t prefix_size, size_t stream_size, cons
   layout.lane_symbols = S;
   const size_t records_at =
       format::read_tables(prefix, at, prefix_size, config.prob_bits, layout.cap + 1, layout.run_freq, layout.run_cum,
-                          size_t{config.alphabet} + 1, false, layout.symbol_freq, layout.symbol_cum);
+                          size_t{config.alphabet} + 1, false, layout.symbol_freq, layout.symbol_cum,
+                          &layout.symbol_listed);
   if (records_at == 0) return ask(head_bound);
   require_format(layout.symbol_freq[layout.mode] == 0, "ANS: the run symbol has a symbol frequency");
 

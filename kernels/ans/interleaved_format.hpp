@@ -77,6 +77,7 @@ struct Plan {
   // symbol tokens [0, A] with A = ESC (A + 1 and A + 2 entries; f(m) = 0).
   std::vector<uint32_t> run_freq, run_cum;
   std::vector<uint32_t> symbol_freq, symbol_cum;
+  std::vector<uint32_t> symbol_listed;  // the symbol tokens with f > 0, increasing
   Bytes head;                  // varint n, u8 1, u16 m, u8 C, u8 W, varint S, tables, zero padding to 4
   size_t records_at = 0;       // head.size()
   size_t record_bytes = 0;     // 8 + 4W
@@ -119,6 +120,7 @@ struct Layout {
   uint64_t lanes = 0;
   std::vector<uint32_t> run_freq, run_cum;        // C + 1, C + 2 entries
   std::vector<uint32_t> symbol_freq, symbol_cum;  // A + 1, A + 2 entries (A = ESC)
+  std::vector<uint32_t> symbol_listed;            // the symbol tokens with f > 0, increasing
   size_t records_at = 0;     // lane k's record at records_at + k * record_bytes
   size_t record_bytes = 0;   // 8 + 4W
   size_t payload_at = 0;     // lane 0's first word (method 0: the first symbol)

@@ -81,6 +81,23 @@ Table<Token> make_table(const std::vector<uint32_t>& freq, const std::vector<uin
   return Table<Token>{token.data(), fc.data()};
 }
 
+// The same from the table's list of symbols with f > 0 (increasing; the
+// table not empty): only their fc[] entries are set (no slot holds another)
+// and their slot ranges filled, which cover all 2^M slots, so the cost is
+// the slots and the listed symbols, not the alphabet.
+template <typename Token>
+Table<Token> make_table(const std::vector<uint32_t>& freq, const std::vector<uint32_t>& cum,
+                        const std::vector<uint32_t>& listed, unsigned prob_bits, std::vector<Token>& token,
+                        std::vector<FreqCum>& fc) {
+  token.resize(size_t{1} << prob_bits);
+  fc.resize(freq.size());
+  for (const uint32_t s : listed) {
+    fc[s] = FreqCum{freq[s], cum[s]};
+    std::fill(token.begin() + cum[s], token.begin() + cum[s] + freq[s], static_cast<Token>(s));
+  }
+  return Table<Token>{token.data(), fc.data()};
+}
+
 // Each symbol's count over the n = symbols.size / 2 u16 symbols (A
 // entries), counted in parallel on `exec`. UsageError naming the largest
 // symbol when one is >= A.
