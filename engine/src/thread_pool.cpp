@@ -62,9 +62,10 @@ class Pool {
     return *pool;
   }
 
-  void run(size_t count, const std::function<void(size_t)>& body, unsigned threads) {
+  void run(size_t count, const std::function<void(size_t)>& body, unsigned threads,
+           size_t min_items_per_thread = kMinItemsPerThread) {
     if (count == 0) return;
-    threads = static_cast<unsigned>(std::min<size_t>(threads, count / kMinItemsPerThread));
+    threads = static_cast<unsigned>(std::min<size_t>(threads, count / min_items_per_thread));
     if (threads <= 1 || count == 1 || tls_inside_worker) {
       for (size_t i = 0; i < count; ++i) body(i);
       return;
@@ -147,8 +148,15 @@ class PoolExecutor final : public Executor {
   // ceiling (policy.hpp, CpuFeaturesScope) to the workers of its loops.
   explicit PoolExecutor(unsigned threads) : threads_(threads), optional_isa_(optional_isa_allowed_here()) {}
   void parallel_for(size_t count, const std::function<void(size_t)>& body) const override {
+    run(count, body, kMinItemsPerThread);
+  }
+  void parallel_tasks(size_t count, const std::function<void(size_t)>& body) const override { run(count, body, 1); }
+  unsigned concurrency() const override { return threads_; }
+
+ private:
+  void run(size_t count, const std::function<void(size_t)>& body, size_t min_items_per_thread) const {
     if (optional_isa_) {
-      Pool::instance().run(count, body, threads_);
+      Pool::instance().run(count, body, threads_, min_items_per_thread);
       return;
     }
     const std::function<void(size_t)> held = [&body](size_t i) {
@@ -163,11 +171,9 @@ class PoolExecutor final : public Executor {
       }
       allowed = saved;
     };
-    Pool::instance().run(count, held, threads_);
+    Pool::instance().run(count, held, threads_, min_items_per_thread);
   }
-  unsigned concurrency() const override { return threads_; }
 
- private:
   unsigned threads_;
   bool optional_isa_;
 };

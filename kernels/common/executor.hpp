@@ -15,6 +15,13 @@ class Executor {
   // returns when all calls have returned. If a body throws, the first exception
   // is rethrown after the others have finished.
   virtual void parallel_for(size_t count, const std::function<void(size_t)>& body) const = 0;
+  // The same for a few heavy items (each a millisecond of work or so, e.g. a
+  // whole pipeline on a sample block): where parallel_for would keep a
+  // handful of items on the calling thread because waking threads costs more
+  // than small items gain, this gives each item a thread of its own.
+  virtual void parallel_tasks(size_t count, const std::function<void(size_t)>& body) const {
+    parallel_for(count, body);
+  }
   virtual unsigned concurrency() const = 0;
 };
 
