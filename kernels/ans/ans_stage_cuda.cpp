@@ -7,6 +7,7 @@
 
 #include "ans/ans_cuda.hpp"
 #include "ans/ans_stage.hpp"
+#include "ans/stage_cuda_prefix.hpp"
 #include "common/error.hpp"
 #include "common/stage/stage_device.hpp"
 
@@ -67,20 +68,11 @@ class AnsDevice final : public StageDeviceFor<AnsStage> {
                       DeviceWork& work, size_t max_stream_bytes) const override {
     const ans::Config& config = stage.coder_config();
     const DeviceBuffer& stream = out.at(0);
-    ans::cuda::DecodePlan plan;
-    if (stream.host) {
-      plan = ans::cuda::plan_decode(stream.host, stream.size, stream.size, config, max_stream_bytes);
-    } else {
-      std::vector<uint8_t> prefix;
-      const auto read = [&](size_t bytes) {
-        prefix.resize(bytes);
-        if (bytes > 0) work.read_back(stream.data, bytes, prefix.data());
-        return ans::cuda::plan_decode(prefix.data(), bytes, stream.size, config, max_stream_bytes);
-      };
-      plan = read(std::min(stream.size, ans::cuda::kFirstPrefixBytes));
-      if (plan.needed != 0) plan = read(plan.needed);
-      if (plan.needed != 0) throw std::logic_error("ANS: format::parse asked for a prefix twice");
-    }
+    const ans::cuda::DecodePlan plan = plan_from_stream_head(
+        stream, work, ans::cuda::kFirstPrefixBytes, 1, "ANS: format::parse asked for a prefix twice",
+        [&](const uint8_t* head, size_t bytes) {
+          return ans::cuda::plan_decode(head, bytes, stream.size, config, max_stream_bytes);
+        });
     in.resize(1);
     const size_t bytes = static_cast<size_t>(2 * plan.n);
     in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};

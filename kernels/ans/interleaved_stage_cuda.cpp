@@ -10,6 +10,7 @@
 #include "ans/ans_cuda.hpp"
 #include "ans/interleaved_cuda.hpp"
 #include "ans/interleaved_stage.hpp"
+#include "ans/stage_cuda_prefix.hpp"
 #include "common/error.hpp"
 #include "common/stage/stage_device.hpp"
 
@@ -70,20 +71,11 @@ class AnsInterleavedDevice final : public StageDeviceFor<AnsInterleavedStage> {
                       std::vector<DeviceBuffer>& in, DeviceWork& work, size_t max_stream_bytes) const override {
     const ans::InterleavedConfig& config = stage.coder_config();
     const DeviceBuffer& stream = out.at(0);
-    icuda::DecodePlan plan;
-    if (stream.host) {
-      plan = icuda::plan_decode(stream.host, stream.size, stream.size, config, max_stream_bytes);
-    } else {
-      std::vector<uint8_t> prefix;
-      const auto read = [&](size_t bytes) {
-        prefix.resize(bytes);
-        if (bytes > 0) work.read_back(stream.data, bytes, prefix.data());
-        return icuda::plan_decode(prefix.data(), bytes, stream.size, config, max_stream_bytes);
-      };
-      plan = read(std::min(stream.size, icuda::kFirstPrefixBytes));
-      for (int again = 0; again < 2 && plan.needed != 0; ++again) plan = read(plan.needed);
-      if (plan.needed != 0) throw std::logic_error("ANS interleaved: parse asked for a prefix three times");
-    }
+    const icuda::DecodePlan plan = plan_from_stream_head(
+        stream, work, icuda::kFirstPrefixBytes, 2, "ANS interleaved: parse asked for a prefix three times",
+        [&](const uint8_t* head, size_t bytes) {
+          return icuda::plan_decode(head, bytes, stream.size, config, max_stream_bytes);
+        });
     in.resize(1);
     const size_t bytes = static_cast<size_t>(2 * plan.n);
     in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
