@@ -136,6 +136,13 @@ namespace {
 // presets that do not tune to the range) it stays as it was.
 // iris hybrid_height theta, cuszhi-cr NOA 1e-4 / 1e-2: 3.48 -> 4.75 /
 // 34.6 -> 39.9 (docs/PERFORMANCE.md).
+// x as a float, rounded toward zero (a working bound never exceeds its target).
+float float_toward_zero(double x) {
+  float f = static_cast<float>(x);
+  if (static_cast<double>(f) > x) f = std::nextafter(f, 0.0f);
+  return f;
+}
+
 double with_rounding_margin(const DataType& dtype, const ChunkFacts& facts, double working) {
   if (!facts.magnitude || !std::isfinite(*facts.magnitude)) return working;
   double half_ulp;
@@ -150,8 +157,7 @@ double with_rounding_margin(const DataType& dtype, const ChunkFacts& facts, doub
   if (!(half_ulp < 0.5 * working)) return working;
   const double target = working - half_ulp;
   if (dtype.size == 4) {
-    float f = static_cast<float>(target);
-    if (static_cast<double>(f) > target) f = std::nextafter(f, 0.0f);
+    const float f = float_toward_zero(target);
     return f >= FLT_MIN ? double(f) : working;
   }
   return target >= DBL_MIN ? target : working;
@@ -165,8 +171,7 @@ std::optional<PredictorBound> predictor_bound(const DataType& dtype, const Chunk
   b.enforced = *facts.enforced;
   b.facts = facts;
   if (dtype.size == 4) {
-    float f = static_cast<float>(b.enforced);
-    if (static_cast<double>(f) > b.enforced) f = std::nextafter(f, 0.0f);
+    const float f = float_toward_zero(b.enforced);
     if (!(f >= FLT_MIN) || !std::isfinite(2.0f * f)) return std::nullopt;
     b.working = f;
   } else {
