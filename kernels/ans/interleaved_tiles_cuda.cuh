@@ -179,15 +179,25 @@ __global__ void __launch_bounds__(kTileThreads)
   }
 }
 
+// The most pairs one step of walk_tile makes: a pair per symbol, and the
+// cap tokens of the runs that end in the step, which together are at most a
+// tile long (the smaller cap, 63, the most of them).
+constexpr uint32_t kStepPairs = 256 + kTileSymbols / kSmallCap + 1;
+
 // The pairs (run token << 16 | symbol token, ESC = esc) of each tile with
-// cap C, tile t's from pairs + start[t] (the exclusive scan of its pair
-// counts): a warp per tile, each thread's pairs placed by a warp scan.
+// cap C (kSmallCap or kLargeCap), tile t's from pairs + start[t] (the
+// exclusive scan of its pair counts): a warp per tile, each thread's pairs
+// placed by a warp scan into the warp's shared buffer, then written out by
+// the warp in consecutive words (each thread storing its own pairs where they
+// fall took 3-4x as long: 0.9 of 1.2 ms for 117M codes on the H200).
 __global__ void __launch_bounds__(kTileThreads)
     tokenize_kernel(const uint8_t* symbols, uint64_t n, uint64_t tiles, uint32_t mode, uint32_t cap, uint32_t esc,
                     const unsigned long long* start, uint32_t* pairs) {
+  __shared__ uint32_t staged[kTileWarps][kStepPairs];
   const unsigned lane = threadIdx.x % 32;
   const uint64_t tile = uint64_t{blockIdx.x} * kTileWarps + threadIdx.x / 32;
   if (tile >= tiles) return;  // the same for the whole warp
+  uint32_t* step_pairs = staged[threadIdx.x / 32];
   const uint64_t begin = tile * kTileSymbols;
   const uint32_t len = static_cast<uint32_t>(n - begin < kTileSymbols ? n - begin : kTileSymbols);
   uint32_t* out = pairs + start[tile];
@@ -211,9 +221,12 @@ __global__ void __launch_bounds__(kTileThreads)
                                  const int pos = static_cast<int>(base + i);
                                  uint32_t R = static_cast<uint32_t>(pos - prev - 1);
                                  prev = pos;
-                                 for (; R >= cap; R -= cap) out[at++] = full;
-                                 out[at++] = R << 16 | v[i];
+                                 for (; R >= cap; R -= cap) step_pairs[at++] = full;
+                                 step_pairs[at++] = R << 16 | v[i];
                                }
+                               __syncwarp();
+                               for (uint32_t i = lane; i < total; i += 32) out[i] = step_pairs[i];
+                               __syncwarp();  // (the buffer is written again in the next step)
                                out += total;
                              });
   if (lane == 0) {  // the tile's final run
