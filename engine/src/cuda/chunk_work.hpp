@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "cuda/device_context.hpp"
@@ -18,21 +20,25 @@ constexpr size_t kArenaMaxBytes = size_t{64} << 20;
 
 // Device memory for one chunk: from the lane's arena while it lasts, then from
 // the pool; all of it given back (stream-ordered) when the chunk is done.
+// Independent stages of the chunk may run side by side on lanes of their own
+// (side_by_side), each with a ChunkWork of its own kept until this one ends.
 class ChunkWork final : public DeviceWork {
  public:
-  ChunkWork(DeviceContext& context, Lane& lane) : context_(context), lane_(lane) {
-    if (lane.arena_wanted > lane.arena_capacity) {
-      context.release(lane.arena, lane.stream);
-      lane.arena = nullptr;
-      lane.arena_capacity = 0;
-      lane.arena = static_cast<uint8_t*>(context.allocate(lane.arena_wanted, lane.stream));
-      lane.arena_capacity = lane.arena_wanted;
-    }
-  }
-  ~ChunkWork() override {
-    for (void* p : allocations_) context_.release(p, lane_.stream);
-    lane_.arena_wanted = std::min(std::max(lane_.arena_wanted, requested_), kArenaMaxBytes);
-  }
+  ChunkWork(DeviceContext& context, Lane& lane);  // (chunk_work.cpp, as the rest of its lifetime)
+  ~ChunkWork() override;
+  ChunkWork(const ChunkWork&) = delete;
+  ChunkWork& operator=(const ChunkWork&) = delete;
+
+  // Runs body(k, work_k) for every k < count at the same time, each on a lane
+  // of its own (leased for as long as this chunk lasts, with its own device
+  // memory, pinned read-back buffer and status words) and a host thread of
+  // its own, since stages read values back: the three code groups' ANS
+  // stages of cuszhi-cr, whose small groups are chains of dependent steps
+  // that leave most of the GPU idle (docs/PERFORMANCE.md). Every branch
+  // starts after what this chunk's lane enqueued so far, and what the lane
+  // enqueues afterwards waits for every branch. The first exception a body
+  // throws is rethrown once all are done. (chunk_work.cpp)
+  void side_by_side(size_t count, const std::function<void(size_t, DeviceWork&)>& body);
   uint8_t* allocate(size_t bytes) override {
     DeviceContext::take_injected_allocation_failure();  // the arena counts as an allocation too
     const size_t aligned = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;  // as the pool aligns
@@ -60,7 +66,8 @@ class ChunkWork final : public DeviceWork {
     check(cudaStreamSynchronize(lane_.stream), "read back");
     std::memcpy(host, pinned, bytes);
   }
-  const std::vector<uint32_t*>& status_words() const { return status_words_; }
+  // This chunk's status words and word blocks, its branches' included.
+  std::vector<uint32_t*> status_words() const;
 
   // A zeroed device word. Status words and the like sit side by side in
   // blocks of kBlockWords, each cleared by one memset, so that one copy can
@@ -75,10 +82,11 @@ class ChunkWork final : public DeviceWork {
     }
     return word_blocks_.back() + words_in_last_block_++;
   }
-  const std::vector<uint32_t*>& word_blocks() const { return word_blocks_; }
-  size_t words_in_last_block() const { return words_in_last_block_; }
+  std::vector<uint32_t*> word_blocks() const;
 
  private:
+  struct Branch;
+
   DeviceContext& context_;
   Lane& lane_;
   std::vector<void*> allocations_;  // from the pool
@@ -87,6 +95,7 @@ class ChunkWork final : public DeviceWork {
   std::vector<uint32_t*> status_words_;
   std::vector<uint32_t*> word_blocks_;
   size_t words_in_last_block_ = 0;
+  std::vector<std::unique_ptr<Branch>> branches_;
 };
 
 }  // namespace fz::engine::cuda

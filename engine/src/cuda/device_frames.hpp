@@ -58,14 +58,13 @@ class WordsOnHost {
  public:
   WordsOnHost(ChunkWork& work, Lane& lane, const uint32_t* extra) {
     constexpr size_t kWords = ChunkWork::kBlockWords;
-    const auto& blocks = work.word_blocks();
+    // Whole blocks (each zeroed whole when made), the branches' too.
+    const std::vector<uint32_t*> blocks = work.word_blocks();
     auto* pinned = reinterpret_cast<uint32_t*>(lane.scalars.reserve(std::max<size_t>(blocks.size(), 1) * kWords * 4));
-    for (size_t k = 0; k < blocks.size(); ++k) {
-      const size_t used = k + 1 == blocks.size() ? work.words_in_last_block() : kWords;
-      check(cudaMemcpyAsync(pinned + k * kWords, blocks[k], used * sizeof(uint32_t), cudaMemcpyDeviceToHost,
-                                  lane.stream),
-                  "status download");
-    }
+    for (size_t k = 0; k < blocks.size(); ++k)
+      check(cudaMemcpyAsync(pinned + k * kWords, blocks[k], kWords * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                            lane.stream),
+            "status download");
     words_ = pinned;
     // Where a word lands: its block's place, then its place in the block.
     auto slot = [&](const uint32_t* word) {

@@ -5,37 +5,129 @@
 
 #include "cuda/value_range_cuda.hpp"
 #include "device_forward.hpp"
-#include "presets/predictor_choice.hpp"
 #include "presets/presets.hpp"
 #include "thread_pool.hpp"
 
 namespace fz::engine {
 namespace cuda {
 
-std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chunk, DeviceWork& work) {
-  std::vector<DeviceBuffer> buffers{chunk};
-  for (const StageNode& node : pipeline.nodes()) {
-    std::vector<DeviceBuffer> in;
-    for (uint8_t id : node.inputs) in.push_back(buffers.at(id));
-    std::vector<DeviceBuffer> out;
-    node.stage->forward_device(in, out, work);
-    if (out.size() != node.output_count) throw std::logic_error("GPU stage produced the wrong number of streams");
-    buffers.resize(std::max<size_t>(buffers.size(), node.first_output + node.output_count));
-    for (size_t i = 0; i < out.size(); ++i) buffers[node.first_output + i] = out[i];
+namespace {
+
+bool reads_output_of(const StageNode& reader, const StageNode& writer) {
+  for (uint8_t id : reader.inputs)
+    if (id >= writer.first_output && id < writer.first_output + writer.output_count) return true;
+  return false;
+}
+
+bool share_an_input(const StageNode& a, const StageNode& b) {
+  for (uint8_t id : a.inputs)
+    if (std::find(b.inputs.begin(), b.inputs.end(), id) != b.inputs.end()) return true;
+  return false;
+}
+
+// The end of the run of nodes from `first` on that are independent of one
+// another: none reads a stream another writes, and no two read the same
+// stream (whose inverse both would rebuild). Such a run may go side by side
+// both ways: forward in any order, then the next run; inverse the same runs
+// from the last.
+size_t independent_run_end(const std::vector<StageNode>& nodes, size_t first) {
+  size_t end = first + 1;
+  for (; end < nodes.size(); ++end)
+    for (size_t k = first; k < end; ++k)
+      if (reads_output_of(nodes[end], nodes[k]) || share_an_input(nodes[end], nodes[k])) return end;
+  return end;
+}
+
+void forward_node(const StageNode& node, const std::vector<DeviceBuffer>& buffers, std::vector<DeviceBuffer>& out,
+                  DeviceWork& work) {
+  std::vector<DeviceBuffer> in;
+  for (uint8_t id : node.inputs) in.push_back(buffers.at(id));
+  node.stage->forward_device(in, out, work);
+  if (out.size() != node.output_count) throw std::logic_error("GPU stage produced the wrong number of streams");
+}
+
+void inverse_node(const StageNode& node, const std::vector<DeviceBuffer>& view, std::vector<DeviceBuffer>& ins,
+                  DeviceWork& work, size_t max_stream_bytes) {
+  std::vector<DeviceBuffer> outs;
+  for (size_t i = 0; i < node.output_count; ++i) outs.push_back(view[node.first_output + i]);
+  node.stage->inverse_device(outs, ins, work, max_stream_bytes);
+  if (ins.size() != node.inputs.size()) throw std::logic_error("GPU inverse produced the wrong number of streams");
+}
+
+}  // namespace
+
+ChunkWork* side_by_side_for(ChunkWork& work, size_t chunk_bytes) {
+  return chunk_bytes >= kSideBySideMinBytes ? &work : nullptr;
+}
+
+void forward_nodes(const Pipeline& pipeline, size_t first, size_t last, std::vector<DeviceBuffer>& buffers,
+                   DeviceWork& work, ChunkWork* side_by_side) {
+  const std::vector<StageNode>& nodes = pipeline.nodes();
+  while (first < last) {
+    const size_t end = side_by_side ? std::min(last, independent_run_end(nodes, first)) : first + 1;
+    std::vector<std::vector<DeviceBuffer>> outs(end - first);
+    if (end - first > 1) {
+      side_by_side->side_by_side(end - first, [&](size_t k, DeviceWork& branch) {
+        forward_node(nodes[first + k], buffers, outs[k], branch);
+      });
+    } else {
+      forward_node(nodes[first], buffers, outs[0], work);
+    }
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const StageNode& node = nodes[first + k];
+      buffers.resize(std::max<size_t>(buffers.size(), node.first_output + node.output_count));
+      for (size_t i = 0; i < outs[k].size(); ++i) buffers[node.first_output + i] = outs[k][i];
+    }
+    first = end;
   }
+}
+
+size_t shared_prefix_nodes(const DevicePrefix& prefix, const Pipeline& pipeline) {
+  if (!prefix.pipeline || prefix.nodes > pipeline.nodes().size()) return 0;
+  if (prefix.pipeline.get() == &pipeline) return prefix.nodes;
+  const std::vector<StageNode>& ran = prefix.pipeline->nodes();
+  const std::vector<StageNode>& wanted = pipeline.nodes();
+  for (size_t i = 0; i < prefix.nodes; ++i) {
+    const StageNode &a = ran[i], &b = wanted[i];
+    if (a.inputs != b.inputs || a.first_output != b.first_output || a.output_count != b.output_count ||
+        a.stage->type() != b.stage->type() || a.stage->config() != b.stage->config())
+      return 0;
+  }
+  return prefix.nodes;
+}
+
+std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chunk, DeviceWork& work,
+                                      ChunkWork* side_by_side, const DevicePrefix* prefix) {
+  std::vector<DeviceBuffer> buffers{chunk};
+  size_t first = 0;
+  if (prefix && !prefix->buffers.empty() && prefix->buffers[0].data == chunk.data &&
+      prefix->buffers[0].size == chunk.size && (first = shared_prefix_nodes(*prefix, pipeline)) > 0)
+    buffers = prefix->buffers;
+  forward_nodes(pipeline, first, pipeline.nodes().size(), buffers, work, side_by_side);
   return buffers;
 }
 
 DeviceBuffer run_inverse(const Pipeline& pipeline, std::vector<DeviceBuffer> view, ChunkWork& work,
-                         size_t max_stream_bytes) {
-  const auto& nodes = pipeline.nodes();
-  for (auto node = nodes.rbegin(); node != nodes.rend(); ++node) {
-    std::vector<DeviceBuffer> outs;
-    for (size_t i = 0; i < node->output_count; ++i) outs.push_back(view[node->first_output + i]);
-    std::vector<DeviceBuffer> ins;
-    node->stage->inverse_device(outs, ins, work, max_stream_bytes);
-    if (ins.size() != node->inputs.size()) throw std::logic_error("GPU inverse produced the wrong number of streams");
-    for (size_t i = 0; i < ins.size(); ++i) view[node->inputs[i]] = ins[i];
+                         size_t max_stream_bytes, ChunkWork* side_by_side) {
+  const std::vector<StageNode>& nodes = pipeline.nodes();
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (size_t first = 0; first < nodes.size();) {
+    const size_t end = side_by_side ? independent_run_end(nodes, first) : first + 1;
+    runs.emplace_back(first, end);
+    first = end;
+  }
+  for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+    const size_t first = run->first, count = run->second - run->first;
+    std::vector<std::vector<DeviceBuffer>> ins(count);
+    if (count > 1) {
+      side_by_side->side_by_side(count, [&](size_t k, DeviceWork& branch) {
+        inverse_node(nodes[first + k], view, ins[k], branch, max_stream_bytes);
+      });
+    } else {
+      inverse_node(nodes[first], view, ins[0], work, max_stream_bytes);
+    }
+    for (size_t k = 0; k < count; ++k)
+      for (size_t i = 0; i < ins[k].size(); ++i) view[nodes[first + k].inputs[i]] = ins[k][i];
   }
   return view[Pipeline::kChunk];
 }
@@ -76,32 +168,6 @@ FiniteRange device_chunk_values(const uint8_t* chunk, size_t bytes, const DataTy
   DeviceRange host_range;
   work.read_back(reinterpret_cast<const uint8_t*>(range), sizeof host_range, reinterpret_cast<uint8_t*>(&host_range));
   return to_finite_range(host_range, dtype.size);
-}
-
-FiniteRange device_chunk_facts(const uint8_t* chunk, size_t bytes, const DataType& dtype,
-                               const std::vector<uint64_t>& dims, const Options& options, ChunkWork& work,
-                               Lane& lane) {
-  FiniteRange values = device_chunk_values(chunk, bytes, dtype, options, work, lane);
-  if (!chooses_predictor(dtype, options)) return values;
-  const std::vector<size_t> shape = predictor_dims(dims);
-  // The candidates run on the host's cores (the choice does not depend on
-  // how many): on one thread they took ~10 ms of a 216 MiB chunk's ~11.
-  const std::unique_ptr<Executor> sample_exec = make_pool_executor(0);
-  const PredictorChoice choice = choose_predictor(dtype, dims, options, values, [&](const SampleBox& box, uint8_t* dst) {
-    const Box3 b = three_axes(shape, box);
-    const size_t *d = b.dims, *s = b.start, *e = b.extent;
-    cudaMemcpy3DParms copy = {};
-    copy.srcPtr = make_cudaPitchedPtr(const_cast<uint8_t*>(chunk), d[2] * dtype.size, d[2] * dtype.size, d[1]);
-    copy.srcPos = make_cudaPos(s[2] * dtype.size, s[1], s[0]);
-    copy.dstPtr = make_cudaPitchedPtr(dst, e[2] * dtype.size, e[2] * dtype.size, e[1]);
-    copy.extent = make_cudaExtent(e[2] * dtype.size, e[1], e[0]);
-    copy.kind = cudaMemcpyDeviceToHost;
-    work.check(cudaMemcpy3DAsync(&copy, lane.stream), "predictor sample (GPU)");
-    work.check(cudaStreamSynchronize(lane.stream), "predictor sample (GPU)");
-  }, *sample_exec);
-  values.lorenzo = choice.lorenzo;
-  values.fold = choice.fold;
-  return values;
 }
 
 }  // namespace cuda

@@ -50,7 +50,7 @@ class GpuEncoder final : public ChunkEncoder {
     values_ = guarded([&] {
       if (chunk_.size <= cuda::kHostFactsBytes) return chunk_facts(dtype, dims, options, chunk_, *exec_);
       upload_chunk();
-      return cuda::device_chunk_facts(device_chunk_, chunk_.size, dtype, dims, options, work_, *lane_);
+      return cuda::device_chunk_facts(device_chunk_, chunk_.size, dtype, dims, options, work_, *lane_, &prefix_);
     });
     return values_;
   }
@@ -71,7 +71,8 @@ class GpuEncoder final : public ChunkEncoder {
         buffers = graph->buffers;
       } else {
         upload_chunk();
-        buffers = cuda::run_forward(pipeline, {device_chunk_, chunk_.size}, work_);
+        buffers = cuda::run_forward(pipeline, {device_chunk_, chunk_.size}, work_,
+                                    cuda::side_by_side_for(work_, chunk_.size), &prefix_);
       }
       return cuda::frame_from_device(pipeline, buffers, info, work_, *lane_, *exec_, target);
     });
@@ -102,6 +103,7 @@ class GpuEncoder final : public ChunkEncoder {
   cuda::ChunkWork work_;  // device memory goes back to the pool when the encoder ends
   std::unique_ptr<Executor> exec_;
   uint8_t* device_chunk_ = nullptr;
+  cuda::DevicePrefix prefix_;  // what facts() ran of the spline pipeline (device_chunk_facts)
   const Options* options_ = nullptr;  // facts() was given them
   FiniteRange values_;
 };
@@ -131,7 +133,9 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
     cuda::ChunkWork work(*context, *lane);  // device memory goes back to the pool when it ends
     uint8_t* device_chunk = work.allocate(chunk.size);
     cuda::upload(*lane, chunk, device_chunk, *make_pool_executor(0), GpuCopies::kStaged);
-    return cuda::download_stored(pipeline, cuda::run_forward(pipeline, {device_chunk, chunk.size}, work), *lane);
+    return cuda::download_stored(
+        pipeline, cuda::run_forward(pipeline, {device_chunk, chunk.size}, work, cuda::side_by_side_for(work, chunk.size)),
+        *lane);
   } catch (const cuda::CudaError& e) {
     give_up_on_gpu(context, e, "compress", Policy{});
     return std::nullopt;
@@ -186,7 +190,9 @@ std::optional<size_t> inverse_on_device(const Pipeline& pipeline, const std::vec
                   "frame upload");
     }
     const uint32_t* device_crc = crc_on_device ? cuda::enqueue_crc32c({{device_streams, total}}, total, work, *lane) : nullptr;
-    const DeviceBuffer chunk = cuda::run_inverse(pipeline, view, work, max_stream_bytes);
+    // (The chunk is at most `capacity`: a hostile frame's claim never exceeds it.)
+    const DeviceBuffer chunk =
+        cuda::run_inverse(pipeline, view, work, max_stream_bytes, cuda::side_by_side_for(work, capacity));
     if (chunk.size > capacity) return std::nullopt;  // the CPU path reports it
     // The status words and the checksum come back with the chunk, in one
     // synchronisation; a set word or a wrong checksum means a malformed or

@@ -51,14 +51,15 @@ class ResidentEncoder final : public ChunkEncoder {
         work_(context_, *lane_) {}
 
   FiniteRange facts(const DataType& dtype, const std::vector<uint64_t>& dims, const Options& options) override {
-    return cuda::device_chunk_facts(chunk_, bytes_, dtype, dims, options, work_, *lane_);
+    return cuda::device_chunk_facts(chunk_, bytes_, dtype, dims, options, work_, *lane_, &prefix_);
   }
 
   bool runs(const Pipeline& pipeline) const override { return runs_on_device(pipeline); }
 
   FrameOut encode(const Pipeline& pipeline, const FrameInfo& description, FrameTarget target) override {
     FrameInfo info = description;
-    const std::vector<DeviceBuffer> buffers = cuda::run_forward(pipeline, {const_cast<uint8_t*>(chunk_), bytes_}, work_);
+    const std::vector<DeviceBuffer> buffers = cuda::run_forward(
+        pipeline, {const_cast<uint8_t*>(chunk_), bytes_}, work_, cuda::side_by_side_for(work_, bytes_), &prefix_);
     const std::vector<uint64_t> sizes = cuda::stored_sizes(pipeline, buffers, *lane_);
     uint64_t payload = 0;
     for (uint64_t s : sizes) payload += s;
@@ -90,6 +91,7 @@ class ResidentEncoder final : public ChunkEncoder {
   cuda::CurrentDeviceGuard guard_;
   cuda::LaneLease lane_;
   cuda::ChunkWork work_;
+  cuda::DevicePrefix prefix_;  // what facts() ran of the spline pipeline (device_chunk_facts)
 };
 
 // A stage without a GPU version: the chunk through the host and the CPU.
@@ -211,7 +213,8 @@ std::optional<size_t> decompress_device_resident(const Pipeline& pipeline, const
     at += info.stored_sizes[k];
   }
   try {
-    const DeviceBuffer chunk = cuda::run_inverse(pipeline, view, work, max_stream_bytes);
+    const DeviceBuffer chunk = cuda::run_inverse(pipeline, view, work, max_stream_bytes,
+                                                cuda::side_by_side_for(work, info.original_bytes));
     if (chunk.size != info.original_bytes || chunk.size > capacity) return std::nullopt;
     // As in inverse_on_device: statuses and the chunk in one synchronisation;
     // on a set status `out` holds garbage that the host path overwrites.
