@@ -23,6 +23,16 @@ cudaEvent_t ordering_event() {
   return event;
 }
 
+// `own` followed by `part` of each branch's work.
+template <typename Branches, typename Part>
+std::vector<uint32_t*> with_branches(std::vector<uint32_t*> own, const Branches& branches, Part&& part) {
+  for (const auto& branch : branches) {
+    const std::vector<uint32_t*> more = part(branch->work);
+    own.insert(own.end(), more.begin(), more.end());
+  }
+  return own;
+}
+
 }  // namespace
 
 ChunkWork::ChunkWork(DeviceContext& context, Lane& lane) : context_(context), lane_(lane) {
@@ -92,21 +102,11 @@ void ChunkWork::side_by_side(size_t count, const std::function<void(size_t, Devi
 }
 
 std::vector<uint32_t*> ChunkWork::status_words() const {
-  std::vector<uint32_t*> words = status_words_;
-  for (const auto& branch : branches_) {
-    const std::vector<uint32_t*> more = branch->work.status_words();
-    words.insert(words.end(), more.begin(), more.end());
-  }
-  return words;
+  return with_branches(status_words_, branches_, [](const ChunkWork& work) { return work.status_words(); });
 }
 
 std::vector<uint32_t*> ChunkWork::word_blocks() const {
-  std::vector<uint32_t*> blocks = word_blocks_;
-  for (const auto& branch : branches_) {
-    const std::vector<uint32_t*> more = branch->work.word_blocks();
-    blocks.insert(blocks.end(), more.begin(), more.end());
-  }
-  return blocks;
+  return with_branches(word_blocks_, branches_, [](const ChunkWork& work) { return work.word_blocks(); });
 }
 
 }  // namespace fz::engine::cuda
