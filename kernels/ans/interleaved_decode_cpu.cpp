@@ -40,30 +40,33 @@ struct LaneDecoder {
     return token;
   }
 
-  // Lane: P pairs, its record's states, its words [w, wend), its output
-  // [out, out + len). FormatError for anything the format refuses.
-  void operator()(const uint8_t* record, const uint8_t* w, const uint8_t* wend, uint16_t* out, uint64_t len) const {
-    const uint64_t P = load_le<uint32_t>(record);
-    uint32_t x[kMaxStates];
-    for (uint32_t j = 0; j < states; ++j) x[j] = load_le<uint32_t>(record + ifmt::kRecordFixedBytes + 4 * j);
-    std::fill(out, out + len, mode);
-    // Branch-free: a state past its lane's words reads `spare` and moves w
-    // on past wend, which the lane's end refuses.
+  // The lane's P pairs into out, its states x[0, states) and words [w, wend)
+  // advanced; returns the positions filled. W: the state count, fixed (its
+  // states then stay in registers), or 0 for `states`. A state past its
+  // lane's words reads `spare` and moves w on past wend, which the lane's
+  // end refuses (branch-free).
+  template <uint32_t W>
+  uint64_t pairs(uint32_t (&x)[kMaxStates], const uint8_t*& w, const uint8_t* wend, uint16_t* out, uint64_t len,
+                 uint64_t P) const {
+    constexpr uint32_t kSlots = W ? W : kMaxStates;
+    const uint32_t n = W ? W : states;
+    uint32_t xs[kSlots];
+    for (uint32_t j = 0; j < n; ++j) xs[j] = x[j];
     const auto refill = [&](uint32_t count) {
       for (uint32_t j = 0; j < count; ++j) {
-        const uint32_t r = x[j] < kStateLow;
+        const uint32_t r = xs[j] < kStateLow;
         const uint8_t* src = w < wend ? w : spare;
-        x[j] = (x[j] << (16 * r)) | (load_le<uint16_t>(src) & (0u - r));
+        xs[j] = (xs[j] << (16 * r)) | (load_le<uint16_t>(src) & (0u - r));
         w += 2 * r;
       }
     };
     uint64_t pos = 0;
-    for (uint64_t base = 0; base < P; base += states) {
-      const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(states, P - base));
-      uint32_t t[kMaxStates], s[kMaxStates];
-      for (uint32_t j = 0; j < count; ++j) t[j] = step(x[j], run);
+    for (uint64_t base = 0; base < P; base += n) {
+      const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(n, P - base));
+      uint32_t t[kSlots], s[kSlots];
+      for (uint32_t j = 0; j < count; ++j) t[j] = step(xs[j], run);
       refill(count);
-      for (uint32_t j = 0; j < count; ++j) s[j] = step(x[j], symbol);
+      for (uint32_t j = 0; j < count; ++j) s[j] = step(xs[j], symbol);
       refill(count);
       for (uint32_t j = 0; j < count; ++j) {
         const bool has_symbol = s[j] != esc;
@@ -73,6 +76,25 @@ struct LaneDecoder {
         if (has_symbol) out[pos++] = static_cast<uint16_t>(s[j]);
       }
     }
+    for (uint32_t j = 0; j < n; ++j) x[j] = xs[j];
+    return pos;
+  }
+
+  // Lane: P pairs, its record's states, its words [w, wend), its output
+  // [out, out + len). FormatError for anything the format refuses.
+  void operator()(const uint8_t* record, const uint8_t* w, const uint8_t* wend, uint16_t* out, uint64_t len) const {
+    const uint64_t P = load_le<uint32_t>(record);
+    uint32_t x[kMaxStates];
+    for (uint32_t j = 0; j < states; ++j) x[j] = load_le<uint32_t>(record + ifmt::kRecordFixedBytes + 4 * j);
+    std::fill(out, out + len, mode);
+    // One or two states: every stream of fewer than ~8192 estimated bits
+    // (the plan's rule), i.e. small chunks' streams, where a lane is one or
+    // two dependent chains and holding the states in memory (a runtime
+    // count) put a store-to-load round trip in every step: 75% of a 64x64
+    // chunk's read at NOA 1e-2 was this loop (perf, one thread).
+    const uint64_t pos = states == 1   ? pairs<1>(x, w, wend, out, len, P)
+                         : states == 2 ? pairs<2>(x, w, wend, out, len, P)
+                                       : pairs<0>(x, w, wend, out, len, P);
     require_format(pos == len, "ANS: a lane's pairs do not fill it");
     require_format(w <= wend, "ANS: a lane reads past its words");
     require_format(w == wend, "ANS: a lane leaves words unread");
