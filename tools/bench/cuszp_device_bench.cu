@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cuSZp.h"
+#include "mirrored_wmag.hpp"
 
 namespace {
 
@@ -30,21 +31,6 @@ void or_die(cudaError_t e, const char* what) {
   }
 }
 
-// wmag91 (91^3) mirrored out to side^3, as fz_device_bench builds it.
-std::vector<float> mirrored_wmag(const std::string& dir, size_t side) {
-  std::ifstream in(dir + "/wmag91.float", std::ios::binary);
-  std::vector<float> w(91 * 91 * 91);
-  if (!in.read(reinterpret_cast<char*>(w.data()), w.size() * 4)) {
-    std::fprintf(stderr, "cuszp_device_bench: cannot read %s/wmag91.float\n", dir.c_str());
-    std::exit(2);
-  }
-  auto m = [](size_t i) { const size_t r = i % 182; return r < 91 ? r : 181 - r; };
-  std::vector<float> out(side * side * side);
-  for (size_t z = 0; z < side; ++z)
-    for (size_t y = 0; y < side; ++y)
-      for (size_t x = 0; x < side; ++x) out[(z * side + y) * side + x] = w[(m(z) * 91 + m(y)) * 91 + m(x)];
-  return out;
-}
 
 template <typename F>
 double best_seconds(int reps, F&& call) {
@@ -69,7 +55,7 @@ int main(int argc, char** argv) {
   }
   const size_t side = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 512;
   const int reps = argc > 3 ? std::atoi(argv[3]) : 5;
-  const std::vector<float> host = mirrored_wmag(argv[1], side);
+  const std::vector<float> host = mirrored_wmag(argv[1], side, "cuszp_device_bench");
   const size_t n = host.size(), bytes = n * sizeof(float);
   const auto [lo, hi] = std::minmax_element(host.begin(), host.end());
   const double range = static_cast<double>(*hi) - *lo;

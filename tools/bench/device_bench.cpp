@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "fz/fz.hpp"
+#include "mirrored_wmag.hpp"
 
 namespace {
 
@@ -85,20 +86,6 @@ std::vector<Setting> settings_for(const std::string& list) {
   return out;
 }
 
-std::vector<float> tiled_wmag(const std::string& dir, size_t side) {
-  std::ifstream in(dir + "/wmag91.float", std::ios::binary);
-  std::vector<float> w(91 * 91 * 91);
-  if (!in.read(reinterpret_cast<char*>(w.data()), w.size() * 4)) {
-    std::fprintf(stderr, "fz_device_bench: cannot read %s/wmag91.float\n", dir.c_str());
-    std::exit(2);
-  }
-  auto m = [](size_t i) { const size_t r = i % 182; return r < 91 ? r : 181 - r; };
-  std::vector<float> out(side * side * side);
-  for (size_t z = 0; z < side; ++z)
-    for (size_t y = 0; y < side; ++y)
-      for (size_t x = 0; x < side; ++x) out[(z * side + y) * side + x] = w[(m(z) * 91 + m(y)) * 91 + m(x)];
-  return out;
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -127,7 +114,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fz_device_bench: no usable CUDA device\n");
     return 2;
   }
-  const std::vector<float> host = tiled_wmag(dir, side);
+  const std::vector<float> host = mirrored_wmag(dir, side, "fz_device_bench");
   const size_t bytes = host.size() * 4;
   const size_t plane = side * side * 4;
   // Slabs of whole planes, about chunk_mib each (the whole field when 0).
