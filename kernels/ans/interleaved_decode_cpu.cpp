@@ -7,6 +7,8 @@
 // CPU overlaps. Tables are type 14's slot tables (cpu::make_table). The lane
 // is first filled with m, so a pair's run only moves the position.
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cstring>
 
 #include "ans/ans_format.hpp"
@@ -80,6 +82,14 @@ struct LaneDecoder {
     return pos;
   }
 
+  static constexpr uint32_t kFixedStates = 16;
+  using PairsFn = uint64_t (LaneDecoder::*)(uint32_t (&)[kMaxStates], const uint8_t*&, const uint8_t*, uint16_t*,
+                                             uint64_t, uint64_t) const;
+  template <size_t... W>
+  static constexpr std::array<PairsFn, sizeof...(W)> pairs_table(std::index_sequence<W...>) {
+    return {&LaneDecoder::pairs<static_cast<uint32_t>(W)>...};
+  }
+
   // Lane: P pairs, its record's states, its words [w, wend), its output
   // [out, out + len). FormatError for anything the format refuses.
   void operator()(const uint8_t* record, const uint8_t* w, const uint8_t* wend, uint16_t* out, uint64_t len) const {
@@ -87,14 +97,14 @@ struct LaneDecoder {
     uint32_t x[kMaxStates];
     for (uint32_t j = 0; j < states; ++j) x[j] = load_le<uint32_t>(record + ifmt::kRecordFixedBytes + 4 * j);
     std::fill(out, out + len, mode);
-    // One or two states: every stream of fewer than ~8192 estimated bits
-    // (the plan's rule), i.e. small chunks' streams, where a lane is one or
-    // two dependent chains and holding the states in memory (a runtime
-    // count) put a store-to-load round trip in every step: 75% of a 64x64
-    // chunk's read at NOA 1e-2 was this loop (perf, one thread).
-    const uint64_t pos = states == 1   ? pairs<1>(x, w, wend, out, len, P)
-                         : states == 2 ? pairs<2>(x, w, wend, out, len, P)
-                                       : pairs<0>(x, w, wend, out, len, P);
+    // The state count as a constant up to kFixedStates (every stream of
+    // under ~64k estimated bits, the plan's rule: small chunks' and loose
+    // bounds' streams): with a runtime count the states lived in memory and
+    // every step made a store-to-load round trip, 75% of a 64x64 chunk's
+    // read at NOA 1e-2 (perf, one thread); more states than that are enough
+    // independent chains to hide it (fixed at 32 they were no faster).
+    static constexpr std::array<PairsFn, kFixedStates + 1> kPairsOf = pairs_table(std::make_index_sequence<kFixedStates + 1>());
+    const uint64_t pos = (this->*kPairsOf[states <= kFixedStates ? states : 0])(x, w, wend, out, len, P);
     require_format(pos == len, "ANS: a lane's pairs do not fill it");
     require_format(w <= wend, "ANS: a lane reads past its words");
     require_format(w == wend, "ANS: a lane leaves words unread");
