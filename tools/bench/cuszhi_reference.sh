@@ -30,13 +30,8 @@ set -u -o pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 
-# Real fields: FZ_DATA, else ../shared/data beside the checkout (this workplace),
-# else .devdeps/data (the GPU machine, where .devdeps/env.sh sets FZ_DATA too).
-if [ -z "${FZ_DATA:-}" ]; then
-  FZ_DATA=$(dirname "$repo")/shared/data
-  [ -d "$FZ_DATA" ] || FZ_DATA=$repo/.devdeps/data
-fi
-[ -d "$FZ_DATA" ] && FZ_DATA=$(cd "$FZ_DATA" && pwd)   # absolute: inputs are linked
+# The real fields (FZ_DATA) and the CUDA toolkit (CUDA_HOME, PATH).
+. "$here/peer_env.sh"
 CUSZHI_SRC=${CUSZHI_SRC:-$repo/.peers/cuSZ-Hi}
 CUSZHI_BUILD=${CUSZHI_BUILD:-$CUSZHI_SRC/build}
 CUSZHI_MIRROR=${CUSZHI_MIRROR:-/work/.mirror/shixun404+cuSZ-Hi/repo}
@@ -46,11 +41,6 @@ CUSZHI_SCHEMES=${CUSZHI_SCHEMES:-cr tp}
 CUSZHI_BOUNDS=${CUSZHI_BOUNDS:-1e-2 1e-3 1e-4}
 CUSZHI_RUN_DIR=${CUSZHI_RUN_DIR:-$CUSZHI_BUILD/runs}
 CUSZHI_TIMEOUT=${CUSZHI_TIMEOUT:-120}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-if [ ! -x "$CUDA_HOME/bin/nvcc" ] && command -v nvcc >/dev/null; then
-  CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
-fi
-export PATH="$CUDA_HOME/bin:$PATH"
 
 # field file, cuSZ-Hi --dim3 (x fastest, then y, then z)
 FIELDS=(

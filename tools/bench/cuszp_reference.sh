@@ -24,17 +24,13 @@ set -eu -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-if [ -z "${FZ_DATA:-}" ]; then
-  FZ_DATA=$(dirname "$repo")/shared/data
-  [ -d "$FZ_DATA" ] || FZ_DATA=$repo/.devdeps/data
-fi
+# The real fields (FZ_DATA) and the CUDA toolkit (CUDA_HOME, PATH).
+. "$here/peer_env.sh"
 CUSZP_SRC=${CUSZP_SRC:-$repo/.peers/cuSZp}
 CUSZP_MIRROR=${CUSZP_MIRROR:-/work/.mirror/szcompressor+cuSZp/repo}
 CUSZP_ARCH=${CUSZP_ARCH:-90}
 CUSZP_SIDE=${CUSZP_SIDE:-512}
 CUSZP_REPS=${CUSZP_REPS:-5}
-CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-export PATH="$CUDA_HOME/bin:$PATH"
 bench=$CUSZP_SRC/build/cuszp_device_bench
 
 do_export() {
