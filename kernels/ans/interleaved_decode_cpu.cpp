@@ -8,8 +8,8 @@
 // is first filled with m, so a pair's run only moves the position.
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <cstring>
+#include <utility>
 
 #include "ans/ans_format.hpp"
 #include "ans/interleaved.hpp"
@@ -42,23 +42,24 @@ struct LaneDecoder {
     return token;
   }
 
-  // The lane's P pairs into out, its states x[0, states) and words [w, wend)
-  // advanced; returns the positions filled. W: the state count, fixed (its
-  // states then stay in registers), or 0 for `states`. A state past its
-  // lane's words reads `spare` and moves w on past wend, which the lane's
-  // end refuses (branch-free).
+  // Lane: P pairs, its record's states, its words [w, wend), its output
+  // [out, out + len). FormatError for anything the format refuses. W: the
+  // state count as a constant (its states then stay in registers), or 0 for
+  // `states`. A state past its lane's words reads `spare` and moves w on
+  // past wend, which the lane's end refuses (branch-free).
   template <uint32_t W>
-  uint64_t pairs(uint32_t (&x)[kMaxStates], const uint8_t*& w, const uint8_t* wend, uint16_t* out, uint64_t len,
-                 uint64_t P) const {
+  void decode_lane(const uint8_t* record, const uint8_t* w, const uint8_t* wend, uint16_t* out, uint64_t len) const {
     constexpr uint32_t kSlots = W ? W : kMaxStates;
     const uint32_t n = W ? W : states;
-    uint32_t xs[kSlots];
-    for (uint32_t j = 0; j < n; ++j) xs[j] = x[j];
+    const uint64_t P = load_le<uint32_t>(record);
+    uint32_t x[kSlots];
+    for (uint32_t j = 0; j < n; ++j) x[j] = load_le<uint32_t>(record + ifmt::kRecordFixedBytes + 4 * j);
+    std::fill(out, out + len, mode);
     const auto refill = [&](uint32_t count) {
       for (uint32_t j = 0; j < count; ++j) {
-        const uint32_t r = xs[j] < kStateLow;
+        const uint32_t r = x[j] < kStateLow;
         const uint8_t* src = w < wend ? w : spare;
-        xs[j] = (xs[j] << (16 * r)) | (load_le<uint16_t>(src) & (0u - r));
+        x[j] = (x[j] << (16 * r)) | (load_le<uint16_t>(src) & (0u - r));
         w += 2 * r;
       }
     };
@@ -66,9 +67,9 @@ struct LaneDecoder {
     for (uint64_t base = 0; base < P; base += n) {
       const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(n, P - base));
       uint32_t t[kSlots], s[kSlots];
-      for (uint32_t j = 0; j < count; ++j) t[j] = step(xs[j], run);
+      for (uint32_t j = 0; j < count; ++j) t[j] = step(x[j], run);
       refill(count);
-      for (uint32_t j = 0; j < count; ++j) s[j] = step(xs[j], symbol);
+      for (uint32_t j = 0; j < count; ++j) s[j] = step(x[j], symbol);
       refill(count);
       for (uint32_t j = 0; j < count; ++j) {
         const bool has_symbol = s[j] != esc;
@@ -78,37 +79,29 @@ struct LaneDecoder {
         if (has_symbol) out[pos++] = static_cast<uint16_t>(s[j]);
       }
     }
-    for (uint32_t j = 0; j < n; ++j) x[j] = xs[j];
-    return pos;
-  }
-
-  static constexpr uint32_t kFixedStates = 16;
-  using PairsFn = uint64_t (LaneDecoder::*)(uint32_t (&)[kMaxStates], const uint8_t*&, const uint8_t*, uint16_t*,
-                                             uint64_t, uint64_t) const;
-  template <size_t... W>
-  static constexpr std::array<PairsFn, sizeof...(W)> pairs_table(std::index_sequence<W...>) {
-    return {&LaneDecoder::pairs<static_cast<uint32_t>(W)>...};
-  }
-
-  // Lane: P pairs, its record's states, its words [w, wend), its output
-  // [out, out + len). FormatError for anything the format refuses.
-  void operator()(const uint8_t* record, const uint8_t* w, const uint8_t* wend, uint16_t* out, uint64_t len) const {
-    const uint64_t P = load_le<uint32_t>(record);
-    uint32_t x[kMaxStates];
-    for (uint32_t j = 0; j < states; ++j) x[j] = load_le<uint32_t>(record + ifmt::kRecordFixedBytes + 4 * j);
-    std::fill(out, out + len, mode);
-    // The state count as a constant up to kFixedStates (every stream of
-    // under ~64k estimated bits, the plan's rule: small chunks' and loose
-    // bounds' streams): with a runtime count the states lived in memory and
-    // every step made a store-to-load round trip, 75% of a 64x64 chunk's
-    // read at NOA 1e-2 (perf, one thread); more states than that are enough
-    // independent chains to hide it (fixed at 32 they were no faster).
-    static constexpr std::array<PairsFn, kFixedStates + 1> kPairsOf = pairs_table(std::make_index_sequence<kFixedStates + 1>());
-    const uint64_t pos = (this->*kPairsOf[states <= kFixedStates ? states : 0])(x, w, wend, out, len, P);
     require_format(pos == len, "ANS: a lane's pairs do not fill it");
     require_format(w <= wend, "ANS: a lane reads past its words");
     require_format(w == wend, "ANS: a lane leaves words unread");
-    for (uint32_t j = 0; j < states; ++j) require_format(x[j] == kStateLow, "ANS: a lane's final state is not 2^16");
+    for (uint32_t j = 0; j < n; ++j) require_format(x[j] == kStateLow, "ANS: a lane's final state is not 2^16");
+  }
+
+  // The state count as a constant up to kFixedStates (every stream of under
+  // ~64k estimated bits, the plan's rule: small chunks' and loose bounds'
+  // streams): with a runtime count the states lived in memory and every step
+  // made a store-to-load round trip, 75% of a 64x64 chunk's read at NOA 1e-2
+  // (perf, one thread); more states than that are enough independent chains
+  // to hide it (fixed at 32 they were no faster).
+  static constexpr uint32_t kFixedStates = 16;
+  using LaneFn = void (LaneDecoder::*)(const uint8_t*, const uint8_t*, const uint8_t*, uint16_t*, uint64_t) const;
+  template <size_t... W>
+  static constexpr std::array<LaneFn, sizeof...(W)> lane_table(std::index_sequence<W...>) {
+    return {&LaneDecoder::decode_lane<static_cast<uint32_t>(W)>...};
+  }
+
+  void operator()(const uint8_t* record, const uint8_t* w, const uint8_t* wend, uint16_t* out, uint64_t len) const {
+    static constexpr std::array<LaneFn, kFixedStates + 1> kLaneOf =
+        lane_table(std::make_index_sequence<kFixedStates + 1>());
+    (this->*kLaneOf[states <= kFixedStates ? states : 0])(record, w, wend, out, len);
   }
 };
 
