@@ -53,6 +53,42 @@ __device__ __forceinline__ unsigned differing_bytes(uint32_t x, uint32_t y) {
   return (__vsetne4(x, y) * 0x01020408u) >> 24;
 }
 
+// __byte_perm selectors (over a word and 0) for a 4-bit byte mask m, bit j
+// meaning byte j is kept. compact: the kept bytes moved down in order, zeros
+// above them; expand, its inverse: the word's first popc(m) bytes spread to the
+// kept places, zeros elsewhere. A thread then packs or unpacks four bytes with
+// one instruction where a byte loop took a shared-memory access per byte.
+__host__ __device__ constexpr uint32_t compact_selector(unsigned m) {
+  uint32_t selector = 0x4444u;  // nibble 4: a byte of the zero operand
+  unsigned kept = 0;
+  for (unsigned j = 0; j < 4; ++j) {
+    if ((m >> j) & 1u) {
+      selector = (selector & ~(0xFu << (4 * kept))) | (j << (4 * kept));
+      ++kept;
+    }
+  }
+  return selector;
+}
+__host__ __device__ constexpr uint32_t expand_selector(unsigned m) {
+  uint32_t selector = 0;
+  unsigned kept = 0;
+  for (unsigned j = 0; j < 4; ++j) selector |= (((m >> j) & 1u) ? kept++ : 4u) << (4 * j);
+  return selector;
+}
+
+// Both tables in shared memory (16 distinct words: a warp's lookups never
+// conflict), filled by the block's first 16 threads before a barrier.
+struct ByteMaskSelectors {
+  uint32_t compact[16];
+  uint32_t expand[16];
+};
+__device__ __forceinline__ void fill_selectors(ByteMaskSelectors& s) {
+  if (threadIdx.x < 16) {
+    s.compact[threadIdx.x] = compact_selector(threadIdx.x);
+    s.expand[threadIdx.x] = expand_selector(threadIdx.x);
+  }
+}
+
 // Threads of the block write `count` bytes of a source in shared memory to
 // dst (any alignment): single bytes up to the first 4-aligned address, then
 // aligned 32-bit words each made of two source words (a funnel shift), then

@@ -152,6 +152,7 @@ struct FastDecodeShared {
   uint8_t payload[kBlockBytes + 32];  // the sub-chunk's stored bytes at payload[src % 16 ...]
   uint4 decoded[kBlockBytes / 16];
   uint32_t b2[kThreads / 32];
+  ByteMaskSelectors selectors;
   typename RankScan::TempStorage scan;
 };
 struct GeneralDecodeShared {
@@ -188,6 +189,7 @@ __device__ void decode_fast(const uint8_t* src, unsigned size, uint8_t* dst, uin
     if (t == 0) atomicOr(status, bit);
   };
   stage_bytes(src, size, sh.payload);
+  if (!kRepeat) fill_selectors(sh.selectors);
   __syncthreads();
   const uint8_t* p = sh.payload + (reinterpret_cast<uintptr_t>(src) & 15u);
   if (size < 4) return reject(kTopBitmapTruncated);
@@ -237,14 +239,36 @@ __device__ void decode_fast(const uint8_t* src, unsigned size, uint8_t* dst, uin
   if (size - pos != kept) return reject(kSubchunkLengthMismatch);
   const uint8_t* values = p + pos;
   uint32_t r[16];
-  rank = kept_first;
+  if (kRepeat) {  // a dropped byte repeats the one before: byte by byte
+    rank = kept_first;
 #pragma unroll
-  for (unsigned m = 0; m < 64; ++m) {
-    const unsigned set = (b0[m / 32] >> (m % 32)) & 1u;
-    rank += set;
-    const uint32_t byte = (kRepeat ? rank > 0 : set != 0) ? values[rank - 1] : 0u;
-    if (m % 4 == 0) r[m / 4] = byte;
-    else r[m / 4] |= byte << (8 * (m % 4));
+    for (unsigned m = 0; m < 64; ++m) {
+      const unsigned set = (b0[m / 32] >> (m % 32)) & 1u;
+      rank += set;
+      const uint32_t byte = rank > 0 ? values[rank - 1] : 0u;
+      if (m % 4 == 0) r[m / 4] = byte;
+      else r[m / 4] |= byte << (8 * (m % 4));
+    }
+  } else {
+    // Four output bytes at a time: the next kept bytes, a window read from two
+    // aligned shared words, spread to their places. payload holds 32 bytes
+    // past the largest sub-chunk, so the word after the last is in it (its
+    // bytes are never selected).
+    const uint32_t* payload_words = reinterpret_cast<const uint32_t*>(sh.payload);
+    unsigned at = static_cast<unsigned>(values - sh.payload) + kept_first;
+    unsigned word = at / 4;
+    uint32_t low = payload_words[word], high = payload_words[word + 1];
+#pragma unroll
+    for (unsigned q = 0; q < 16; ++q) {
+      const unsigned mask = (b0[q / 8] >> (4 * (q % 8))) & 0xFu;
+      r[q] = __byte_perm(__funnelshift_r(low, high, 8 * (at % 4)), 0u, sh.selectors.expand[mask]);
+      at += static_cast<unsigned>(__popc(mask));
+      if (at / 4 != word) {  // at most one word on: a mask keeps at most 4 bytes
+        ++word;
+        low = high;
+        high = payload_words[word + 1];
+      }
+    }
   }
 #pragma unroll
   for (unsigned i = 0; i < 4; ++i)

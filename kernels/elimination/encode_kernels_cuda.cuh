@@ -29,10 +29,11 @@ using fz::cuda_detail::swizzled_vector;
 // output, or the general path's sub-chunk, levels and ranks.
 struct FastEncodeShared {
   uint4 staged[kBlockBytes / 16];
-  __align__(16) uint8_t coded[kBlockBytes];
+  uint4 coded[kBlockBytes / 16];  // zeroed first: kept bytes are ORed into words two threads share
   uint32_t last_b0[kThreads / 32];
   uint32_t last_b1[kThreads / 32];
   uint32_t b2[kThreads / 32];
+  ByteMaskSelectors selectors;
   typename PackedScan::TempStorage scan;
 };
 struct GeneralEncodeShared {
@@ -60,12 +61,43 @@ __device__ __forceinline__ unsigned packed_field(uint64_t v, unsigned field) {
   return static_cast<unsigned>((v >> (20 * field)) & 0xFFFFFu);
 }
 
-// The byte at offset i / 32-bit word q of the fast path's staged sub-chunk.
-__device__ __forceinline__ uint8_t staged_byte(const uint4* staged, unsigned i) {
-  return reinterpret_cast<const uint8_t*>(staged)[(swizzled_vector<4>(i >> 4) << 4) | (i & 15u)];
-}
+// The 32-bit word q of the fast path's staged sub-chunk.
 __device__ __forceinline__ uint32_t staged_word(const uint4* staged, unsigned q) {
   return reinterpret_cast<const uint32_t*>(staged)[(swizzled_vector<4>(q >> 2) << 2) | (q & 3u)];
+}
+
+// Thread t's kept input bytes (bit j of kept: byte 64t + j of the staged
+// sub-chunk is not zero) written in order from byte `at` of `coded`, whose
+// words past the levels are zero: four bytes at a time, packed in a register.
+// The first and last word may hold a neighbour's bytes too, so those are ORed
+// in; the words between are this thread's alone.
+__device__ __forceinline__ void append_kept_bytes(const uint4* staged, const uint32_t kept[2], unsigned at,
+                                                  const uint32_t* compact, uint32_t* coded) {
+  const unsigned t = threadIdx.x;
+  unsigned word = at / 4, fill = at % 4;  // bytes of `word` before this thread's next byte
+  bool shared_word = fill != 0;
+  uint64_t pending = 0;                   // the bytes of `word` (and one beyond) not yet written
+#pragma unroll
+  for (unsigned i = 0; i < 4; ++i) {
+    const uint4 x = staged[swizzled_vector<4>(4 * t + i)];
+    const uint32_t in[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+    for (unsigned c = 0; c < 4; ++c) {
+      const unsigned q = 4 * i + c;  // the thread's input word q: bits 4q..4q+3 of kept
+      const unsigned mask = (kept[q / 8] >> (4 * (q % 8))) & 0xFu;
+      pending |= static_cast<uint64_t>(__byte_perm(in[c], 0u, compact[mask])) << (8 * fill);
+      fill += static_cast<unsigned>(__popc(mask));
+      if (fill >= 4) {
+        if (shared_word) atomicOr(&coded[word], static_cast<uint32_t>(pending));
+        else coded[word] = static_cast<uint32_t>(pending);
+        shared_word = false;
+        ++word;
+        pending >>= 32;
+        fill -= 4;
+      }
+    }
+  }
+  if (fill > 0) atomicOr(&coded[word], static_cast<uint32_t>(pending));
 }
 
 // RZE of a full sub-chunk of bytes (16-byte aligned input). Levels: B_0 2048
@@ -80,6 +112,9 @@ __device__ void encode_fast(const uint8_t* src, size_t chunks, uint8_t* out, uin
   for (unsigned i = 0; i < 4; ++i) loaded[i] = src4[i * kThreads + t];
 #pragma unroll
   for (unsigned i = 0; i < 4; ++i) sh.staged[swizzled_vector<4>(i * kThreads + t)] = loaded[i];
+#pragma unroll
+  for (unsigned i = 0; i < 4; ++i) sh.coded[i * kThreads + t] = make_uint4(0, 0, 0, 0);
+  fill_selectors(sh.selectors);
   __syncthreads();
   uint32_t b0[2] = {0, 0};
 #pragma unroll
@@ -139,24 +174,21 @@ __device__ void encode_fast(const uint8_t* src, size_t chunks, uint8_t* out, uin
   }
   if (size < kBlockBytes) {
     // B_3 | K_2 | K_1 | K_0 | kept bytes, assembled in shared memory.
+    uint8_t* coded = reinterpret_cast<uint8_t*>(sh.coded);
     const unsigned k2 = static_cast<unsigned>(__popc(tile.b3));
     if (warp == 0) {
-      if (lane < 4) sh.coded[lane] = static_cast<uint8_t>(tile.b3 >> (8 * lane));
-      if (b2_kept) sh.coded[4 + __popc(tile.b3 & ((1u << lane) - 1u))] = b2_byte;
+      if (lane < 4) coded[lane] = static_cast<uint8_t>(tile.b3 >> (8 * lane));
+      if (b2_kept) coded[4 + __popc(tile.b3 & ((1u << lane) - 1u))] = b2_byte;
     }
-    if (b1_kept) sh.coded[4 + k2 + packed_field(rank, 2)] = static_cast<uint8_t>(b1);
+    if (b1_kept) coded[4 + k2 + packed_field(rank, 2)] = static_cast<uint8_t>(b1);
     unsigned at = 4 + k2 + kept_b1 + packed_field(rank, 1);
 #pragma unroll
     for (unsigned j = 0; j < 8; ++j) {
-      if ((b1 >> j) & 1u) sh.coded[at++] = static_cast<uint8_t>(b0[j / 4] >> (8 * (j % 4)));
+      if ((b1 >> j) & 1u) coded[at++] = static_cast<uint8_t>(b0[j / 4] >> (8 * (j % 4)));
     }
-    at = 4 + k2 + kept_b1 + kept_b0 + packed_field(rank, 0);
-    uint64_t kept = static_cast<uint64_t>(b0[0]) | (static_cast<uint64_t>(b0[1]) << 32);
-    while (kept) {
-      const unsigned j = static_cast<unsigned>(__ffsll(static_cast<long long>(kept))) - 1;
-      sh.coded[at++] = staged_byte(sh.staged, 64 * t + j);
-      kept &= kept - 1;
-    }
+    __syncthreads();  // the levels' bytes are in before kept bytes are ORed into the word after them
+    append_kept_bytes(sh.staged, b0, 4 + k2 + kept_b1 + kept_b0 + packed_field(rank, 0), sh.selectors.compact,
+                      reinterpret_cast<uint32_t*>(sh.coded));
   }
   __syncthreads();  // tile.offset and the coded sub-chunk
   uint8_t* dst = out + 8 + 2 * chunks + tile.offset;

@@ -53,6 +53,20 @@ inline uint16_t stored_size(const Bytes& stream, size_t chunk) {
 // What RZE sees in the lossless presets: deltas of a smooth signal, zigzagged,
 // then bit-shuffled (plane q of each 32-word group holds bit q of its words),
 // so the high planes are all zero.
+// Bytes that are zero with a probability changing every 1000 bytes (from
+// 1/64 to 63/64 and back), so that the kept bytes of a sub-chunk fall at
+// every offset and count a coder's packing of them can meet.
+inline Bytes varying_density_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Bytes out(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned stretch = static_cast<unsigned>((i / 1000) % 126);
+    const unsigned zero_in_64 = 1 + (stretch < 63 ? stretch : 125 - stretch);
+    if (rng() % 64 >= zero_in_64) out[i] = static_cast<uint8_t>(1 + rng() % 255);
+  }
+  return out;
+}
+
 inline Bytes bitshuffled_smooth(size_t n) {
   const Bytes smooth = smooth_words(n, 4, 7);
   Bytes out(n, 0);

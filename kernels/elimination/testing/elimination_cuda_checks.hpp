@@ -77,6 +77,7 @@ inline GpuDecoded gpu_decode(const CudaWordCoder& c, const Bytes& stream, unsign
 inline void expect_gpu_encode_matches_cpu(const CudaWordCoder& c) {
   std::vector<NamedInput> inputs = standard_inputs();
   inputs.push_back({"bitshuffled_smooth", bitshuffled_smooth(5 * kBlockBytes + 333)});
+  inputs.push_back({"varying_density", varying_density_bytes(9 * kBlockBytes + 1000, 7)});
   for (const auto& input : inputs) {
     for (unsigned k : kWordSizes) {
       SCOPED_TRACE(input.name + " k=" + std::to_string(k));
