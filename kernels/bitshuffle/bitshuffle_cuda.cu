@@ -7,12 +7,13 @@
 // 32-bit word each. The word side goes through shared memory with 16-byte
 // accesses (coalesced in global memory, swizzled against bank conflicts); the
 // plane side is already coalesced (consecutive threads, consecutive words).
-// Byte gathers are __byte_perm 4x4 byte transposes; the 8x8 bit transpose is
-// the CPU's, on 32-bit halves. A partial last block, or buffers at other
+// The per-unit transform is bitshuffle_block_cuda.cuh's, which kernels fusing
+// the bit-shuffle with the next stage share. A partial last block, or buffers at other
 // alignments, take the general kernel: a block staged byte by byte in shared
 // memory, one 8x8 matrix per thread and step, exactly as the CPU does.
 #include "bitshuffle/bitshuffle_cuda.hpp"
 
+#include "bitshuffle/bitshuffle_block_cuda.cuh"
 #include "common/blocks.hpp"
 #include "common/words_cuda.cuh"
 
@@ -21,207 +22,48 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
-// The CPU's transpose_bits: the 8x8 bit matrix of row bytes is transposed
-// (bit j of byte r becomes bit r of byte j); its own inverse.
-__device__ __forceinline__ uint64_t transpose_bits(uint64_t x) {
-  uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
-  x ^= t ^ (t << 7);
-  t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
-  x ^= t ^ (t << 14);
-  t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
-  x ^= t ^ (t << 28);
-  return x;
-}
-
-// The same on the matrix as two 32-bit halves (rows 0-3 in lo, 4-7 in hi):
-// the first two steps never move a bit across the halves, the third moves
-// only between them.
-__device__ __forceinline__ void transpose_bits(uint32_t& lo, uint32_t& hi) {
-  uint32_t t = (lo ^ (lo >> 7)) & 0x00AA00AAu;
-  lo ^= t ^ (t << 7);
-  t = (hi ^ (hi >> 7)) & 0x00AA00AAu;
-  hi ^= t ^ (t << 7);
-  t = (lo ^ (lo >> 14)) & 0x0000CCCCu;
-  lo ^= t ^ (t << 14);
-  t = (hi ^ (hi >> 14)) & 0x0000CCCCu;
-  hi ^= t ^ (t << 14);
-  t = (lo ^ (hi << 4)) & 0xF0F0F0F0u;
-  lo ^= t;
-  hi ^= t >> 4;
-}
-
-// 4x4 byte transpose: byte j of o[c] = byte c of a_j. Its own inverse.
-__device__ __forceinline__ void transpose_bytes(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t* o) {
-  const uint32_t p = __byte_perm(a0, a1, 0x5140);  // a0.0 a1.0 a0.1 a1.1
-  const uint32_t q = __byte_perm(a2, a3, 0x5140);  // a2.0 a3.0 a2.1 a3.1
-  const uint32_t r = __byte_perm(a0, a1, 0x7362);  // a0.2 a1.2 a0.3 a1.3
-  const uint32_t s = __byte_perm(a2, a3, 0x7362);  // a2.2 a3.2 a2.3 a3.3
-  o[0] = __byte_perm(p, q, 0x5410);
-  o[1] = __byte_perm(p, q, 0x7632);
-  o[2] = __byte_perm(r, s, 0x5410);
-  o[3] = __byte_perm(r, s, 0x7632);
-}
+using namespace cuda_block;
 
 // ---- full aligned blocks ----------------------------------------------------
 
 template <unsigned W>
-struct Full {
-  static constexpr unsigned kThreads = 512 / W;   // 32 words each
-  static constexpr unsigned kVectors = 2 * W;     // 16-byte vectors per thread
-  static constexpr unsigned kPlane = 2048 / W;    // bytes per bit plane
-  static constexpr unsigned kWords32 = 8 * W;     // 32-bit registers per thread
-};
-
-template <unsigned W>
-__device__ __forceinline__ unsigned swizzle(unsigned v) {
-  return cuda_detail::swizzled_vector<2 * W>(v);
-}
-
-// lo[b][k] / hi[b][k]: the matrix of byte b of words 8k..8k+3 / 8k+4..8k+7
-// (byte j = byte b of word 8k+j), from the thread's words held as w[] (word i
-// at bytes i*W .. i*W+W-1 of the 32-bit little-endian registers).
-template <unsigned W>
-__device__ __forceinline__ void words_to_matrices(const uint32_t (&w)[8 * W], uint32_t (&lo)[W][4],
-                                                  uint32_t (&hi)[W][4]) {
-#pragma unroll
-  for (unsigned k = 0; k < 4; ++k) {
-    if constexpr (W == 1) {
-      lo[0][k] = w[2 * k];
-      hi[0][k] = w[2 * k + 1];
-    } else if constexpr (W == 2) {
-      lo[0][k] = __byte_perm(w[4 * k], w[4 * k + 1], 0x6420);
-      lo[1][k] = __byte_perm(w[4 * k], w[4 * k + 1], 0x7531);
-      hi[0][k] = __byte_perm(w[4 * k + 2], w[4 * k + 3], 0x6420);
-      hi[1][k] = __byte_perm(w[4 * k + 2], w[4 * k + 3], 0x7531);
-    } else if constexpr (W == 4) {
-      uint32_t o[4];
-      transpose_bytes(w[8 * k], w[8 * k + 1], w[8 * k + 2], w[8 * k + 3], o);
-#pragma unroll
-      for (unsigned c = 0; c < 4; ++c) lo[c][k] = o[c];
-      transpose_bytes(w[8 * k + 4], w[8 * k + 5], w[8 * k + 6], w[8 * k + 7], o);
-#pragma unroll
-      for (unsigned c = 0; c < 4; ++c) hi[c][k] = o[c];
-    } else {
-#pragma unroll
-      for (unsigned h = 0; h < 2; ++h) {
-        uint32_t o[4];
-        transpose_bytes(w[16 * k + h], w[16 * k + 2 + h], w[16 * k + 4 + h], w[16 * k + 6 + h], o);
-#pragma unroll
-        for (unsigned c = 0; c < 4; ++c) lo[4 * h + c][k] = o[c];
-        transpose_bytes(w[16 * k + 8 + h], w[16 * k + 10 + h], w[16 * k + 12 + h], w[16 * k + 14 + h], o);
-#pragma unroll
-        for (unsigned c = 0; c < 4; ++c) hi[4 * h + c][k] = o[c];
-      }
-    }
-  }
-}
-
-// The inverse of words_to_matrices.
-template <unsigned W>
-__device__ __forceinline__ void matrices_to_words(const uint32_t (&lo)[W][4], const uint32_t (&hi)[W][4],
-                                                  uint32_t (&w)[8 * W]) {
-#pragma unroll
-  for (unsigned k = 0; k < 4; ++k) {
-    if constexpr (W == 1) {
-      w[2 * k] = lo[0][k];
-      w[2 * k + 1] = hi[0][k];
-    } else if constexpr (W == 2) {
-      w[4 * k] = __byte_perm(lo[0][k], lo[1][k], 0x5140);
-      w[4 * k + 1] = __byte_perm(lo[0][k], lo[1][k], 0x7362);
-      w[4 * k + 2] = __byte_perm(hi[0][k], hi[1][k], 0x5140);
-      w[4 * k + 3] = __byte_perm(hi[0][k], hi[1][k], 0x7362);
-    } else if constexpr (W == 4) {
-      transpose_bytes(lo[0][k], lo[1][k], lo[2][k], lo[3][k], &w[8 * k]);
-      transpose_bytes(hi[0][k], hi[1][k], hi[2][k], hi[3][k], &w[8 * k + 4]);
-    } else {
-#pragma unroll
-      for (unsigned h = 0; h < 2; ++h) {
-        uint32_t o[4];
-        transpose_bytes(lo[4 * h][k], lo[4 * h + 1][k], lo[4 * h + 2][k], lo[4 * h + 3][k], o);
-#pragma unroll
-        for (unsigned j = 0; j < 4; ++j) w[16 * k + 2 * j + h] = o[j];
-        transpose_bytes(hi[4 * h][k], hi[4 * h + 1][k], hi[4 * h + 2][k], hi[4 * h + 3][k], o);
-#pragma unroll
-        for (unsigned j = 0; j < 4; ++j) w[16 * k + 8 + 2 * j + h] = o[j];
-      }
-    }
-  }
-}
-
-template <unsigned W>
-__global__ void __launch_bounds__(Full<W>::kThreads) encode_full(const uint8_t* in, uint8_t* out) {
+__global__ void __launch_bounds__(Full<W>::kUnits) encode_full(const uint8_t* in, uint8_t* out) {
   using F = Full<W>;
   __shared__ uint4 staged[kBlockBytes / 16];
   const size_t begin = static_cast<size_t>(blockIdx.x) * kBlockBytes;
   const uint4* src = reinterpret_cast<const uint4*>(in + begin);
 #pragma unroll
   for (unsigned i = 0; i < F::kVectors; ++i) {
-    const unsigned v = i * F::kThreads + threadIdx.x;
+    const unsigned v = i * F::kUnits + threadIdx.x;
     staged[swizzle<W>(v)] = src[v];
   }
   __syncthreads();
-  uint32_t w[F::kWords32];
-#pragma unroll
-  for (unsigned i = 0; i < F::kVectors; ++i) {
-    const uint4 v = staged[swizzle<W>(threadIdx.x * F::kVectors + i)];
-    w[4 * i] = v.x;
-    w[4 * i + 1] = v.y;
-    w[4 * i + 2] = v.z;
-    w[4 * i + 3] = v.w;
-  }
-  uint32_t lo[W][4], hi[W][4];
-  words_to_matrices<W>(w, lo, hi);
-  uint8_t* dst = out + begin + 4 * threadIdx.x;
-#pragma unroll
-  for (unsigned b = 0; b < W; ++b) {
-#pragma unroll
-    for (unsigned k = 0; k < 4; ++k) transpose_bits(lo[b][k], hi[b][k]);
-    uint32_t o[4];
-    transpose_bytes(lo[b][0], lo[b][1], lo[b][2], lo[b][3], o);  // byte k of o[r]: byte r of matrix k
-#pragma unroll
-    for (unsigned r = 0; r < 4; ++r) *reinterpret_cast<uint32_t*>(dst + (8 * b + r) * F::kPlane) = o[r];
-    transpose_bytes(hi[b][0], hi[b][1], hi[b][2], hi[b][3], o);
-#pragma unroll
-    for (unsigned r = 0; r < 4; ++r) *reinterpret_cast<uint32_t*>(dst + (8 * b + 4 + r) * F::kPlane) = o[r];
-  }
+  uint8_t* dst = out + begin;
+  encode_unit<W>(
+      threadIdx.x, [&](unsigned v) { return staged[swizzle<W>(v)]; },
+      [&](unsigned at, uint32_t x) { *reinterpret_cast<uint32_t*>(dst + at) = x; });
 }
 
 template <unsigned W>
-__global__ void __launch_bounds__(Full<W>::kThreads) decode_full(const uint8_t* in, uint8_t* out) {
+__global__ void __launch_bounds__(Full<W>::kUnits) decode_full(const uint8_t* in, uint8_t* out) {
   using F = Full<W>;
   __shared__ uint4 staged[kBlockBytes / 16];
   const size_t begin = static_cast<size_t>(blockIdx.x) * kBlockBytes;
-  const uint8_t* src = in + begin + 4 * threadIdx.x;
-  uint32_t lo[W][4], hi[W][4];
-#pragma unroll
-  for (unsigned b = 0; b < W; ++b) {
-    uint32_t o[8];
-#pragma unroll
-    for (unsigned r = 0; r < 8; ++r) o[r] = *reinterpret_cast<const uint32_t*>(src + (8 * b + r) * F::kPlane);
-    transpose_bytes(o[0], o[1], o[2], o[3], lo[b]);
-    transpose_bytes(o[4], o[5], o[6], o[7], hi[b]);
-#pragma unroll
-    for (unsigned k = 0; k < 4; ++k) transpose_bits(lo[b][k], hi[b][k]);
-  }
-  uint32_t w[F::kWords32];
-  matrices_to_words<W>(lo, hi, w);
-#pragma unroll
-  for (unsigned i = 0; i < F::kVectors; ++i)
-    staged[swizzle<W>(threadIdx.x * F::kVectors + i)] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+  const uint8_t* src = in + begin;
+  decode_unit<W>(
+      threadIdx.x, [&](unsigned at) { return *reinterpret_cast<const uint32_t*>(src + at); },
+      [&](unsigned v, uint4 x) { staged[swizzle<W>(v)] = x; });
   __syncthreads();
   uint4* dst = reinterpret_cast<uint4*>(out + begin);
 #pragma unroll
   for (unsigned i = 0; i < F::kVectors; ++i) {
-    const unsigned v = i * F::kThreads + threadIdx.x;
+    const unsigned v = i * F::kUnits + threadIdx.x;
     dst[v] = staged[swizzle<W>(v)];
   }
 }
 
 // ---- any block, any alignment -------------------------------------------------
 
-// Encode: the 8 bytes b of words 8g..8g+7 (a row each) become byte g of
-// planes 8b..8b+7. Decode is the same matrix read from the planes and
-// scattered back to the words.
 template <unsigned W, bool kEncode>
 __global__ void __launch_bounds__(kThreads) code_blocks(const uint8_t* in, size_t size, size_t first_block,
                                                         uint8_t* out) {
@@ -229,34 +71,7 @@ __global__ void __launch_bounds__(kThreads) code_blocks(const uint8_t* in, size_
   __shared__ __align__(16) uint8_t coded[kBlockBytes];
   const size_t begin = (first_block + blockIdx.x) * kBlockBytes;
   const unsigned length = static_cast<unsigned>(size - begin < kBlockBytes ? size - begin : kBlockBytes);
-  const unsigned words = length / W;
-  const unsigned transposed = words - words % 8;  // m in bitshuffle.hpp
-  const unsigned plane = transposed / 8;          // bytes per bit plane
-
-  cuda_detail::block_copy_bytes(in + begin, source, length);
-  __syncthreads();
-  for (unsigned unit = threadIdx.x; unit < W * plane; unit += kThreads) {
-    const unsigned b = unit / plane;
-    const unsigned g = unit % plane;
-    uint64_t x = 0;
-    if constexpr (kEncode) {
-#pragma unroll
-      for (unsigned j = 0; j < 8; ++j) x |= uint64_t{source[(8 * g + j) * W + b]} << (8 * j);
-      x = transpose_bits(x);
-#pragma unroll
-      for (unsigned r = 0; r < 8; ++r) coded[(8 * b + r) * plane + g] = static_cast<uint8_t>(x >> (8 * r));
-    } else {
-#pragma unroll
-      for (unsigned r = 0; r < 8; ++r) x |= uint64_t{source[(8 * b + r) * plane + g]} << (8 * r);
-      x = transpose_bits(x);
-#pragma unroll
-      for (unsigned j = 0; j < 8; ++j) coded[(8 * g + j) * W + b] = static_cast<uint8_t>(x >> (8 * j));
-    }
-  }
-  // Bytes after the transposed words pass through unchanged.
-  for (unsigned i = transposed * W + threadIdx.x; i < length; i += kThreads) coded[i] = source[i];
-  __syncthreads();
-  cuda_detail::block_copy_bytes(coded, out + begin, length);
+  code_any_block<W, kEncode>(in + begin, length, out + begin, source, coded);
 }
 
 template <unsigned W, bool kEncode>
@@ -265,8 +80,8 @@ void launch_width(const uint8_t* in, size_t size, uint8_t* out, cudaStream_t str
   size_t fast = size / kBlockBytes;
   if (((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(out)) & 15) != 0) fast = 0;
   if (fast > 0) {
-    if constexpr (kEncode) encode_full<W><<<static_cast<unsigned>(fast), Full<W>::kThreads, 0, stream>>>(in, out);
-    else decode_full<W><<<static_cast<unsigned>(fast), Full<W>::kThreads, 0, stream>>>(in, out);
+    if constexpr (kEncode) encode_full<W><<<static_cast<unsigned>(fast), Full<W>::kUnits, 0, stream>>>(in, out);
+    else decode_full<W><<<static_cast<unsigned>(fast), Full<W>::kUnits, 0, stream>>>(in, out);
   }
   if (blocks > fast)
     code_blocks<W, kEncode><<<static_cast<unsigned>(blocks - fast), kThreads, 0, stream>>>(in, size, fast, out);

@@ -2,7 +2,8 @@
 // the bitmap levels of elimination_cuda.cuh: sub-chunk geometry, byte masks,
 // staged stores, and the chained scan (decoupled look-back) that gives each
 // sub-chunk its payload offset while the encode kernel runs.
-// Internal to elimination_cuda.cu, which alone includes it.
+// Internal to the elimination coder: included by elimination_cuda.cu and by
+// the kernels that fuse a stage in front of it (bitshuffle_rze/).
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -16,7 +17,7 @@
 #include "elimination/elimination_cuda.cuh"
 
 namespace fz::elimination::cuda {
-namespace {  // internal linkage, as in elimination_cuda.cu, the one file that includes this
+namespace {  // internal linkage: each including file instantiates what it launches
 
 using namespace fz::elimination::cuda_detail;
 using fz::cuda_detail::block_copy_bytes;
@@ -132,6 +133,47 @@ __device__ __forceinline__ void stage_bytes(const uint8_t* src, unsigned count, 
       if (v0 + i * kThreads < vectors) sbody[v0 + i * kThreads] = loaded[i];
   }
   for (unsigned i = head + 16 * vectors + threadIdx.x; i < count; i += kThreads) sm[a + i] = src[i];
+}
+
+// ---- what a full sub-chunk of bytes is coded from ------------------------------
+
+// A full 16 KiB sub-chunk of bytes is coded from, and decoded into, shared
+// memory in the layout the fast paths read: 16-byte vector v at
+// swizzled_vector<4>(v) (thread t owns bytes 64t..64t+63). A block policy
+// moves it between that layout and global memory, with every thread of the
+// block taking part, and may use `spare`, 16 KiB of shared memory that is free
+// meanwhile:
+//   load(src, staged, spare): the sub-chunk's bytes from 16-aligned `src`
+//     into `staged` (the caller synchronises before reading it or reusing spare);
+//   store(decoded, dst, spare): `decoded` (complete) to 16-aligned `dst`.
+// PlainBlock codes the bytes as they are. A stage fused in front of the coder
+// supplies its own (bitshuffle_rze/: the bit-shuffle of the stream before
+// RZE), so that its output never goes through global memory.
+struct PlainBlock {
+  __device__ static void load(const uint8_t* src, uint4* staged, uint4*) {
+    const uint4* src4 = reinterpret_cast<const uint4*>(src);
+    uint4 loaded[4];  // all four loads in flight before the first store
+#pragma unroll
+    for (unsigned i = 0; i < 4; ++i) loaded[i] = src4[i * kThreads + threadIdx.x];
+#pragma unroll
+    for (unsigned i = 0; i < 4; ++i) staged[swizzled_vector<4>(i * kThreads + threadIdx.x)] = loaded[i];
+  }
+  __device__ static void store(const uint4* decoded, uint8_t* dst, uint4*) {
+    uint4* out = reinterpret_cast<uint4*>(dst);
+#pragma unroll
+    for (unsigned i = 0; i < 4; ++i) {
+      const unsigned v = i * kThreads + threadIdx.x;
+      out[v] = decoded[swizzled_vector<4>(v)];
+    }
+  }
+};
+
+// The 32-bit word at byte `at` (a multiple of 4) of a sub-chunk in that layout.
+__device__ __forceinline__ uint32_t& staged_word_at(uint4* staged, unsigned at) {
+  return reinterpret_cast<uint32_t*>(staged)[(swizzled_vector<4>(at >> 4) << 2) | ((at >> 2) & 3u)];
+}
+__device__ __forceinline__ uint32_t staged_word_at(const uint4* staged, unsigned at) {
+  return reinterpret_cast<const uint32_t*>(staged)[(swizzled_vector<4>(at >> 4) << 2) | ((at >> 2) & 3u)];
 }
 
 // ---- chained scan of the sub-chunk sizes ---------------------------------------

@@ -2,19 +2,22 @@
 // and size table read and checked on the device, then one block per
 // sub-chunk expands it (or copies a raw one); streams of few sub-chunks take
 // it all in one launch.
-// Internal to elimination_cuda.cu, which alone includes it.
+// Internal to the elimination coder: included by elimination_cuda.cu and by
+// the kernels that fuse a stage in front of it (bitshuffle_rze/).
 #pragma once
 
 #include <cub/block/block_scan.cuh>
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "elimination/block_helpers_cuda.cuh"
 #include "elimination/elimination_cuda.cuh"
+#include "elimination/elimination_cuda.hpp"
 
 namespace fz::elimination::cuda {
-namespace {  // internal linkage, as in elimination_cuda.cu, the one file that includes this
+namespace {  // internal linkage: each including file instantiates what it launches
 
 using namespace fz::elimination::cuda_detail;
 using fz::cuda_detail::block_copy_bytes;
@@ -181,7 +184,7 @@ __device__ void copy_raw(const uint8_t* src, unsigned osize, uint8_t* dst, FastD
 // bytes), B_2 (32), B_1 (256, byte t in thread t), B_0 (2048, bytes 8t..8t+7
 // in thread t), then output bytes 64t..64t+63 from thread t. The checks are
 // decode_general's, in its order (no padding bits: every level is whole bytes).
-template <bool kRepeat>
+template <bool kRepeat, typename Block>
 __device__ void decode_fast(const uint8_t* src, unsigned size, uint8_t* dst, uint32_t* status,
                             FastDecodeShared& sh) {
   const unsigned t = threadIdx.x, lane = t & 31u, warp = t >> 5;
@@ -273,13 +276,27 @@ __device__ void decode_fast(const uint8_t* src, unsigned size, uint8_t* dst, uin
 #pragma unroll
   for (unsigned i = 0; i < 4; ++i)
     sh.decoded[swizzled_vector<4>(4 * t + i)] = make_uint4(r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]);
+  __syncthreads();  // decoded is complete; payload is no longer read
+  Block::store(sh.decoded, dst, reinterpret_cast<uint4*>(sh.payload));
+}
+
+// A raw full sub-chunk (any alignment) through Block::store to 16-aligned dst:
+// staged, shifted into the fast path's decoded layout, stored.
+template <typename Block>
+__device__ void copy_raw_block(const uint8_t* src, uint8_t* dst, FastDecodeShared& sh) {
+  stage_bytes(src, kBlockBytes, sh.payload);
   __syncthreads();
-  uint4* out = reinterpret_cast<uint4*>(dst);
+  const unsigned a = static_cast<unsigned>(reinterpret_cast<uintptr_t>(src) & 15u);
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(sh.payload) + a / 4;  // 32 spare bytes: q + 1 is in
+  const unsigned shift = 8 * (a % 4);
+  auto word = [&](unsigned q) { return __funnelshift_r(words[q], words[q + 1], shift); };
 #pragma unroll
   for (unsigned i = 0; i < 4; ++i) {
-    const unsigned v = i * kThreads + t;
-    out[v] = sh.decoded[swizzled_vector<4>(v)];
+    const unsigned v = i * kThreads + threadIdx.x;
+    sh.decoded[swizzled_vector<4>(v)] = make_uint4(word(4 * v), word(4 * v + 1), word(4 * v + 2), word(4 * v + 3));
   }
+  __syncthreads();
+  Block::store(sh.decoded, dst, reinterpret_cast<uint4*>(sh.payload));
 }
 
 template <typename Word, bool kRepeat>
@@ -330,35 +347,42 @@ __device__ void decode_general(const uint8_t* src, unsigned osize, unsigned size
 }
 
 // Sub-chunk `chunk` (< chunks_of(n)) of a stream whose table checked out,
-// by the whole block.
-template <typename Word, bool kRepeat>
+// by the whole block. With a Block other than PlainBlock (RZE of bytes only,
+// 16-aligned out: the caller's duty), full sub-chunks go out through
+// Block::store and a partial last one to `tail`, for the caller to finish.
+template <typename Word, bool kRepeat, typename Block>
 __device__ void decode_subchunk(const uint8_t* in, uint64_t n, size_t chunk, uint8_t* out, const uint64_t* sizes,
-                                const uint64_t* offsets, uint32_t* status, DecodeShared& sh) {
+                                const uint64_t* offsets, uint32_t* status, DecodeShared& sh, uint8_t* tail) {
+  constexpr bool kPlain = std::is_same_v<Block, PlainBlock>;
+  static_assert(kPlain || (sizeof(Word) == 1 && !kRepeat), "a fused block transform follows RZE of bytes");
   const size_t chunks = chunks_of(n);
   const unsigned osize = subchunk_length(n, chunk);
   const unsigned size = static_cast<unsigned>(sizes[chunk]);  // <= osize: checked with the table
   const uint8_t* src = in + 8 + 2 * chunks + offsets[chunk];
-  uint8_t* dst = out + chunk * kBlockBytes;
+  uint8_t* dst = kPlain || osize == kBlockBytes ? out + chunk * kBlockBytes : tail;
   const uintptr_t dst_address = reinterpret_cast<uintptr_t>(dst);
-  if (size == osize) {
+  if (!kPlain && osize == kBlockBytes) {
+    if (size == osize) copy_raw_block<Block>(src, dst, sh.fast);
+    else decode_fast<kRepeat, Block>(src, size, dst, status, sh.fast);
+  } else if (size == osize) {
     if ((dst_address & 3u) == 0) copy_raw(src, osize, dst, sh.fast);
     else block_copy_bytes(src, dst, osize);
   } else if (sizeof(Word) == 1 && osize == kBlockBytes && (dst_address & 15u) == 0) {
-    decode_fast<kRepeat>(src, size, dst, status, sh.fast);
+    decode_fast<kRepeat, PlainBlock>(src, size, dst, status, sh.fast);
   } else {
     decode_general<Word, kRepeat>(src, osize, size, dst, status, sh.general);
   }
 }
 
-template <typename Word, bool kRepeat>
+template <typename Word, bool kRepeat, typename Block = PlainBlock>
 __global__ void __launch_bounds__(kThreads)
     decode_subchunks(const uint8_t* in, uint8_t* out, const uint64_t* sizes, const uint64_t* offsets,
-                     const uint32_t* header_status, uint32_t* status) {
+                     const uint32_t* header_status, uint32_t* status, uint8_t* tail) {
   __shared__ __align__(16) DecodeShared sh;
   if (*header_status != 0) return;  // sizes and offsets are meaningless
   const uint64_t n = load_word<uint64_t>(in);
   if (blockIdx.x >= chunks_of(n)) return;
-  decode_subchunk<Word, kRepeat>(in, n, blockIdx.x, out, sizes, offsets, status, sh);
+  decode_subchunk<Word, kRepeat, Block>(in, n, blockIdx.x, out, sizes, offsets, status, sh, tail);
 }
 
 // A stream of at most kFewSubchunks sub-chunks (64 KiB of output) decoded by
@@ -367,11 +391,11 @@ __global__ void __launch_bounds__(kThreads)
 // three launches (about 4 us of host time each on the H100 machine).
 constexpr size_t kFewSubchunks = 4;
 
-template <typename Word, bool kRepeat>
+template <typename Word, bool kRepeat, typename Block = PlainBlock>
 __global__ void __launch_bounds__(kThreads)
     decode_few(const uint8_t* in, size_t in_size, size_t max_out, size_t table_capacity, uint8_t* out,
                uint64_t* sizes, uint64_t* offsets, uint32_t* header_status, uint32_t* status,
-               uint64_t* decoded_size) {
+               uint64_t* decoded_size, uint8_t* tail) {
   __shared__ __align__(16) DecodeShared sh;
   read_table_in_one_block(in, in_size, max_out, table_capacity, sizes, offsets, header_status, status);
   __syncthreads();  // the table, its flags and the status word are written
@@ -379,7 +403,7 @@ __global__ void __launch_bounds__(kThreads)
     const uint64_t n = load_word<uint64_t>(in);
     const size_t chunks = chunks_of(n);
     for (size_t chunk = 0; chunk < table_capacity && chunk < chunks; ++chunk) {
-      decode_subchunk<Word, kRepeat>(in, n, chunk, out, sizes, offsets, status, sh);
+      decode_subchunk<Word, kRepeat, Block>(in, n, chunk, out, sizes, offsets, status, sh, tail);
       __syncthreads();  // sh is reused, and every verdict is in before the last
     }
   }

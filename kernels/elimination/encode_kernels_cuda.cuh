@@ -1,7 +1,8 @@
 // The RZE/RRE CUDA encode kernels (schedule: elimination_cuda.cu): one block
 // per sub-chunk, a fast path from registers for full sub-chunks of bytes and
 // the general path through shared memory for the rest.
-// Internal to elimination_cuda.cu, which alone includes it.
+// Internal to the elimination coder: included by elimination_cuda.cu and by
+// the kernels that fuse a stage in front of it (bitshuffle_rze/).
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -9,12 +10,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "elimination/block_helpers_cuda.cuh"
 #include "elimination/elimination_cuda.cuh"
 
 namespace fz::elimination::cuda {
-namespace {  // internal linkage, as in elimination_cuda.cu, the one file that includes this
+namespace {  // internal linkage: each including file instantiates what it launches
 
 using namespace fz::elimination::cuda_detail;
 using fz::cuda_detail::block_copy_bytes;
@@ -100,18 +102,16 @@ __device__ __forceinline__ void append_kept_bytes(const uint4* staged, const uin
   if (fill > 0) atomicOr(&coded[word], static_cast<uint32_t>(pending));
 }
 
-// RZE of a full sub-chunk of bytes (16-byte aligned input). Levels: B_0 2048
-// bytes, B_1 256, B_2 32, B_3 4 (the raw top). Thread t holds input bytes
-// 64t..64t+63, B_0 bytes 8t..8t+7 (b0[0], b0[1]) and B_1 byte t.
+// RZE of a full sub-chunk of bytes (16-byte aligned input), as Block loads
+// it (block_helpers_cuda.cuh). Levels: B_0 2048 bytes, B_1 256, B_2 32, B_3 4
+// (the raw top). Thread t holds input bytes 64t..64t+63, B_0 bytes 8t..8t+7
+// (b0[0], b0[1]) and B_1 byte t.
+template <typename Block>
 __device__ void encode_fast(const uint8_t* src, size_t chunks, uint8_t* out, uint64_t* states, EncodeTile& tile,
                             FastEncodeShared& sh) {
   const unsigned t = threadIdx.x, lane = t & 31u, warp = t >> 5;
-  const uint4* src4 = reinterpret_cast<const uint4*>(src);
-  uint4 loaded[4];  // all four loads in flight before the first store
-#pragma unroll
-  for (unsigned i = 0; i < 4; ++i) loaded[i] = src4[i * kThreads + t];
-#pragma unroll
-  for (unsigned i = 0; i < 4; ++i) sh.staged[swizzled_vector<4>(i * kThreads + t)] = loaded[i];
+  Block::load(src, sh.staged, sh.coded);
+  __syncthreads();  // staged is complete, coded (the load's spare) free
 #pragma unroll
   for (unsigned i = 0; i < 4; ++i) sh.coded[i * kThreads + t] = make_uint4(0, 0, 0, 0);
   fill_selectors(sh.selectors);
@@ -274,11 +274,16 @@ struct InputLength {
 };
 
 // One block per sub-chunk, taken in start order from *ticket; the last one
-// also writes the header and the stream's length.
-template <typename Word, bool kChanged>
+// also writes the header and the stream's length. With a Block other than
+// PlainBlock (RZE of bytes only, 16-aligned input: the caller's duty), full
+// sub-chunks are coded from what Block::load makes of them and a partial
+// last one from `tail`, where the caller put the same transform of it.
+template <typename Word, bool kChanged, typename Block = PlainBlock>
 __global__ void __launch_bounds__(kThreads)
     encode_subchunks(const uint8_t* in, InputLength length, bool aligned_input, uint8_t* out, uint64_t* states,
-                     unsigned* ticket, uint64_t* encoded_size) {
+                     unsigned* ticket, uint64_t* encoded_size, const uint8_t* tail) {
+  constexpr bool kPlain = std::is_same_v<Block, PlainBlock>;
+  static_assert(kPlain || (sizeof(Word) == 1 && !kChanged), "a fused block transform feeds RZE of bytes");
   __shared__ __align__(16) EncodeShared sh;
   __shared__ EncodeTile tile;
   if (threadIdx.x == 0) {
@@ -302,10 +307,10 @@ __global__ void __launch_bounds__(kThreads)
   }
   const unsigned osize = subchunk_length(n, chunk);
   const uint8_t* src = in + chunk * kBlockBytes;
-  if (sizeof(Word) == 1 && !kChanged && osize == kBlockBytes && aligned_input)
-    encode_fast(src, chunks, out, states, tile, sh.fast);
+  if (sizeof(Word) == 1 && !kChanged && osize == kBlockBytes && (aligned_input || !kPlain))
+    encode_fast<Block>(src, chunks, out, states, tile, sh.fast);
   else
-    encode_general<Word, kChanged>(src, osize, chunks, out, states, tile, sh.general);
+    encode_general<Word, kChanged>(kPlain ? src : tail, osize, chunks, out, states, tile, sh.general);
   if (chunk == chunks - 1 && threadIdx.x == 0) {
     // tile.offset + tile.size: every payload byte before this one's end.
     out[8 + 2 * chunk] = static_cast<uint8_t>(tile.size);

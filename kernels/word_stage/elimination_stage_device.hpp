@@ -38,23 +38,28 @@ void forward(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWo
              what<rule>(false));
 }
 
-// The host checks the decoded length against the limit before allocating; the
-// device checks everything else.
-template <elimination::Rule rule>
-void inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t max_bytes) {
+// The length a stream decodes to, checked against the limit (FormatError)
+// before the caller allocates it; the device checks everything else. It is
+// the stream's first 8 bytes: on the host for a frame in host memory, else
+// read back (a device-resident frame, or a stream an earlier GPU inverse
+// produced).
+inline size_t decoded_length(const DeviceBuffer& out, DeviceWork& work, size_t max_bytes) {
   require_format(out.size >= 8, "RZE/RRE: stream shorter than its header");
-  // The decoded length is the stream's first 8 bytes: on the host for a frame
-  // in host memory, else read back (a device-resident frame, or a stream an
-  // earlier GPU inverse produced).
   uint8_t header[8];
   if (out.host) std::memcpy(header, out.host, 8);
   else work.read_back(out.data, 8, header);
   const uint64_t n = load_le<uint64_t>(header);
   require_format(n <= max_bytes, "RZE/RRE: decoded size exceeds the allowed maximum");
-  in = {work.allocate(static_cast<size_t>(n)), static_cast<size_t>(n), nullptr, nullptr};
+  return static_cast<size_t>(n);
+}
+
+template <elimination::Rule rule>
+void inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t max_bytes) {
+  const size_t n = decoded_length(out, work, max_bytes);
+  in = {work.allocate(n), n, nullptr, nullptr};
   uint64_t* decoded = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
-  void* scratch = work.allocate(elimination::cuda::decode_scratch_bytes(out.size, static_cast<size_t>(n)));
-  work.check(elimination::cuda::decode(out.data, out.size, width, rule, in.data, static_cast<size_t>(n), decoded,
+  void* scratch = work.allocate(elimination::cuda::decode_scratch_bytes(out.size, n));
+  work.check(elimination::cuda::decode(out.data, out.size, width, rule, in.data, n, decoded,
                                        work.status_word(), scratch, static_cast<cudaStream_t>(work.stream())),
              what<rule>(true));
 }

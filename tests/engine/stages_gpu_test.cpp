@@ -1,5 +1,6 @@
 // Pipelines built from TCMS, byte swap, byte transpose, merge and fill mask on
-// the GPU (engine/src/device_forward.hpp): the stored buffers equal the CPU's
+// the GPU (engine/src/device_forward.hpp), with the bit-shuffle and RZE after
+// them fused into one pass: the stored buffers equal the CPU's
 // byte for byte, the GPU inverse gives the input back, and damaged or
 // over-limit streams are refused by the GPU exactly where the CPU refuses
 // them. GPU tests: labelled "gpu", skipped where no CUDA device is usable.
@@ -15,6 +16,7 @@
 #include "bitshuffle/bitshuffle_stage.hpp"
 #include "byteswap/byteswap_stage.hpp"
 #include "bytetranspose/bytetranspose_stage.hpp"
+#include "common/stage/stage_device.hpp"
 #include "common/testing/device_cuda.hpp"
 #include "common/testing/test_data.hpp"
 #include "cuda/device_context.hpp"
@@ -173,6 +175,17 @@ TEST(StagesOnDevice, TcmsChains) {
     swapped.add(make_rre(w), {swapped.add(make_tcms(w), {native})[0]});
     expect_round_trip(swapped, field, "byteswap -> tcms -> rre, width " + std::to_string(w));
   }
+}
+
+// A bit-shuffle and the RZE of bytes after it run as one device pass (the
+// chains above and the presets' frames prove its bytes); no other pair does.
+TEST(StagesOnDevice, BitShuffleThenRzeOfBytesIsOneFusedPass) {
+  for (unsigned w : {1u, 2u, 4u, 8u})
+    EXPECT_NE(stage::find_fused_device_pair(*make_bitshuffle(w), *make_rze(1)), nullptr) << "width " << w;
+  EXPECT_EQ(stage::find_fused_device_pair(*make_bitshuffle(4), *make_rze(4)), nullptr);
+  EXPECT_EQ(stage::find_fused_device_pair(*make_bitshuffle(1), *make_rre(1)), nullptr);
+  EXPECT_EQ(stage::find_fused_device_pair(*make_rze(1), *make_bitshuffle(1)), nullptr);
+  EXPECT_EQ(stage::find_fused_device_pair(*make_tcms(1), *make_rze(1)), nullptr);
 }
 
 // A field with every element below `threshold` replaced by `fill`.

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
+#include "common/stage/stage_device.hpp"
 #include "cuda/value_range_cuda.hpp"
 #include "device_forward.hpp"
 #include "presets/presets.hpp"
@@ -13,45 +15,114 @@ namespace cuda {
 
 namespace {
 
-bool reads_output_of(const StageNode& reader, const StageNode& writer) {
+// A step of a device forward or inverse: one node, or two adjacent nodes that
+// run as one device pass (FusedDevicePair, common/stage/stage_device.hpp: a
+// bit-shuffle and the RZE after it), whose streams are the first node's
+// inputs and the second's outputs: the stream between them is never made.
+struct Step {
+  size_t node = 0;                               // the first node
+  const stage::FusedDevicePair* pair = nullptr;  // with the node after it, or alone
+  std::vector<uint8_t> inputs;
+  uint8_t first_output = 0;
+  uint8_t output_count = 0;
+};
+
+// Whether `stream` is the input of no node but `reader`, and not stored.
+bool read_only_by(const Pipeline& pipeline, uint8_t stream, size_t reader) {
+  const std::vector<StageNode>& nodes = pipeline.nodes();
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (k != reader && std::find(nodes[k].inputs.begin(), nodes[k].inputs.end(), stream) != nodes[k].inputs.end())
+      return false;
+  const std::vector<uint8_t> stored = pipeline.stored_buffers();
+  return std::find(stored.begin(), stored.end(), stream) == stored.end();
+}
+
+// Nodes [first, last) as steps, in order.
+std::vector<Step> steps_of(const Pipeline& pipeline, size_t first, size_t last) {
+  const std::vector<StageNode>& nodes = pipeline.nodes();
+  std::vector<Step> steps;
+  for (size_t i = first; i < last;) {
+    const StageNode& a = nodes[i];
+    Step step{i, nullptr, a.inputs, a.first_output, a.output_count};
+    if (i + 1 < last) {
+      const StageNode& b = nodes[i + 1];
+      if (a.inputs.size() == 1 && a.output_count == 1 && b.inputs.size() == 1 && b.output_count == 1 &&
+          b.inputs[0] == a.first_output && read_only_by(pipeline, a.first_output, i + 1))
+        step.pair = stage::find_fused_device_pair(*a.stage, *b.stage);
+      if (step.pair) {
+        step.first_output = b.first_output;
+        step.output_count = b.output_count;
+      }
+    }
+    i += step.pair ? 2 : 1;
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+bool reads_output_of(const Step& reader, const Step& writer) {
   for (uint8_t id : reader.inputs)
     if (id >= writer.first_output && id < writer.first_output + writer.output_count) return true;
   return false;
 }
 
-bool share_an_input(const StageNode& a, const StageNode& b) {
+bool share_an_input(const Step& a, const Step& b) {
   for (uint8_t id : a.inputs)
     if (std::find(b.inputs.begin(), b.inputs.end(), id) != b.inputs.end()) return true;
   return false;
 }
 
-// The end of the run of nodes from `first` on that are independent of one
+// The end of the run of steps from `first` on that are independent of one
 // another: none reads a stream another writes, and no two read the same
 // stream (whose inverse both would rebuild). Such a run may go side by side
 // both ways: forward in any order, then the next run; inverse the same runs
 // from the last.
-size_t independent_run_end(const std::vector<StageNode>& nodes, size_t first) {
+size_t independent_run_end(const std::vector<Step>& steps, size_t first) {
   size_t end = first + 1;
-  for (; end < nodes.size(); ++end)
+  for (; end < steps.size(); ++end)
     for (size_t k = first; k < end; ++k)
-      if (reads_output_of(nodes[end], nodes[k]) || share_an_input(nodes[end], nodes[k])) return end;
+      if (reads_output_of(steps[end], steps[k]) || share_an_input(steps[end], steps[k])) return end;
   return end;
 }
 
-void forward_node(const StageNode& node, const std::vector<DeviceBuffer>& buffers, std::vector<DeviceBuffer>& out,
-                  DeviceWork& work) {
-  std::vector<DeviceBuffer> in;
-  for (uint8_t id : node.inputs) in.push_back(buffers.at(id));
-  node.stage->forward_device(in, out, work);
-  if (out.size() != node.output_count) throw std::logic_error("GPU stage produced the wrong number of streams");
+// Runs of independent steps (one step each without side_by_side), in order.
+std::vector<std::pair<size_t, size_t>> runs_of(const std::vector<Step>& steps, bool side_by_side) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (size_t first = 0; first < steps.size();) {
+    const size_t end = side_by_side ? independent_run_end(steps, first) : first + 1;
+    runs.emplace_back(first, end);
+    first = end;
+  }
+  return runs;
 }
 
-void inverse_node(const StageNode& node, const std::vector<DeviceBuffer>& view, std::vector<DeviceBuffer>& ins,
-                  DeviceWork& work, size_t max_stream_bytes) {
+void forward_step(const Pipeline& pipeline, const Step& step, const std::vector<DeviceBuffer>& buffers,
+                  std::vector<DeviceBuffer>& out, DeviceWork& work) {
+  const std::vector<StageNode>& nodes = pipeline.nodes();
+  std::vector<DeviceBuffer> in;
+  for (uint8_t id : step.inputs) in.push_back(buffers.at(id));
+  if (step.pair) {
+    out.resize(1);
+    step.pair->forward(*nodes[step.node].stage, *nodes[step.node + 1].stage, in.at(0), out[0], work);
+    return;
+  }
+  nodes[step.node].stage->forward_device(in, out, work);
+  if (out.size() != step.output_count) throw std::logic_error("GPU stage produced the wrong number of streams");
+}
+
+void inverse_step(const Pipeline& pipeline, const Step& step, const std::vector<DeviceBuffer>& view,
+                  std::vector<DeviceBuffer>& ins, DeviceWork& work, size_t max_stream_bytes) {
+  const std::vector<StageNode>& nodes = pipeline.nodes();
   std::vector<DeviceBuffer> outs;
-  for (size_t i = 0; i < node.output_count; ++i) outs.push_back(view[node.first_output + i]);
-  node.stage->inverse_device(outs, ins, work, max_stream_bytes);
-  if (ins.size() != node.inputs.size()) throw std::logic_error("GPU inverse produced the wrong number of streams");
+  for (size_t i = 0; i < step.output_count; ++i) outs.push_back(view[step.first_output + i]);
+  if (step.pair) {
+    ins.resize(1);
+    step.pair->inverse(*nodes[step.node].stage, *nodes[step.node + 1].stage, outs.at(0), ins[0], work,
+                       max_stream_bytes);
+    return;
+  }
+  nodes[step.node].stage->inverse_device(outs, ins, work, max_stream_bytes);
+  if (ins.size() != step.inputs.size()) throw std::logic_error("GPU inverse produced the wrong number of streams");
 }
 
 }  // namespace
@@ -62,23 +133,21 @@ ChunkWork* side_by_side_for(ChunkWork& work, size_t chunk_bytes) {
 
 void forward_nodes(const Pipeline& pipeline, size_t first, size_t last, std::vector<DeviceBuffer>& buffers,
                    DeviceWork& work, ChunkWork* side_by_side) {
-  const std::vector<StageNode>& nodes = pipeline.nodes();
-  while (first < last) {
-    const size_t end = side_by_side ? std::min(last, independent_run_end(nodes, first)) : first + 1;
-    std::vector<std::vector<DeviceBuffer>> outs(end - first);
-    if (end - first > 1) {
-      side_by_side->side_by_side(end - first, [&](size_t k, DeviceWork& branch) {
-        forward_node(nodes[first + k], buffers, outs[k], branch);
+  const std::vector<Step> steps = steps_of(pipeline, first, last);
+  for (const auto& [begin, end] : runs_of(steps, side_by_side != nullptr)) {
+    std::vector<std::vector<DeviceBuffer>> outs(end - begin);
+    if (end - begin > 1) {
+      side_by_side->side_by_side(end - begin, [&](size_t k, DeviceWork& branch) {
+        forward_step(pipeline, steps[begin + k], buffers, outs[k], branch);
       });
     } else {
-      forward_node(nodes[first], buffers, outs[0], work);
+      forward_step(pipeline, steps[begin], buffers, outs[0], work);
     }
     for (size_t k = 0; k < outs.size(); ++k) {
-      const StageNode& node = nodes[first + k];
-      buffers.resize(std::max<size_t>(buffers.size(), node.first_output + node.output_count));
-      for (size_t i = 0; i < outs[k].size(); ++i) buffers[node.first_output + i] = outs[k][i];
+      const Step& step = steps[begin + k];
+      buffers.resize(std::max<size_t>(buffers.size(), step.first_output + step.output_count));
+      for (size_t i = 0; i < outs[k].size(); ++i) buffers[step.first_output + i] = outs[k][i];
     }
-    first = end;
   }
 }
 
@@ -109,25 +178,20 @@ std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chu
 
 DeviceBuffer run_inverse(const Pipeline& pipeline, std::vector<DeviceBuffer> view, ChunkWork& work,
                          size_t max_stream_bytes, ChunkWork* side_by_side) {
-  const std::vector<StageNode>& nodes = pipeline.nodes();
-  std::vector<std::pair<size_t, size_t>> runs;
-  for (size_t first = 0; first < nodes.size();) {
-    const size_t end = side_by_side ? independent_run_end(nodes, first) : first + 1;
-    runs.emplace_back(first, end);
-    first = end;
-  }
+  const std::vector<Step> steps = steps_of(pipeline, 0, pipeline.nodes().size());
+  const std::vector<std::pair<size_t, size_t>> runs = runs_of(steps, side_by_side != nullptr);
   for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
-    const size_t first = run->first, count = run->second - run->first;
+    const size_t begin = run->first, count = run->second - run->first;
     std::vector<std::vector<DeviceBuffer>> ins(count);
     if (count > 1) {
       side_by_side->side_by_side(count, [&](size_t k, DeviceWork& branch) {
-        inverse_node(nodes[first + k], view, ins[k], branch, max_stream_bytes);
+        inverse_step(pipeline, steps[begin + k], view, ins[k], branch, max_stream_bytes);
       });
     } else {
-      inverse_node(nodes[first], view, ins[0], work, max_stream_bytes);
+      inverse_step(pipeline, steps[begin], view, ins[0], work, max_stream_bytes);
     }
     for (size_t k = 0; k < count; ++k)
-      for (size_t i = 0; i < ins[k].size(); ++i) view[nodes[first + k].inputs[i]] = ins[k][i];
+      for (size_t i = 0; i < ins[k].size(); ++i) view[steps[begin + k].inputs[i]] = ins[k][i];
   }
   return view[Pipeline::kChunk];
 }

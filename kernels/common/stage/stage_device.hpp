@@ -76,4 +76,26 @@ class StageDeviceFor : public StageDevice {
 // stage_device_registry_none.cpp in CPU builds.
 const StageDevice* find_stage_device(uint16_t type_id);
 
+// Two adjacent stages that run on the GPU as one pass: `first`'s one output
+// is `second`'s one input, which nothing else reads or stores, so the stream
+// between them need never be made (kernels/bitshuffle_rze/: a bit-shuffle and
+// the RZE of bytes after it, in one read of the input and one write of the
+// output). forward: from first's input to second's output; inverse: back,
+// with max_stream_bytes the limit of the stages' own inverses. The bytes,
+// refusals and status words are those of the two stages' own GPU parts one
+// after the other (the engine's device pipeline, engine/src/cuda/, chooses).
+class FusedDevicePair {
+ public:
+  virtual ~FusedDevicePair() = default;
+  virtual bool accepts(const Stage& first, const Stage& second) const = 0;
+  virtual void forward(const Stage& first, const Stage& second, const DeviceBuffer& in, DeviceBuffer& out,
+                       DeviceWork& work) const = 0;
+  virtual void inverse(const Stage& first, const Stage& second, const DeviceBuffer& out, DeviceBuffer& in,
+                       DeviceWork& work, size_t max_stream_bytes) const = 0;
+};
+
+// The pair that runs `first` then `second` in this build, or nullptr (CPU
+// builds have none).
+const FusedDevicePair* find_fused_device_pair(const Stage& first, const Stage& second);
+
 }  // namespace fz::stage

@@ -27,4 +27,14 @@ const StageDevice* find_stage_device(uint16_t type_id) {
   return nullptr;
 }
 
+// The fused pairs, each in kernels/<first>_<second>/<first>_<second>_stage_cuda.cpp.
+const FusedDevicePair& bitshuffle_rze_pair();
+
+const FusedDevicePair* find_fused_device_pair(const Stage& first, const Stage& second) {
+  const FusedDevicePair* const pairs[] = {&bitshuffle_rze_pair()};
+  for (const FusedDevicePair* pair : pairs)
+    if (pair->accepts(first, second)) return pair;
+  return nullptr;
+}
+
 }  // namespace fz::stage

@@ -1,0 +1,138 @@
+// The fused bit-shuffle -> RZE1 coder (bitshuffle_rze_cuda.hpp): the
+// elimination coder's kernels (elimination/dispatch_cuda.cuh) with a block
+// policy that shuffles a full 16 KiB block on its way into shared memory and
+// unshuffles it on its way out (bitshuffle/bitshuffle_block_cuda.cuh's units).
+// A partial last block, which the coder takes from a 16 KiB scratch buffer
+// ("tail"), is shuffled there by bitshuffle::cuda::encode before the coder
+// runs, and unshuffled from there after it by a kernel that reads the
+// stream's length on the device, so the host waits for nothing.
+#include "bitshuffle_rze/bitshuffle_rze_cuda.hpp"
+
+#include "bitshuffle/bitshuffle_block_cuda.cuh"
+#include "bitshuffle/bitshuffle_cuda.hpp"
+#include "common/blocks.hpp"
+#include "common/words_cuda.cuh"
+#include "elimination/dispatch_cuda.cuh"
+
+namespace fz::bitshuffle_rze::cuda {
+namespace {
+
+using elimination::cuda::PlainBlock;
+using elimination::cuda::staged_word_at;
+using elimination::cuda_detail::kThreads;
+namespace block = bitshuffle::cuda_block;
+
+// The block policy (elimination/block_helpers_cuda.cuh) of the bit-shuffle of
+// W-byte words: the units of a block are spread over the coder's threads
+// (512 / W units: two per thread for bytes, one or none for wider words).
+template <unsigned W>
+struct ShuffledBlock {
+  using F = block::Full<W>;
+
+  __device__ static void load(const uint8_t* src, uint4* staged, uint4* spare) {
+    const uint4* src4 = reinterpret_cast<const uint4*>(src);
+    uint4 loaded[4];  // all four loads in flight before the first store
+#pragma unroll
+    for (unsigned i = 0; i < 4; ++i) loaded[i] = src4[i * kThreads + threadIdx.x];
+#pragma unroll
+    for (unsigned i = 0; i < 4; ++i) spare[block::swizzle<W>(i * kThreads + threadIdx.x)] = loaded[i];
+    __syncthreads();
+    for (unsigned u = threadIdx.x; u < F::kUnits; u += kThreads) {
+      block::encode_unit<W>(
+          u, [&](unsigned v) { return spare[block::swizzle<W>(v)]; },
+          [&](unsigned at, uint32_t x) { staged_word_at(staged, at) = x; });
+    }
+  }
+
+  __device__ static void store(const uint4* decoded, uint8_t* dst, uint4* spare) {
+    for (unsigned u = threadIdx.x; u < F::kUnits; u += kThreads) {
+      block::decode_unit<W>(
+          u, [&](unsigned at) { return staged_word_at(decoded, at); },
+          [&](unsigned v, uint4 x) { spare[block::swizzle<W>(v)] = x; });
+    }
+    __syncthreads();
+    uint4* out = reinterpret_cast<uint4*>(dst);
+#pragma unroll
+    for (unsigned i = 0; i < 4; ++i) {
+      const unsigned v = i * kThreads + threadIdx.x;
+      out[v] = spare[block::swizzle<W>(v)];
+    }
+  }
+};
+
+// After the coder's decode: the partial last block of a valid-sized stream,
+// decoded into `tail`, unshuffled to its place in `out`. The length is the
+// stream's header (read here: the host never waits for it); nothing is
+// written for a header that says more than max_out (the decode refused it).
+template <unsigned W>
+__global__ void __launch_bounds__(kThreads)
+    unshuffle_tail(const uint8_t* in, size_t in_size, size_t max_out, const uint8_t* tail, uint8_t* out) {
+  __shared__ __align__(16) uint8_t source[kBlockBytes];
+  __shared__ __align__(16) uint8_t coded[kBlockBytes];
+  if (in_size < 8) return;
+  const uint64_t n = cuda_detail::load_word<uint64_t>(in);
+  const unsigned rest = static_cast<unsigned>(n % kBlockBytes);
+  if (n > max_out || rest == 0) return;
+  block::code_any_block<W, false>(tail, rest, out + (n - rest), source, coded);
+}
+
+constexpr size_t kAlign = 256;
+size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+bool valid_width(unsigned w) { return w == 1 || w == 2 || w == 4 || w == 8; }
+
+template <unsigned W>
+cudaError_t encode_width(const uint8_t* in, size_t n, uint8_t* out, uint64_t* encoded_size, void* scratch,
+                         cudaStream_t stream) {
+  const size_t rest = n % kBlockBytes;
+  uint8_t* tail = static_cast<uint8_t*>(scratch) + aligned(elimination::cuda::encode_scratch_bytes(n));
+  if (rest > 0) {
+    const cudaError_t err = bitshuffle::cuda::encode(in + (n - rest), rest, W, tail, stream);
+    if (err != cudaSuccess) return err;
+  }
+  return elimination::cuda::encode_typed<uint8_t, false, ShuffledBlock<W>>(
+      in, elimination::cuda::InputLength{n, nullptr, n}, out, encoded_size, scratch, stream, tail);
+}
+
+template <unsigned W>
+cudaError_t decode_width(const uint8_t* in, size_t in_size, uint8_t* out, size_t max_out, uint64_t* decoded_size,
+                         uint32_t* status, void* scratch, cudaStream_t stream) {
+  uint8_t* tail = static_cast<uint8_t*>(scratch) + aligned(elimination::cuda::decode_scratch_bytes(in_size, max_out));
+  const cudaError_t err = elimination::cuda::decode_typed<uint8_t, false, ShuffledBlock<W>>(
+      in, in_size, out, max_out, decoded_size, status, scratch, stream, tail);
+  if (err != cudaSuccess) return err;
+  unshuffle_tail<W><<<1, kThreads, 0, stream>>>(in, in_size, max_out, tail, out);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+size_t encode_scratch_bytes(size_t n) { return aligned(elimination::cuda::encode_scratch_bytes(n)) + kBlockBytes; }
+
+size_t decode_scratch_bytes(size_t in_size, size_t max_out) {
+  return aligned(elimination::cuda::decode_scratch_bytes(in_size, max_out)) + kBlockBytes;
+}
+
+cudaError_t encode(const uint8_t* in, size_t n, unsigned width, uint8_t* out, uint64_t* encoded_size,
+                   void* scratch, cudaStream_t stream) {
+  if (!valid_width(width) || !aligned16(in)) return cudaErrorInvalidValue;
+  switch (width) {
+    case 1: return encode_width<1>(in, n, out, encoded_size, scratch, stream);
+    case 2: return encode_width<2>(in, n, out, encoded_size, scratch, stream);
+    case 4: return encode_width<4>(in, n, out, encoded_size, scratch, stream);
+    default: return encode_width<8>(in, n, out, encoded_size, scratch, stream);
+  }
+}
+
+cudaError_t decode(const uint8_t* in, size_t in_size, unsigned width, uint8_t* out, size_t max_out,
+                   uint64_t* decoded_size, uint32_t* status, void* scratch, cudaStream_t stream) {
+  if (!valid_width(width) || !aligned16(out)) return cudaErrorInvalidValue;
+  switch (width) {
+    case 1: return decode_width<1>(in, in_size, out, max_out, decoded_size, status, scratch, stream);
+    case 2: return decode_width<2>(in, in_size, out, max_out, decoded_size, status, scratch, stream);
+    case 4: return decode_width<4>(in, in_size, out, max_out, decoded_size, status, scratch, stream);
+    default: return decode_width<8>(in, in_size, out, max_out, decoded_size, status, scratch, stream);
+  }
+}
+
+}  // namespace fz::bitshuffle_rze::cuda
