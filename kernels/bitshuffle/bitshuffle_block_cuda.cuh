@@ -57,13 +57,16 @@ __device__ __forceinline__ void transpose_bytes(uint32_t a0, uint32_t a1, uint32
   o[3] = __byte_perm(r, s, 0x7632);
 }
 
-// A full block of W-byte words.
-template <unsigned W>
+// A full block of W-byte words, cut into units of G groups of 8 words (G = 4
+// for the bit-shuffle's own kernels; fused kernels take 2 or 1 to give every
+// thread of a larger thread block a unit).
+template <unsigned W, unsigned G = 4>
 struct Full {
-  static constexpr unsigned kUnits = 512 / W;     // of 32 words each
-  static constexpr unsigned kVectors = 2 * W;     // 16-byte vectors per unit
-  static constexpr unsigned kPlane = 2048 / W;    // bytes per bit plane
-  static constexpr unsigned kWords32 = 8 * W;     // 32-bit registers per unit
+  static_assert(G == 1 || G == 2 || G == 4, "a unit is 1, 2 or 4 groups of 8 words");
+  static constexpr unsigned kUnits = 2048 / (W * G);  // of 8G words each
+  static constexpr unsigned kVectors = G * W / 2;     // 16-byte vectors per unit (W * G >= 2)
+  static constexpr unsigned kPlane = 2048 / W;        // bytes per bit plane
+  static constexpr unsigned kWords32 = 2 * G * W;     // 32-bit registers per unit
 };
 
 // Where vector v of a block lives in shared memory when units read their
@@ -76,11 +79,11 @@ __device__ __forceinline__ unsigned swizzle(unsigned v) {
 // lo[b][k] / hi[b][k]: the matrix of byte b of words 8k..8k+3 / 8k+4..8k+7
 // (byte j = byte b of word 8k+j), from the thread's words held as w[] (word i
 // at bytes i*W .. i*W+W-1 of the 32-bit little-endian registers).
-template <unsigned W>
-__device__ __forceinline__ void words_to_matrices(const uint32_t (&w)[8 * W], uint32_t (&lo)[W][4],
+template <unsigned W, unsigned G>
+__device__ __forceinline__ void words_to_matrices(const uint32_t (&w)[2 * G * W], uint32_t (&lo)[W][4],
                                                   uint32_t (&hi)[W][4]) {
 #pragma unroll
-  for (unsigned k = 0; k < 4; ++k) {
+  for (unsigned k = 0; k < G; ++k) {
     if constexpr (W == 1) {
       lo[0][k] = w[2 * k];
       hi[0][k] = w[2 * k + 1];
@@ -113,11 +116,11 @@ __device__ __forceinline__ void words_to_matrices(const uint32_t (&w)[8 * W], ui
 }
 
 // The inverse of words_to_matrices.
-template <unsigned W>
+template <unsigned W, unsigned G>
 __device__ __forceinline__ void matrices_to_words(const uint32_t (&lo)[W][4], const uint32_t (&hi)[W][4],
-                                                  uint32_t (&w)[8 * W]) {
+                                                  uint32_t (&w)[2 * G * W]) {
 #pragma unroll
-  for (unsigned k = 0; k < 4; ++k) {
+  for (unsigned k = 0; k < G; ++k) {
     if constexpr (W == 1) {
       w[2 * k] = lo[0][k];
       w[2 * k + 1] = hi[0][k];
@@ -147,11 +150,11 @@ __device__ __forceinline__ void matrices_to_words(const uint32_t (&lo)[W][4], co
 
 // Unit u of a block's encode: vector_at(v) gives the block's 16-byte vector v
 // (the unit reads u*kVectors .. u*kVectors + kVectors - 1);
-// store_plane_word(at, x) receives the 32-bit word at byte `at` of the coded
-// block, 8W of them.
-template <unsigned W, typename VectorAt, typename StorePlaneWord>
-__device__ __forceinline__ void encode_unit(unsigned u, VectorAt vector_at, StorePlaneWord store_plane_word) {
-  using F = Full<W>;
+// store_plane(at, x) receives the G bytes at byte `at` of the coded block (in
+// the low bytes of x), 8W of them.
+template <unsigned W, unsigned G, typename VectorAt, typename StorePlane>
+__device__ __forceinline__ void encode_unit(unsigned u, VectorAt vector_at, StorePlane store_plane) {
+  using F = Full<W, G>;
   uint32_t w[F::kWords32];
 #pragma unroll
   for (unsigned i = 0; i < F::kVectors; ++i) {
@@ -161,41 +164,41 @@ __device__ __forceinline__ void encode_unit(unsigned u, VectorAt vector_at, Stor
     w[4 * i + 2] = v.z;
     w[4 * i + 3] = v.w;
   }
-  uint32_t lo[W][4], hi[W][4];
-  words_to_matrices<W>(w, lo, hi);
+  uint32_t lo[W][4] = {}, hi[W][4] = {};  // matrices G..3 stay 0
+  words_to_matrices<W, G>(w, lo, hi);
 #pragma unroll
   for (unsigned b = 0; b < W; ++b) {
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) transpose_bits(lo[b][k], hi[b][k]);
+    for (unsigned k = 0; k < G; ++k) transpose_bits(lo[b][k], hi[b][k]);
     uint32_t o[4];
     transpose_bytes(lo[b][0], lo[b][1], lo[b][2], lo[b][3], o);  // byte k of o[r]: byte r of matrix k
 #pragma unroll
-    for (unsigned r = 0; r < 4; ++r) store_plane_word((8 * b + r) * F::kPlane + 4 * u, o[r]);
+    for (unsigned r = 0; r < 4; ++r) store_plane((8 * b + r) * F::kPlane + G * u, o[r]);
     transpose_bytes(hi[b][0], hi[b][1], hi[b][2], hi[b][3], o);
 #pragma unroll
-    for (unsigned r = 0; r < 4; ++r) store_plane_word((8 * b + 4 + r) * F::kPlane + 4 * u, o[r]);
+    for (unsigned r = 0; r < 4; ++r) store_plane((8 * b + 4 + r) * F::kPlane + G * u, o[r]);
   }
 }
 
-// Unit u of a block's decode, the inverse: load_plane_word(at) gives the
-// coded block's 32-bit word at byte `at`; store_vector(v, x) receives the
-// decoded block's 16-byte vector v.
-template <unsigned W, typename LoadPlaneWord, typename StoreVector>
-__device__ __forceinline__ void decode_unit(unsigned u, LoadPlaneWord load_plane_word, StoreVector store_vector) {
-  using F = Full<W>;
+// Unit u of a block's decode, the inverse: load_plane(at) gives the coded
+// block's G bytes at byte `at` (in the low bytes, zeros above);
+// store_vector(v, x) receives the decoded block's 16-byte vector v.
+template <unsigned W, unsigned G, typename LoadPlane, typename StoreVector>
+__device__ __forceinline__ void decode_unit(unsigned u, LoadPlane load_plane, StoreVector store_vector) {
+  using F = Full<W, G>;
   uint32_t lo[W][4], hi[W][4];
 #pragma unroll
   for (unsigned b = 0; b < W; ++b) {
     uint32_t o[8];
 #pragma unroll
-    for (unsigned r = 0; r < 8; ++r) o[r] = load_plane_word((8 * b + r) * F::kPlane + 4 * u);
+    for (unsigned r = 0; r < 8; ++r) o[r] = load_plane((8 * b + r) * F::kPlane + G * u);
     transpose_bytes(o[0], o[1], o[2], o[3], lo[b]);
     transpose_bytes(o[4], o[5], o[6], o[7], hi[b]);
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) transpose_bits(lo[b][k], hi[b][k]);
+    for (unsigned k = 0; k < G; ++k) transpose_bits(lo[b][k], hi[b][k]);
   }
   uint32_t w[F::kWords32];
-  matrices_to_words<W>(lo, hi, w);
+  matrices_to_words<W, G>(lo, hi, w);
 #pragma unroll
   for (unsigned i = 0; i < F::kVectors; ++i)
     store_vector(u * F::kVectors + i, make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]));

@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(Full<W>::kUnits) encode_full(const uint8_t* in
   }
   __syncthreads();
   uint8_t* dst = out + begin;
-  encode_unit<W>(
+  encode_unit<W, 4>(
       threadIdx.x, [&](unsigned v) { return staged[swizzle<W>(v)]; },
       [&](unsigned at, uint32_t x) { *reinterpret_cast<uint32_t*>(dst + at) = x; });
 }
@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(Full<W>::kUnits) decode_full(const uint8_t* in
   __shared__ uint4 staged[kBlockBytes / 16];
   const size_t begin = static_cast<size_t>(blockIdx.x) * kBlockBytes;
   const uint8_t* src = in + begin;
-  decode_unit<W>(
+  decode_unit<W, 4>(
       threadIdx.x, [&](unsigned at) { return *reinterpret_cast<const uint32_t*>(src + at); },
       [&](unsigned v, uint4 x) { staged[swizzle<W>(v)] = x; });
   __syncthreads();

@@ -18,16 +18,25 @@ namespace fz::bitshuffle_rze::cuda {
 namespace {
 
 using elimination::cuda::PlainBlock;
-using elimination::cuda::staged_word_at;
+using elimination::cuda::staged_at;
+using elimination::cuda::StagedPiece;
 using elimination::cuda_detail::kThreads;
 namespace block = bitshuffle::cuda_block;
 
 // The block policy (elimination/block_helpers_cuda.cuh) of the bit-shuffle of
-// W-byte words: the units of a block are spread over the coder's threads
-// (512 / W units: two per thread for bytes, one or none for wider words).
+// W-byte words. Units of 8G words, so that every thread of the coder has one
+// (two for bytes): 4 groups of 8 for bytes and 2-byte words, 2 for 4-byte
+// words, 1 for 8-byte words, each unit writing (reading) G bytes of every
+// plane.
 template <unsigned W>
 struct ShuffledBlock {
-  using F = block::Full<W>;
+  static constexpr unsigned G = W <= 2 ? 4 : 8 / W;
+  using F = block::Full<W, G>;
+  static_assert(F::kUnits >= kThreads, "every thread has a unit");
+
+  // Where vector v of the word side lives in `spare`: each unit reads
+  // kVectors consecutive vectors after coalesced stores (words_cuda.cuh).
+  __device__ static unsigned word_vector(unsigned v) { return cuda_detail::swizzled_vector<F::kVectors>(v); }
 
   __device__ static void load(const uint8_t* src, uint4* staged, uint4* spare) {
     const uint4* src4 = reinterpret_cast<const uint4*>(src);
@@ -35,27 +44,27 @@ struct ShuffledBlock {
 #pragma unroll
     for (unsigned i = 0; i < 4; ++i) loaded[i] = src4[i * kThreads + threadIdx.x];
 #pragma unroll
-    for (unsigned i = 0; i < 4; ++i) spare[block::swizzle<W>(i * kThreads + threadIdx.x)] = loaded[i];
+    for (unsigned i = 0; i < 4; ++i) spare[word_vector(i * kThreads + threadIdx.x)] = loaded[i];
     __syncthreads();
     for (unsigned u = threadIdx.x; u < F::kUnits; u += kThreads) {
-      block::encode_unit<W>(
-          u, [&](unsigned v) { return spare[block::swizzle<W>(v)]; },
-          [&](unsigned at, uint32_t x) { staged_word_at(staged, at) = x; });
+      block::encode_unit<W, G>(
+          u, [&](unsigned v) { return spare[word_vector(v)]; },
+          [&](unsigned at, uint32_t x) { staged_at<G>(staged, at) = static_cast<StagedPiece<G>>(x); });
     }
   }
 
   __device__ static void store(const uint4* decoded, uint8_t* dst, uint4* spare) {
     for (unsigned u = threadIdx.x; u < F::kUnits; u += kThreads) {
-      block::decode_unit<W>(
-          u, [&](unsigned at) { return staged_word_at(decoded, at); },
-          [&](unsigned v, uint4 x) { spare[block::swizzle<W>(v)] = x; });
+      block::decode_unit<W, G>(
+          u, [&](unsigned at) { return static_cast<uint32_t>(staged_at<G>(decoded, at)); },
+          [&](unsigned v, uint4 x) { spare[word_vector(v)] = x; });
     }
     __syncthreads();
     uint4* out = reinterpret_cast<uint4*>(dst);
 #pragma unroll
     for (unsigned i = 0; i < 4; ++i) {
       const unsigned v = i * kThreads + threadIdx.x;
-      out[v] = spare[block::swizzle<W>(v)];
+      out[v] = spare[word_vector(v)];
     }
   }
 };

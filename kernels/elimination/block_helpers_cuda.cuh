@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/blocks.hpp"
 #include "common/words_cuda.cuh"
@@ -168,12 +169,17 @@ struct PlainBlock {
   }
 };
 
-// The 32-bit word at byte `at` (a multiple of 4) of a sub-chunk in that layout.
-__device__ __forceinline__ uint32_t& staged_word_at(uint4* staged, unsigned at) {
-  return reinterpret_cast<uint32_t*>(staged)[(swizzled_vector<4>(at >> 4) << 2) | ((at >> 2) & 3u)];
+// The G bytes (G = 1, 2 or 4) at byte `at` (a multiple of G) of a sub-chunk
+// in that layout, as one little-endian integer.
+template <unsigned G>
+using StagedPiece = std::conditional_t<G == 4, uint32_t, std::conditional_t<G == 2, uint16_t, uint8_t>>;
+template <unsigned G>
+__device__ __forceinline__ StagedPiece<G>& staged_at(uint4* staged, unsigned at) {
+  return reinterpret_cast<StagedPiece<G>*>(staged)[swizzled_vector<4>(at >> 4) * (16 / G) + (at & 15u) / G];
 }
-__device__ __forceinline__ uint32_t staged_word_at(const uint4* staged, unsigned at) {
-  return reinterpret_cast<const uint32_t*>(staged)[(swizzled_vector<4>(at >> 4) << 2) | ((at >> 2) & 3u)];
+template <unsigned G>
+__device__ __forceinline__ StagedPiece<G> staged_at(const uint4* staged, unsigned at) {
+  return reinterpret_cast<const StagedPiece<G>*>(staged)[swizzled_vector<4>(at >> 4) * (16 / G) + (at & 15u) / G];
 }
 
 // ---- chained scan of the sub-chunk sizes ---------------------------------------

@@ -173,22 +173,26 @@ __device__ void encode_fast(const uint8_t* src, size_t chunks, uint8_t* out, uin
     if (lane == 0) tile.offset = offset;
   }
   if (size < kBlockBytes) {
-    // B_3 | K_2 | K_1 | K_0 | kept bytes, assembled in shared memory.
-    uint8_t* coded = reinterpret_cast<uint8_t*>(sh.coded);
+    // B_3 | K_2 | K_1 | K_0 | kept bytes, assembled in shared memory while
+    // warp 0 looks back. A level byte is ORed into its (zeroed) word, which
+    // the next level's or the kept bytes' first word may share, so no barrier
+    // separates the levels from the kept bytes.
+    uint32_t* coded = reinterpret_cast<uint32_t*>(sh.coded);
+    auto put_level_byte = [&](unsigned at, uint32_t byte) {
+      atomicOr(&coded[at / 4], (byte & 0xFFu) << (8 * (at % 4)));
+    };
     const unsigned k2 = static_cast<unsigned>(__popc(tile.b3));
     if (warp == 0) {
-      if (lane < 4) coded[lane] = static_cast<uint8_t>(tile.b3 >> (8 * lane));
-      if (b2_kept) coded[4 + __popc(tile.b3 & ((1u << lane) - 1u))] = b2_byte;
+      if (lane == 0) coded[0] = tile.b3;  // a word of its own
+      if (b2_kept) put_level_byte(4 + __popc(tile.b3 & ((1u << lane) - 1u)), b2_byte);
     }
-    if (b1_kept) coded[4 + k2 + packed_field(rank, 2)] = static_cast<uint8_t>(b1);
+    if (b1_kept) put_level_byte(4 + k2 + packed_field(rank, 2), b1);
     unsigned at = 4 + k2 + kept_b1 + packed_field(rank, 1);
 #pragma unroll
     for (unsigned j = 0; j < 8; ++j) {
-      if ((b1 >> j) & 1u) coded[at++] = static_cast<uint8_t>(b0[j / 4] >> (8 * (j % 4)));
+      if ((b1 >> j) & 1u) put_level_byte(at++, b0[j / 4] >> (8 * (j % 4)));
     }
-    __syncthreads();  // the levels' bytes are in before kept bytes are ORed into the word after them
-    append_kept_bytes(sh.staged, b0, 4 + k2 + kept_b1 + kept_b0 + packed_field(rank, 0), sh.selectors.compact,
-                      reinterpret_cast<uint32_t*>(sh.coded));
+    append_kept_bytes(sh.staged, b0, 4 + k2 + kept_b1 + kept_b0 + packed_field(rank, 0), sh.selectors.compact, coded);
   }
   __syncthreads();  // tile.offset and the coded sub-chunk
   uint8_t* dst = out + 8 + 2 * chunks + tile.offset;
@@ -278,8 +282,11 @@ struct InputLength {
 // PlainBlock (RZE of bytes only, 16-aligned input: the caller's duty), full
 // sub-chunks are coded from what Block::load makes of them and a partial
 // last one from `tail`, where the caller put the same transform of it.
+// At most 51 registers, so that five blocks share an SM (their shared
+// memory allows six): the kernel spends most of its time waiting at barriers
+// and on the look-back, which more resident blocks hide.
 template <typename Word, bool kChanged, typename Block = PlainBlock>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 5)
     encode_subchunks(const uint8_t* in, InputLength length, bool aligned_input, uint8_t* out, uint64_t* states,
                      unsigned* ticket, uint64_t* encoded_size, const uint8_t* tail) {
   constexpr bool kPlain = std::is_same_v<Block, PlainBlock>;
