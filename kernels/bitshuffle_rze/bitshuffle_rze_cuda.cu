@@ -24,47 +24,55 @@ using elimination::cuda_detail::kThreads;
 namespace block = bitshuffle::cuda_block;
 
 // The block policy (elimination/block_helpers_cuda.cuh) of the bit-shuffle of
-// W-byte words. Units of 8G words, so that every thread of the coder has one
-// (two for bytes): 4 groups of 8 for bytes and 2-byte words, 2 for 4-byte
-// words, 1 for 8-byte words, each unit writing (reading) G bytes of every
-// plane.
+// W-byte words, in units of 8G words that write (read) G bytes of every plane.
+// Shuffling into the coder, units of 4 groups of 8 for bytes and 2-byte words,
+// 2 for 4-byte words and 1 for 8-byte words give every thread one (two for
+// bytes); unshuffling, 4 groups up to 4-byte words (measured faster for them
+// on the H200 than 2, though half the threads then wait) and 2 for 8-byte ones.
+template <unsigned W, unsigned G>
+struct ShuffleUnits {
+  static constexpr unsigned kGroups = G;
+  using F = block::Full<W, G>;
+  // Where vector v of the word side lives in `spare`: each unit reads or
+  // writes kVectors consecutive vectors after or before coalesced accesses
+  // (words_cuda.cuh).
+  __device__ static unsigned word_vector(unsigned v) { return cuda_detail::swizzled_vector<F::kVectors>(v); }
+};
+
 template <unsigned W>
 struct ShuffledBlock {
-  static constexpr unsigned G = W <= 2 ? 4 : 8 / W;
-  using F = block::Full<W, G>;
-  static_assert(F::kUnits >= kThreads, "every thread has a unit");
-
-  // Where vector v of the word side lives in `spare`: each unit reads
-  // kVectors consecutive vectors after coalesced stores (words_cuda.cuh).
-  __device__ static unsigned word_vector(unsigned v) { return cuda_detail::swizzled_vector<F::kVectors>(v); }
+  using In = ShuffleUnits<W, W <= 2 ? 4 : 8 / W>;
+  using Out = ShuffleUnits<W, W <= 4 ? 4 : 2>;
 
   __device__ static void load(const uint8_t* src, uint4* staged, uint4* spare) {
+    constexpr unsigned G = In::kGroups;
     const uint4* src4 = reinterpret_cast<const uint4*>(src);
     uint4 loaded[4];  // all four loads in flight before the first store
 #pragma unroll
     for (unsigned i = 0; i < 4; ++i) loaded[i] = src4[i * kThreads + threadIdx.x];
 #pragma unroll
-    for (unsigned i = 0; i < 4; ++i) spare[word_vector(i * kThreads + threadIdx.x)] = loaded[i];
+    for (unsigned i = 0; i < 4; ++i) spare[In::word_vector(i * kThreads + threadIdx.x)] = loaded[i];
     __syncthreads();
-    for (unsigned u = threadIdx.x; u < F::kUnits; u += kThreads) {
+    for (unsigned u = threadIdx.x; u < In::F::kUnits; u += kThreads) {
       block::encode_unit<W, G>(
-          u, [&](unsigned v) { return spare[word_vector(v)]; },
+          u, [&](unsigned v) { return spare[In::word_vector(v)]; },
           [&](unsigned at, uint32_t x) { staged_at<G>(staged, at) = static_cast<StagedPiece<G>>(x); });
     }
   }
 
   __device__ static void store(const uint4* decoded, uint8_t* dst, uint4* spare) {
-    for (unsigned u = threadIdx.x; u < F::kUnits; u += kThreads) {
+    constexpr unsigned G = Out::kGroups;
+    for (unsigned u = threadIdx.x; u < Out::F::kUnits; u += kThreads) {
       block::decode_unit<W, G>(
           u, [&](unsigned at) { return static_cast<uint32_t>(staged_at<G>(decoded, at)); },
-          [&](unsigned v, uint4 x) { spare[word_vector(v)] = x; });
+          [&](unsigned v, uint4 x) { spare[Out::word_vector(v)] = x; });
     }
     __syncthreads();
     uint4* out = reinterpret_cast<uint4*>(dst);
 #pragma unroll
     for (unsigned i = 0; i < 4; ++i) {
       const unsigned v = i * kThreads + threadIdx.x;
-      out[v] = spare[word_vector(v)];
+      out[v] = spare[Out::word_vector(v)];
     }
   }
 };
