@@ -284,9 +284,15 @@ struct InputLength {
 // last one from `tail`, where the caller put the same transform of it.
 // At most 51 registers, so that five blocks share an SM (their shared
 // memory allows six): the kernel spends most of its time waiting at barriers
-// and on the look-back, which more resident blocks hide.
+// and on the look-back, which more resident blocks hide. sm_75 holds 1024
+// threads an SM: four there.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr unsigned kEncodeBlocksPerSm = 4;
+#else
+constexpr unsigned kEncodeBlocksPerSm = 5;
+#endif
 template <typename Word, bool kChanged, typename Block = PlainBlock>
-__global__ void __launch_bounds__(kThreads, 5)
+__global__ void __launch_bounds__(kThreads, kEncodeBlocksPerSm)
     encode_subchunks(const uint8_t* in, InputLength length, bool aligned_input, uint8_t* out, uint64_t* states,
                      unsigned* ticket, uint64_t* encoded_size, const uint8_t* tail) {
   constexpr bool kPlain = std::is_same_v<Block, PlainBlock>;

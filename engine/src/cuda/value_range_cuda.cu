@@ -21,7 +21,11 @@ namespace fz::engine::cuda {
 namespace {
 
 constexpr unsigned kThreads = 256;
-constexpr unsigned kBlocksPerSm = 8;  // 32 registers: a full SM (4: 187 us for 512 MiB on the H200, 8: 177)
+// The grid: kBlocksPerSm blocks per SM (4: 187 us for 512 MiB on the H200,
+// 8: 177, a full SM at the kernels' 32 registers). The launch bounds ask only
+// for the 4 that every supported GPU holds (sm_75 holds 1024 threads an SM).
+constexpr unsigned kBlocksPerSm = 8;
+constexpr unsigned kResidentBlocks = 4;
 constexpr unsigned kVectorsPerStep = 4;
 constexpr size_t kMaxBlocks = 4096;                         // scratch holds this many block results
 constexpr size_t kMinElementsPerBlock = size_t{kThreads} * 16;  // smaller chunks get fewer blocks
@@ -176,7 +180,7 @@ __device__ __forceinline__ void reduce_block(U& low, U& high, bool& fill, bool& 
 }
 
 template <typename U, bool kSwap>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+__global__ void __launch_bounds__(kThreads, kResidentBlocks)
     range_blocks(const uint8_t* data, size_t n, bool use_fill, U fill, bool use_missing, U missing,
                  BlockRange* blocks) {
   RangeVisitor<U, kSwap> visitor{fill, use_fill, missing, use_missing};
@@ -213,7 +217,7 @@ __global__ void __launch_bounds__(kThreads) finish_range(const BlockRange* block
 }
 
 template <typename U>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+__global__ void __launch_bounds__(kThreads, kResidentBlocks)
     match_blocks(const uint8_t* data, size_t n, U target, uint32_t* found) {
   MatchVisitor<U> visitor{target};
   visit_elements<U>(data, n, visitor);
