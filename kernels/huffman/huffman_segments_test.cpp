@@ -90,6 +90,36 @@ size_t g_second_level = 0, g_canonical_search = 0;
 // Re-decodes by landmarks (resync_segment), and those that met one.
 size_t g_resyncs = 0, g_resyncs_met = 0;
 
+// The decoder's tables for a parsed stream, as the kernels build them: the
+// canonical code, the first lookup level and (where it fits) the second.
+struct DecodeTables {
+  huffman::format::Canonical canonical;
+  CanonicalCode code{};
+  std::vector<uint32_t> fast, second;
+  Tables t{};
+
+  explicit DecodeTables(const huffman::format::Layout& layout)
+      : canonical(huffman::format::make_canonical(layout.lengths.data(), layout.lo, layout.hi)) {
+    code.max_used = canonical.max_used;
+    for (unsigned l = 1; l <= canonical.max_used; ++l) {
+      code.start[l] = uint64_t{canonical.first[l]} << (32 - l);
+      code.limit[l] = uint64_t{canonical.first[l] + canonical.count[l]} << (32 - l);
+      code.index[l] = canonical.index[l];
+    }
+    set_second_level(code);
+    t = Tables{nullptr, nullptr, code.long_first, code.second_bits, code.start, code.limit, code.index,
+               canonical.sorted.data(), code.max_used};
+    fast.resize(kFastEntries);
+    second.resize(code.second_entries);
+    for (uint32_t p = 0; p < kFastEntries; ++p) fast[p] = fast_entry(t, p);
+    for (uint32_t i = 0; i < code.second_entries; ++i) second[i] = second_entry(t, i);
+    t.fast = fast.data();
+    if (code.second_entries > 0) t.second = second.data();
+  }
+  DecodeTables(const DecodeTables&) = delete;  // t points into the members
+  DecodeTables& operator=(const DecodeTables&) = delete;
+};
+
 // How a thread decodes again from its true start: its whole segment (the
 // kernel today), or from its first decode's landmarks (resync_segment).
 enum class Resync { kWhole, kLandmarks };
@@ -101,22 +131,9 @@ uint32_t simulated_decode(const Bytes& stream, size_t max_out, unsigned threads,
   const huffman::format::Layout layout = huffman::format::parse(stream.data(), stream.size(), stream.size(), max_out);
   out.assign(2 * layout.n, 0);
   if (layout.n == 0) return 0;
-  const huffman::format::Canonical c = huffman::format::make_canonical(layout.lengths.data(), layout.lo, layout.hi);
-  CanonicalCode code{};
-  code.max_used = c.max_used;
-  for (unsigned l = 1; l <= c.max_used; ++l) {
-    code.start[l] = uint64_t{c.first[l]} << (32 - l);
-    code.limit[l] = uint64_t{c.first[l] + c.count[l]} << (32 - l);
-    code.index[l] = c.index[l];
-  }
-  set_second_level(code);
-  Tables t{nullptr, nullptr, code.long_first, code.second_bits, code.start, code.limit, code.index, c.sorted.data(),
-           code.max_used};
-  std::vector<uint32_t> fast(kFastEntries), second(code.second_entries);
-  for (uint32_t p = 0; p < kFastEntries; ++p) fast[p] = fast_entry(t, p);
-  for (uint32_t i = 0; i < code.second_entries; ++i) second[i] = second_entry(t, i);
-  t.fast = fast.data();
-  if (code.second_entries > 0) t.second = second.data();
+  const DecodeTables tables(layout);
+  const CanonicalCode& code = tables.code;
+  const Tables& t = tables.t;
   if (code.max_used > kFastBits) ++(code.second_entries > 0 ? g_second_level : g_canonical_search);
 
   uint32_t status = 0;
@@ -324,19 +341,8 @@ TEST(HuffmanSegments, ResyncFromEveryStartIsAWholeDecode) {
     huffman::encode(u16_bytes(symbols), config, stream);
     const huffman::format::Layout layout =
         huffman::format::parse(stream.data(), stream.size(), stream.size(), 2 * symbols.size());
-    const huffman::format::Canonical c =
-        huffman::format::make_canonical(layout.lengths.data(), layout.lo, layout.hi);
-    CanonicalCode code{};
-    code.max_used = c.max_used;
-    for (unsigned l = 1; l <= c.max_used; ++l) {
-      code.start[l] = uint64_t{c.first[l]} << (32 - l);
-      code.limit[l] = uint64_t{c.first[l] + c.count[l]} << (32 - l);
-      code.index[l] = c.index[l];
-    }
-    Tables t{nullptr, nullptr, 0, 0, code.start, code.limit, code.index, c.sorted.data(), code.max_used};
-    std::vector<uint32_t> fast(kFastEntries);
-    for (uint32_t p = 0; p < kFastEntries; ++p) fast[p] = fast_entry(t, p);
-    t.fast = fast.data();
+    const DecodeTables tables(layout);
+    const Tables& t = tables.t;
     const uint32_t words = static_cast<uint32_t>(layout.start[1] - layout.start[0]);
     const BlockWords src{stream.data() + layout.payload_at, words};
     const auto nothing = [](uint32_t, uint32_t, uint32_t) {};
