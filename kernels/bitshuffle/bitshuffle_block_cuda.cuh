@@ -12,21 +12,14 @@
 
 #include <cstdint>
 
+#include "bitshuffle/transpose_bits.hpp"
 #include "common/words_cuda.cuh"
 
 namespace fz::bitshuffle::cuda_block {
 
-// The CPU's transpose_bits: the 8x8 bit matrix of row bytes is transposed
-// (bit j of byte r becomes bit r of byte j); its own inverse.
-__device__ __forceinline__ uint64_t transpose_bits(uint64_t x) {
-  uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
-  x ^= t ^ (t << 7);
-  t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
-  x ^= t ^ (t << 14);
-  t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
-  x ^= t ^ (t << 28);
-  return x;
-}
+// The CPU's 8x8 transpose (transpose_bits.hpp), and below the same on the
+// matrix as two 32-bit halves.
+using bitshuffle::transpose_bits;
 
 // The same on the matrix as two 32-bit halves (rows 0-3 in lo, 4-7 in hi):
 // the first two steps never move a bit across the halves, the third moves

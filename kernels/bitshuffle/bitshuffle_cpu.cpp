@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "bitshuffle/transpose_bits.hpp"
 #include "common/blocks.hpp"
 #include "common/error.hpp"
 
@@ -26,18 +27,8 @@ void check_width(unsigned width) {
     throw UsageError("bitshuffle: word width must be 1, 2, 4 or 8 bytes, got " + std::to_string(width));
 }
 
-// An 8x8 bit matrix as 8 row bytes (row j = byte j, column r = bit r) is
-// transposed: afterwards bit j of byte r is what bit r of byte j was. Swapping
-// 2x2, then 4x4, then 8x8 sub-blocks; the transform is its own inverse.
-inline uint64_t transpose_bits(uint64_t x) {
-  uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
-  x ^= t ^ (t << 7);
-  t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
-  x ^= t ^ (t << 14);
-  t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
-  x ^= t ^ (t << 28);
-  return x;
-}
+// transpose_bits.hpp's 8x8 transpose, beside its SSE2 twin below.
+using bitshuffle::transpose_bits;
 
 #if defined(__SSE2__)
 inline __m128i transpose_bits(__m128i x) {  // the same, on both 64-bit lanes
