@@ -17,8 +17,10 @@
 namespace fz::bitshuffle_rze::cuda {
 namespace {
 
-using elimination::cuda::PlainBlock;
+using elimination::cuda::aligned;
+using elimination::cuda::load_block_vectors;
 using elimination::cuda::staged_at;
+using elimination::cuda::store_block_vectors;
 using elimination::cuda::StagedPiece;
 using elimination::cuda_detail::kThreads;
 namespace block = bitshuffle::cuda_block;
@@ -46,12 +48,7 @@ struct ShuffledBlock {
 
   __device__ static void load(const uint8_t* src, uint4* staged, uint4* spare) {
     constexpr unsigned G = In::kGroups;
-    const uint4* src4 = reinterpret_cast<const uint4*>(src);
-    uint4 loaded[4];  // all four loads in flight before the first store
-#pragma unroll
-    for (unsigned i = 0; i < 4; ++i) loaded[i] = src4[i * kThreads + threadIdx.x];
-#pragma unroll
-    for (unsigned i = 0; i < 4; ++i) spare[In::word_vector(i * kThreads + threadIdx.x)] = loaded[i];
+    load_block_vectors(src, spare, [](unsigned v) { return In::word_vector(v); });
     __syncthreads();
     for (unsigned u = threadIdx.x; u < In::F::kUnits; u += kThreads) {
       block::encode_unit<W, G>(
@@ -68,12 +65,7 @@ struct ShuffledBlock {
           [&](unsigned v, uint4 x) { spare[Out::word_vector(v)] = x; });
     }
     __syncthreads();
-    uint4* out = reinterpret_cast<uint4*>(dst);
-#pragma unroll
-    for (unsigned i = 0; i < 4; ++i) {
-      const unsigned v = i * kThreads + threadIdx.x;
-      out[v] = spare[Out::word_vector(v)];
-    }
+    store_block_vectors(spare, [](unsigned v) { return Out::word_vector(v); }, dst);
   }
 };
 
@@ -93,9 +85,6 @@ __global__ void __launch_bounds__(kThreads)
   block::code_any_block<W, false>(tail, rest, out + (n - rest), source, coded);
 }
 
-constexpr size_t kAlign = 256;
-size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 bool valid_width(unsigned w) { return w == 1 || w == 2 || w == 4 || w == 8; }
 
 template <unsigned W>
@@ -132,7 +121,7 @@ size_t decode_scratch_bytes(size_t in_size, size_t max_out) {
 
 cudaError_t encode(const uint8_t* in, size_t n, unsigned width, uint8_t* out, uint64_t* encoded_size,
                    void* scratch, cudaStream_t stream) {
-  if (!valid_width(width) || !aligned16(in)) return cudaErrorInvalidValue;
+  if (!valid_width(width) || !takes_pointer(in)) return cudaErrorInvalidValue;
   switch (width) {
     case 1: return encode_width<1>(in, n, out, encoded_size, scratch, stream);
     case 2: return encode_width<2>(in, n, out, encoded_size, scratch, stream);
@@ -143,7 +132,7 @@ cudaError_t encode(const uint8_t* in, size_t n, unsigned width, uint8_t* out, ui
 
 cudaError_t decode(const uint8_t* in, size_t in_size, unsigned width, uint8_t* out, size_t max_out,
                    uint64_t* decoded_size, uint32_t* status, void* scratch, cudaStream_t stream) {
-  if (!valid_width(width) || !aligned16(out)) return cudaErrorInvalidValue;
+  if (!valid_width(width) || !takes_pointer(out)) return cudaErrorInvalidValue;
   switch (width) {
     case 1: return decode_width<1>(in, in_size, out, max_out, decoded_size, status, scratch, stream);
     case 2: return decode_width<2>(in, in_size, out, max_out, decoded_size, status, scratch, stream);

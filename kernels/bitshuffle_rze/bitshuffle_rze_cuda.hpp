@@ -22,6 +22,9 @@
 
 namespace fz::bitshuffle_rze::cuda {
 
+// Whether encode takes `in` / decode takes `out` (16-byte aligned).
+inline bool takes_pointer(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
 // out: elimination::cuda::max_encoded_bytes(n) bytes.
 size_t encode_scratch_bytes(size_t n);
 cudaError_t encode(const uint8_t* in, size_t n, unsigned width, uint8_t* out, uint64_t* encoded_size,

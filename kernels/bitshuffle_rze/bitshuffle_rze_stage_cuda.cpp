@@ -11,14 +11,11 @@
 
 #include "bitshuffle_rze/bitshuffle_rze_cuda.hpp"
 #include "common/stage/stage_device.hpp"
-#include "elimination/elimination_cuda.hpp"
 #include "word_stage/elimination_stage_device.hpp"
 #include "word_stage/word_stage.hpp"
 
 namespace fz::stage {
 namespace {
-
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 unsigned width_of(const Stage& bitshuffle) { return static_cast<const WordStage&>(bitshuffle).width(); }
 
@@ -32,17 +29,14 @@ class BitshuffleRzePair final : public FusedDevicePair {
 
   void forward(const Stage& first, const Stage& second, const DeviceBuffer& in, DeviceBuffer& out,
                DeviceWork& work) const override {
-    if (in.device_size != nullptr || !aligned16(in.data)) {
+    if (in.device_size != nullptr || !bitshuffle_rze::cuda::takes_pointer(in.data)) {
       std::vector<DeviceBuffer> shuffled, coded;
       first.forward_device({in}, shuffled, work);
       second.forward_device(shuffled, coded, work);
       out = coded.at(0);
       return;
     }
-    out.capacity = elimination::cuda::max_encoded_bytes(in.size);
-    out.data = work.allocate(out.capacity);
-    out.size = 0;
-    out.device_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
+    out = elimination_device::coded_output(in.size, work);
     void* scratch = work.allocate(bitshuffle_rze::cuda::encode_scratch_bytes(in.size));
     work.check(bitshuffle_rze::cuda::encode(in.data, in.size, width_of(first), out.data, out.device_size, scratch,
                                             static_cast<cudaStream_t>(work.stream())),
@@ -53,7 +47,7 @@ class BitshuffleRzePair final : public FusedDevicePair {
                size_t max_stream_bytes) const override {
     const size_t n = elimination_device::decoded_length(out, work, max_stream_bytes);
     in = {work.allocate(n), n, nullptr, nullptr};
-    if (!aligned16(in.data)) {
+    if (!bitshuffle_rze::cuda::takes_pointer(in.data)) {
       std::vector<DeviceBuffer> shuffled, rebuilt;
       second.inverse_device({out}, shuffled, work, max_stream_bytes);
       first.inverse_device(shuffled, rebuilt, work, max_stream_bytes);

@@ -150,22 +150,34 @@ __device__ __forceinline__ void stage_bytes(const uint8_t* src, unsigned count, 
 // PlainBlock codes the bytes as they are. A stage fused in front of the coder
 // supplies its own (bitshuffle_rze/: the bit-shuffle of the stream before
 // RZE), so that its output never goes through global memory.
+//
+// Both directions move the 1024 vectors coalesced (vector i * kThreads + t by
+// thread t), to and from shared memory at place(v):
+template <typename Place>
+__device__ __forceinline__ void load_block_vectors(const uint8_t* src, uint4* sm, Place place) {
+  const uint4* src4 = reinterpret_cast<const uint4*>(src);
+  uint4 loaded[4];  // all four loads in flight before the first store
+#pragma unroll
+  for (unsigned i = 0; i < 4; ++i) loaded[i] = src4[i * kThreads + threadIdx.x];
+#pragma unroll
+  for (unsigned i = 0; i < 4; ++i) sm[place(i * kThreads + threadIdx.x)] = loaded[i];
+}
+template <typename Place>
+__device__ __forceinline__ void store_block_vectors(const uint4* sm, Place place, uint8_t* dst) {
+  uint4* out = reinterpret_cast<uint4*>(dst);
+#pragma unroll
+  for (unsigned i = 0; i < 4; ++i) {
+    const unsigned v = i * kThreads + threadIdx.x;
+    out[v] = sm[place(v)];
+  }
+}
+
 struct PlainBlock {
   __device__ static void load(const uint8_t* src, uint4* staged, uint4*) {
-    const uint4* src4 = reinterpret_cast<const uint4*>(src);
-    uint4 loaded[4];  // all four loads in flight before the first store
-#pragma unroll
-    for (unsigned i = 0; i < 4; ++i) loaded[i] = src4[i * kThreads + threadIdx.x];
-#pragma unroll
-    for (unsigned i = 0; i < 4; ++i) staged[swizzled_vector<4>(i * kThreads + threadIdx.x)] = loaded[i];
+    load_block_vectors(src, staged, [](unsigned v) { return swizzled_vector<4>(v); });
   }
   __device__ static void store(const uint4* decoded, uint8_t* dst, uint4*) {
-    uint4* out = reinterpret_cast<uint4*>(dst);
-#pragma unroll
-    for (unsigned i = 0; i < 4; ++i) {
-      const unsigned v = i * kThreads + threadIdx.x;
-      out[v] = decoded[swizzled_vector<4>(v)];
-    }
+    store_block_vectors(decoded, [](unsigned v) { return swizzled_vector<4>(v); }, dst);
   }
 };
 

@@ -63,11 +63,6 @@ __device__ __forceinline__ unsigned packed_field(uint64_t v, unsigned field) {
   return static_cast<unsigned>((v >> (20 * field)) & 0xFFFFFu);
 }
 
-// The 32-bit word q of the fast path's staged sub-chunk.
-__device__ __forceinline__ uint32_t staged_word(const uint4* staged, unsigned q) {
-  return reinterpret_cast<const uint32_t*>(staged)[(swizzled_vector<4>(q >> 2) << 2) | (q & 3u)];
-}
-
 // Thread t's kept input bytes (bit j of kept: byte 64t + j of the staged
 // sub-chunk is not zero) written in order from byte `at` of `coded`, whose
 // words past the levels are zero: four bytes at a time, packed in a register.
@@ -197,7 +192,7 @@ __device__ void encode_fast(const uint8_t* src, size_t chunks, uint8_t* out, uin
   __syncthreads();  // tile.offset and the coded sub-chunk
   uint8_t* dst = out + 8 + 2 * chunks + tile.offset;
   if (size == kBlockBytes) {
-    store_bytes(dst, kBlockBytes, [&](unsigned q) { return staged_word(sh.staged, q); });
+    store_bytes(dst, kBlockBytes, [&](unsigned q) { return staged_at<4>(sh.staged, 4 * q); });
   } else {
     const uint32_t* coded_words = reinterpret_cast<const uint32_t*>(sh.coded);
     store_bytes(dst, size, [&](unsigned q) { return coded_words[q]; });

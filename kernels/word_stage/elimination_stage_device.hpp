@@ -19,16 +19,25 @@ constexpr const char* what(bool inverse) {
   return inverse ? "RRE inverse (GPU)" : "RRE (GPU)";
 }
 
+// The coded stream of an input of at most `most` bytes: room for the longest
+// coding, its length left on the device. (Also the fused BIT -> RZE pair's
+// output, bitshuffle_rze/.)
+inline DeviceBuffer coded_output(size_t most, DeviceWork& work) {
+  DeviceBuffer out;
+  out.capacity = elimination::cuda::max_encoded_bytes(most);
+  out.data = work.allocate(out.capacity);
+  out.size = 0;
+  out.device_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
+  return out;
+}
+
 // The coded length is data-dependent: it stays on the device. The input's
 // length may be on the device too (a Huffman stream): then everything is
 // sized for its capacity and the kernels read the length there.
 template <elimination::Rule rule>
 void forward(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWork& work) {
   const size_t most = in.device_size ? in.capacity : in.size;
-  out.capacity = elimination::cuda::max_encoded_bytes(most);
-  out.data = work.allocate(out.capacity);
-  out.size = 0;
-  out.device_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
+  out = coded_output(most, work);
   void* scratch = work.allocate(elimination::cuda::encode_scratch_bytes(most));
   const auto stream = static_cast<cudaStream_t>(work.stream());
   work.check(in.device_size ? elimination::cuda::encode_device_length(in.data, in.device_size, in.capacity, width,

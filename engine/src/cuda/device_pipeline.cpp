@@ -27,19 +27,20 @@ struct Step {
   uint8_t output_count = 0;
 };
 
-// Whether `stream` is the input of no node but `reader`, and not stored.
-bool read_only_by(const Pipeline& pipeline, uint8_t stream, size_t reader) {
-  const std::vector<StageNode>& nodes = pipeline.nodes();
+// Whether `stream` is the input of no node but `reader`, and not among the
+// pipeline's `stored` buffers.
+bool read_only_by(const std::vector<StageNode>& nodes, const std::vector<uint8_t>& stored, uint8_t stream,
+                  size_t reader) {
   for (size_t k = 0; k < nodes.size(); ++k)
     if (k != reader && std::find(nodes[k].inputs.begin(), nodes[k].inputs.end(), stream) != nodes[k].inputs.end())
       return false;
-  const std::vector<uint8_t> stored = pipeline.stored_buffers();
   return std::find(stored.begin(), stored.end(), stream) == stored.end();
 }
 
 // Nodes [first, last) as steps, in order.
 std::vector<Step> steps_of(const Pipeline& pipeline, size_t first, size_t last) {
   const std::vector<StageNode>& nodes = pipeline.nodes();
+  const std::vector<uint8_t> stored = pipeline.stored_buffers();
   std::vector<Step> steps;
   for (size_t i = first; i < last;) {
     const StageNode& a = nodes[i];
@@ -47,7 +48,7 @@ std::vector<Step> steps_of(const Pipeline& pipeline, size_t first, size_t last) 
     if (i + 1 < last) {
       const StageNode& b = nodes[i + 1];
       if (a.inputs.size() == 1 && a.output_count == 1 && b.inputs.size() == 1 && b.output_count == 1 &&
-          b.inputs[0] == a.first_output && read_only_by(pipeline, a.first_output, i + 1))
+          b.inputs[0] == a.first_output && read_only_by(nodes, stored, a.first_output, i + 1))
         step.pair = stage::find_fused_device_pair(*a.stage, *b.stage);
       if (step.pair) {
         step.first_output = b.first_output;
