@@ -8,12 +8,3 @@
 #else
 #define FZ_HOST_DEVICE
 #endif
-
-// Unrolls the loop that follows in device code, where a loop over a small
-// array indexed by its counter must unroll for the array to stay in
-// registers; host compilers do as they judge (and would warn of the pragma).
-#if defined(__CUDACC__)
-#define FZ_UNROLL _Pragma("unroll")
-#else
-#define FZ_UNROLL
-#endif

@@ -149,11 +149,10 @@ struct Segment {
 
 // Decodes the codes that start in [start, end) (none when start >= end, which
 // includes start == kInvalid). emit(k, symbol, end_bit) is called for the k-th
-// code of the segment; after it, stop(end_bit, codes so far) may end the
-// decode there (the exit is then that boundary).
-template <typename Emit, typename Stop>
-FZ_HOST_DEVICE Segment decode_codes(const BlockWords& words, uint32_t start, uint32_t end, const Tables& t,
-                                    Emit&& emit, Stop&& stop) {
+// code of the segment.
+template <typename Emit>
+FZ_HOST_DEVICE Segment decode_segment(const BlockWords& words, uint32_t start, uint32_t end, const Tables& t,
+                                      Emit&& emit) {
   Segment r{start, 0};
   if (start >= end) return r;
   // Left-aligned bit buffer: its top `have` bits are the bits from `pos` on.
@@ -187,90 +186,10 @@ FZ_HOST_DEVICE Segment decode_codes(const BlockWords& words, uint32_t start, uin
     pos += len;
     emit(r.codes, symbol, pos);
     ++r.codes;
-    if (stop(pos, r.codes)) break;
     buf <<= len;
     have -= len;
   }
   r.exit = pos;
-  return r;
-}
-
-template <typename Emit>
-FZ_HOST_DEVICE Segment decode_segment(const BlockWords& words, uint32_t start, uint32_t end, const Tables& t,
-                                      Emit&& emit) {
-  return decode_codes(words, start, end, t, emit, [](uint32_t, uint32_t) { return false; });
-}
-
-// ---- resynchronising a segment ----
-//
-// A guessed start (a word boundary) is rarely a code boundary, so after the
-// first round most threads decode their segment again from the true start,
-// their predecessor's exit. The two decodes become one as soon as the new one
-// ends a code where the first ended one: a canonical code resynchronises
-// within a few codes. So the first decode keeps its first kLandmarks
-// boundaries, and a re-decode stops at the first of them it meets: its exit is
-// the first decode's, and its codes are its own so far plus the first
-// decode's after that boundary. One that meets none decodes on to the end.
-// Fixed-size arrays indexed by unrolled loops, so that a GPU keeps them in
-// registers. 16: on Lorenzo-like codes of a real field 96% of re-decodes meet
-// one (80% with 8; huffman_segments_test.cpp).
-constexpr unsigned kLandmarks = 16;
-
-struct Landmarks {
-  uint32_t end_bit[kLandmarks] = {};  // boundary i: where the first decode's code i ended
-  uint32_t count = 0;                 // boundaries kept (fewer when it decoded fewer codes)
-  uint32_t last = 0;                  // the last kept boundary (0: none)
-};
-
-// decode_segment from a guessed start, keeping its first boundaries.
-FZ_HOST_DEVICE inline Segment decode_marking(const BlockWords& words, uint32_t start, uint32_t end, const Tables& t,
-                                             Landmarks& marks) {
-  marks = Landmarks{};
-  return decode_segment(words, start, end, t, [&](uint32_t k, uint32_t, uint32_t end_bit) {
-    if (k < kLandmarks) {
-FZ_UNROLL
-      for (unsigned j = 0; j < kLandmarks; ++j)
-        if (j == k) marks.end_bit[j] = end_bit;
-      marks.count = k + 1;
-      marks.last = end_bit;
-    }
-  });
-}
-
-// The number of first-decode codes that ended at or before landmark j is
-// j + 1; from `at` on, the first decode made `first.codes - (j + 1)` more.
-// Returns the landmark `at` is, or kLandmarks when it is none.
-FZ_HOST_DEVICE inline unsigned landmark_at(const Landmarks& marks, uint32_t at) {
-  unsigned found = kLandmarks;
-FZ_UNROLL
-  for (unsigned j = 0; j < kLandmarks; ++j)
-    if (j < marks.count && marks.end_bit[j] == at) found = j;
-  return found;
-}
-
-// What decode_segment(words, start, end, t) gives (exit and codes), from the
-// first decode of the same segment (`first`, from `marks`' guessed start, at
-// or before `start`). *met_landmark, when given, says whether the two met
-// (the tests count how often).
-FZ_HOST_DEVICE inline Segment resync_segment(const BlockWords& words, uint32_t start, uint32_t end, const Tables& t,
-                                             const Landmarks& marks, const Segment& first,
-                                             bool* met_landmark = nullptr) {
-  if (met_landmark) *met_landmark = false;
-  if (start >= end) return Segment{start, 0};
-  unsigned met = landmark_at(marks, start);
-  if (met_landmark) *met_landmark = met < kLandmarks;
-  if (met < kLandmarks) return Segment{first.exit, first.codes - (met + 1)};
-  uint32_t met_codes = 0;
-  const Segment r = decode_codes(
-      words, start, end, t, [](uint32_t, uint32_t, uint32_t) {},
-      [&](uint32_t end_bit, uint32_t codes) {
-        if (end_bit > marks.last) return false;  // past every landmark: decode on
-        met = landmark_at(marks, end_bit);
-        met_codes = codes;
-        return met < kLandmarks;
-      });
-  if (met_landmark) *met_landmark = met < kLandmarks;
-  if (met < kLandmarks) return Segment{first.exit, met_codes + first.codes - (met + 1)};
   return r;
 }
 

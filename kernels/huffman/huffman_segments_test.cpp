@@ -87,53 +87,29 @@ Bytes simulated_encode(const Bytes& in, const Config& config, unsigned threads) 
 // Streams decoded with codes longer than kFastBits, through the second
 // lookup level or (too large a level) the canonical search.
 size_t g_second_level = 0, g_canonical_search = 0;
-// Re-decodes by landmarks (resync_segment), and those that met one.
-size_t g_resyncs = 0, g_resyncs_met = 0;
-
-// The decoder's tables for a parsed stream, as the kernels build them: the
-// canonical code, the first lookup level and (where it fits) the second.
-struct DecodeTables {
-  huffman::format::Canonical canonical;
-  CanonicalCode code{};
-  std::vector<uint32_t> fast, second;
-  Tables t{};
-
-  explicit DecodeTables(const huffman::format::Layout& layout)
-      : canonical(huffman::format::make_canonical(layout.lengths.data(), layout.lo, layout.hi)) {
-    code.max_used = canonical.max_used;
-    for (unsigned l = 1; l <= canonical.max_used; ++l) {
-      code.start[l] = uint64_t{canonical.first[l]} << (32 - l);
-      code.limit[l] = uint64_t{canonical.first[l] + canonical.count[l]} << (32 - l);
-      code.index[l] = canonical.index[l];
-    }
-    set_second_level(code);
-    t = Tables{nullptr, nullptr, code.long_first, code.second_bits, code.start, code.limit, code.index,
-               canonical.sorted.data(), code.max_used};
-    fast.resize(kFastEntries);
-    second.resize(code.second_entries);
-    for (uint32_t p = 0; p < kFastEntries; ++p) fast[p] = fast_entry(t, p);
-    for (uint32_t i = 0; i < code.second_entries; ++i) second[i] = second_entry(t, i);
-    t.fast = fast.data();
-    if (code.second_entries > 0) t.second = second.data();
-  }
-  DecodeTables(const DecodeTables&) = delete;  // t points into the members
-  DecodeTables& operator=(const DecodeTables&) = delete;
-};
-
-// How a thread decodes again from its true start: its whole segment (the
-// kernel today), or from its first decode's landmarks (resync_segment).
-enum class Resync { kWhole, kLandmarks };
 
 // The kernels' decode with `threads` threads per block: the CPU's header
 // checks throw FormatError; block failures come back as the status word.
-uint32_t simulated_decode(const Bytes& stream, size_t max_out, unsigned threads, Bytes& out,
-                          Resync resync = Resync::kWhole) {
+uint32_t simulated_decode(const Bytes& stream, size_t max_out, unsigned threads, Bytes& out) {
   const huffman::format::Layout layout = huffman::format::parse(stream.data(), stream.size(), stream.size(), max_out);
   out.assign(2 * layout.n, 0);
   if (layout.n == 0) return 0;
-  const DecodeTables tables(layout);
-  const CanonicalCode& code = tables.code;
-  const Tables& t = tables.t;
+  const huffman::format::Canonical c = huffman::format::make_canonical(layout.lengths.data(), layout.lo, layout.hi);
+  CanonicalCode code{};
+  code.max_used = c.max_used;
+  for (unsigned l = 1; l <= c.max_used; ++l) {
+    code.start[l] = uint64_t{c.first[l]} << (32 - l);
+    code.limit[l] = uint64_t{c.first[l] + c.count[l]} << (32 - l);
+    code.index[l] = c.index[l];
+  }
+  set_second_level(code);
+  Tables t{nullptr, nullptr, code.long_first, code.second_bits, code.start, code.limit, code.index, c.sorted.data(),
+           code.max_used};
+  std::vector<uint32_t> fast(kFastEntries), second(code.second_entries);
+  for (uint32_t p = 0; p < kFastEntries; ++p) fast[p] = fast_entry(t, p);
+  for (uint32_t i = 0; i < code.second_entries; ++i) second[i] = second_entry(t, i);
+  t.fast = fast.data();
+  if (code.second_entries > 0) t.second = second.data();
   if (code.max_used > kFastBits) ++(code.second_entries > 0 ? g_second_level : g_canonical_search);
 
   uint32_t status = 0;
@@ -148,14 +124,11 @@ uint32_t simulated_decode(const Bytes& stream, size_t max_out, unsigned threads,
     const BlockWords src{stream.data() + layout.payload_at + 4 * layout.start[b], words};
     std::vector<SegmentBounds> bounds(threads);
     std::vector<uint32_t> from(threads);
-    std::vector<Segment> seg(threads), first(threads);
-    std::vector<Landmarks> marks(threads);
+    std::vector<Segment> seg(threads);
     for (unsigned i = 0; i < threads; ++i) {
       bounds[i] = segment_bounds(words, i, threads);
       from[i] = bounds[i].first_bit;
-      seg[i] = resync == Resync::kLandmarks ? decode_marking(src, from[i], bounds[i].end_bit, t, marks[i])
-                                            : decode_segment(src, from[i], bounds[i].end_bit, t, nothing);
-      first[i] = seg[i];
+      seg[i] = decode_segment(src, from[i], bounds[i].end_bit, t, nothing);
     }
     for (unsigned round = 0;; ++round) {
       EXPECT_LE(round, threads) << "rounds must end";
@@ -166,19 +139,7 @@ uint32_t simulated_decode(const Bytes& stream, size_t max_out, unsigned threads,
         const uint32_t true_start = i == 0 ? 0u : exits[i - 1];
         if (true_start != from[i]) {
           from[i] = true_start;
-          if (resync == Resync::kLandmarks) {
-            const Segment whole = decode_segment(src, from[i], bounds[i].end_bit, t, nothing);
-            bool met = false;
-            seg[i] = resync_segment(src, from[i], bounds[i].end_bit, t, marks[i], first[i], &met);
-            EXPECT_EQ(seg[i].exit, whole.exit) << "resync from bit " << from[i];
-            EXPECT_EQ(seg[i].codes, whole.codes) << "resync from bit " << from[i];
-            if (from[i] < bounds[i].end_bit) {  // an empty segment decodes nothing either way
-              ++g_resyncs;
-              g_resyncs_met += met ? 1 : 0;
-            }
-          } else {
-            seg[i] = decode_segment(src, from[i], bounds[i].end_bit, t, nothing);
-          }
+          seg[i] = decode_segment(src, from[i], bounds[i].end_bit, t, nothing);
           any = true;
         }
       }
@@ -230,10 +191,9 @@ bool cpu_accepts(const Bytes& stream, size_t max_out, Bytes& out) {
 }
 
 // Simulated decode: FormatError from the header checks, or status != 0, is a refusal.
-bool simulation_accepts(const Bytes& stream, size_t max_out, unsigned threads, Bytes& out,
-                        Resync resync = Resync::kWhole) {
+bool simulation_accepts(const Bytes& stream, size_t max_out, unsigned threads, Bytes& out) {
   try {
-    return simulated_decode(stream, max_out, threads, out, resync) == 0;
+    return simulated_decode(stream, max_out, threads, out) == 0;
   } catch (const FormatError&) {
     return false;
   }
@@ -246,11 +206,9 @@ void expect_same_coder(const std::vector<uint16_t>& symbols, const Config& confi
   for (unsigned threads : {1u, 7u, 32u, 256u}) {
     SCOPED_TRACE(what + ", " + std::to_string(threads) + " threads");
     EXPECT_EQ(simulated_encode(in, config, threads), cpu);
-    for (Resync resync : {Resync::kWhole, Resync::kLandmarks}) {
-      Bytes decoded;
-      ASSERT_EQ(simulated_decode(cpu, in.size(), threads, decoded, resync), 0u);
-      EXPECT_EQ(decoded, in);
-    }
+    Bytes decoded;
+    ASSERT_EQ(simulated_decode(cpu, in.size(), threads, decoded), 0u);
+    EXPECT_EQ(decoded, in);
   }
 }
 
@@ -319,54 +277,6 @@ TEST(HuffmanSegments, RealFieldCodes) {
   Bytes decoded;
   ASSERT_EQ(simulated_decode(cpu, in.size(), 256, decoded), 0u);
   EXPECT_EQ(decoded, in);
-  // Re-decoding from the landmarks: the same symbols, and on real codes
-  // nearly every thread meets its first decode within kLandmarks codes (96%
-  // with 16, 80% with 8; a thread that never does still decodes right, only
-  // as slowly as before).
-  const size_t resyncs = g_resyncs, met = g_resyncs_met;
-  ASSERT_EQ(simulated_decode(cpu, in.size(), 256, decoded, Resync::kLandmarks), 0u);
-  EXPECT_EQ(decoded, in);
-  ASSERT_GT(g_resyncs - resyncs, 500u);
-  EXPECT_GT(static_cast<double>(g_resyncs_met - met), 0.9 * static_cast<double>(g_resyncs - resyncs));
-}
-
-// resync_segment gives what a whole decode from the same start gives, from
-// every start a few codes past a guessed one (a start that is no boundary of
-// the first decode, one that is, one past its landmarks, one at the end).
-TEST(HuffmanSegments, ResyncFromEveryStartIsAWholeDecode) {
-  for (const auto& [symbols, config] : {std::pair{geometric(20000, 0.3, 1024, 5), Config{1024, 16, 16384}},
-                                        std::pair{geometric(20000, 0.02, 1024, 6), Config{1024, 16, 16384}},
-                                        std::pair{geometric(3000, 0.9, 4, 7), Config{4, 3, 3000}}}) {
-    Bytes stream;
-    huffman::encode(u16_bytes(symbols), config, stream);
-    const huffman::format::Layout layout =
-        huffman::format::parse(stream.data(), stream.size(), stream.size(), 2 * symbols.size());
-    const DecodeTables tables(layout);
-    const Tables& t = tables.t;
-    const uint32_t words = static_cast<uint32_t>(layout.start[1] - layout.start[0]);
-    const BlockWords src{stream.data() + layout.payload_at, words};
-    const auto nothing = [](uint32_t, uint32_t, uint32_t) {};
-    size_t met_some = 0, checked = 0;
-    for (unsigned thread = 0; thread < 64; ++thread) {
-      const SegmentBounds b = segment_bounds(words, thread, 64);
-      Landmarks marks;
-      const Segment first = decode_marking(src, b.first_bit, b.end_bit, t, marks);
-      const Segment again = decode_segment(src, b.first_bit, b.end_bit, t, nothing);
-      ASSERT_EQ(first.exit, again.exit);
-      ASSERT_EQ(first.codes, again.codes);
-      for (uint32_t start = b.first_bit; start <= b.end_bit && start < b.first_bit + 120; ++start) {
-        const Segment whole = decode_segment(src, start, b.end_bit, t, nothing);
-        bool met = false;
-        const Segment resynced = resync_segment(src, start, b.end_bit, t, marks, first, &met);
-        ASSERT_EQ(resynced.exit, whole.exit) << "thread " << thread << ", start " << start;
-        ASSERT_EQ(resynced.codes, whole.codes) << "thread " << thread << ", start " << start;
-        met_some += met ? 1 : 0;
-        ++checked;
-      }
-    }
-    EXPECT_GT(met_some, 0u) << "starts at a landmark meet it at once";
-    EXPECT_GT(checked, 1000u);
-  }
 }
 
 // Hostile streams: every bit flip of small streams, random flips and
@@ -398,12 +308,10 @@ TEST(HuffmanSegments, RefusesExactlyWhatTheCpuRefuses) {
       Bytes cpu_out, sim_out;
       const bool cpu = cpu_accepts(hostile, in.size(), cpu_out);
       for (unsigned threads : {1u, 5u, 64u}) {
-        for (Resync resync : {Resync::kWhole, Resync::kLandmarks}) {
-          const bool sim = simulation_accepts(hostile, in.size(), threads, sim_out, resync);
-          ASSERT_EQ(sim, cpu) << what << ", " << threads << " threads";
-          if (cpu) {
-            ASSERT_EQ(sim_out, cpu_out) << what;
-          }
+        const bool sim = simulation_accepts(hostile, in.size(), threads, sim_out);
+        ASSERT_EQ(sim, cpu) << what << ", " << threads << " threads";
+        if (cpu) {
+          ASSERT_EQ(sim_out, cpu_out) << what;
         }
       }
       (cpu ? accepted : refused)++;
