@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Several revisions side by side in one device call: each is built for one GPU
+# arch, runs a chosen set of GPU tests, the per-kernel time of chosen kernels
+# (Nsight Compute) and fz_device_bench, and one table compares them. Made for
+# device time that comes in few calls (30 minutes a session): measuring two
+# candidate kernels against main costs one call instead of three.
+#
+# Here (the development machine), after ../shared/tools/device-deps.sh:
+#   tools/bench/device_ab.sh pack main wip/huffman-pairs wip/huffman-pairs-skip
+# writes .ab/ (git-ignored): one exported tree per revision (named by its
+# position and short hash) and one copy of .devdeps. Then, on the device
+# machine, with carry [".ab"]:
+#   tools/bench/device_ab.sh run
+# reads the settings below from the environment, builds the trees in
+# parallel, and writes $OUT/ab.md (the table) and a log per revision.
+#
+# Environment for `run` (all optional):
+#   AB_ARCH     CUDA arch                                   (90)
+#   AB_TARGETS  ninja targets                               (fz_device_bench and the tests AB_TESTS names)
+#   AB_TESTS    ctest -R regex over the GPU tests           (huffman|frame_digest_gpu|backend_identity)
+#   AB_KERNELS  ncu -k regex (the mean over its launches)   (decode_blocks)
+#   AB_PRESETS  fz_device_bench presets, comma-separated    (cusz@1e-2,cusz@1e-3,cusz@1e-4)
+#   AB_SIDE     the mirrored field's side (side^3 float32)  (512)
+#   AB_REPS     fz_device_bench timed calls                 (3)
+set -eu -o pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+ab=$repo/.ab
+
+pack() {
+  [ $# -ge 1 ] || { echo "device_ab: pack needs revisions" >&2; exit 2; }
+  [ -d "$repo/.devdeps" ] || { echo "device_ab: no .devdeps (run ../shared/tools/device-deps.sh)" >&2; exit 2; }
+  rm -rf "$ab"
+  mkdir -p "$ab"
+  cp -r "$repo/.devdeps" "$ab/.devdeps"
+  local k=0
+  for rev in "$@"; do
+    local hash
+    hash=$(git -C "$repo" rev-parse --short "$rev^{commit}")
+    local name="$k-$hash"
+    mkdir -p "$ab/$name"
+    git -C "$repo" archive "$hash" | tar -x -C "$ab/$name"
+    echo "$rev" > "$ab/$name/.ab_revision"
+    k=$((k + 1))
+  done
+  du -sh "$ab"
+}
+
+run() {
+  cd "$ab"
+  # shellcheck disable=SC1091
+  source .devdeps/env.sh
+  local out=${OUT:-$ab/out}
+  mkdir -p "$out"
+  local arch=${AB_ARCH:-90}
+  local tests=${AB_TESTS:-huffman|frame_digest_gpu|backend_identity}
+  local targets=${AB_TARGETS:-fz_device_bench huffman_cuda_test huffman_stage_gpu_test frame_digest_gpu_test backend_identity_gpu_test}
+  local kernels=${AB_KERNELS:-decode_blocks}
+  local presets=${AB_PRESETS:-cusz@1e-2,cusz@1e-3,cusz@1e-4}
+  local side=${AB_SIDE:-512} reps=${AB_REPS:-3}
+  local trees=()
+  for d in */; do
+    d=${d%/}
+    [ -f "$d/.ab_revision" ] && trees+=("$d")
+  done
+  [ ${#trees[@]} -gt 0 ] || { echo "device_ab: nothing packed in $ab" >&2; exit 2; }
+  local jobs=$(( $(nproc) / ${#trees[@]} ))
+  [ "$jobs" -ge 1 ] || jobs=1
+  # Builds in parallel; `wait` on each pid (never a loop over pgrep, whose
+  # pattern would match this script's own command line).
+  local pids=() target_list=()
+  read -r -a target_list <<< "$targets"
+  for d in "${trees[@]}"; do
+    ( cmake -S "$d" -B "$d/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+        > "$out/$d.build.log" 2>&1 &&
+      ninja -C "$d/build-gpu" -j "$jobs" "${target_list[@]}" >> "$out/$d.build.log" 2>&1 ) &
+    pids+=($!)
+  done
+  local built=()
+  for i in "${!trees[@]}"; do
+    if wait "${pids[$i]}"; then built+=(ok); else built+=(failed); fi
+  done
+  {
+    echo "| revision | build | GPU tests (${tests//|/ or }) | ${kernels//|/ or } (us, per preset) | fz_device_bench: preset ratio compress / decompress GB/s |"
+    echo "|---|---|---|---|---|"
+  } > "$out/ab.md"
+  for i in "${!trees[@]}"; do
+    local d=${trees[$i]} rev
+    rev=$(cat "$d/.ab_revision")
+    if [ "${built[$i]}" != ok ]; then
+      echo "| $rev ($d) | failed (see $d.build.log) | | | |" >> "$out/ab.md"
+      continue
+    fi
+    local tested
+    if ctest --test-dir "$d/build-gpu" -L gpu -R "$tests" --output-on-failure > "$out/$d.ctest.log" 2>&1; then
+      tested=$(grep -o "[0-9]*% tests passed.*" "$out/$d.ctest.log" | head -1 || true)
+    else
+      tested="FAILED: $(grep -o "[0-9]*% tests passed.*" "$out/$d.ctest.log" | head -1 || true)"
+    fi
+    local times=""
+    for p in ${presets//,/ }; do
+      local us
+      us=$(ncu --clock-control none -k "regex:$kernels" --metrics gpu__time_duration.sum \
+             "$d/build-gpu/tools/fz_device_bench" --data "$FZ_DATA" --side "$side" --reps 1 --presets "$p" 2>&1 |
+           awk '/gpu__time_duration.sum/ { v = $NF; gsub(",", "", v); u = $(NF-1); n++;
+                  t += (u ~ /^m/ ? v * 1000 : (u ~ /^n/ ? v / 1000 : v)) } END { if (n) printf "%.0f", t / n }' || true)
+      times="$times$p $us; "
+    done
+    local bench
+    bench=$("$d/build-gpu/tools/fz_device_bench" --data "$FZ_DATA" --side "$side" --reps "$reps" --presets "$presets" 2>&1 |
+            tee "$out/$d.bench.log" | awk -F'|' '/^\| [a-z]/ && $2 !~ /preset/ { gsub(/ /, "", $2);
+              gsub(/ /, "", $4); gsub(/ /, "", $5); gsub(/ /, "", $6); printf "%s %s %s / %s; ", $2, $4, $5, $6 }' || true)
+    echo "| $rev ($d) | ok | $tested | $times | $bench |" >> "$out/ab.md"
+  done
+  cat "$out/ab.md"
+}
+
+case "${1:-}" in
+  pack) shift; pack "$@" ;;
+  run) run ;;
+  *) echo "usage: tools/bench/device_ab.sh pack REV... | run" >&2; exit 2 ;;
+esac
