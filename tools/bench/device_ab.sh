@@ -18,7 +18,7 @@
 #   AB_ARCH     CUDA arch                                   (90)
 #   AB_TARGETS  ninja targets                               (fz_device_bench and the tests AB_TESTS names)
 #   AB_TESTS    ctest -R regex over the GPU tests           (huffman|frame_digest_gpu|backend_identity)
-#   AB_KERNELS  ncu -k regex (the mean over its launches)   (decode_blocks)
+#   AB_KERNELS  ncu -k regex; each kernel's mean over its launches (decode_blocks)
 #   AB_PRESETS  fz_device_bench presets, comma-separated    (cusz@1e-2,cusz@1e-3,cusz@1e-4)
 #   AB_SIDE     the mirrored field's side (side^3 float32)  (512)
 #   AB_REPS     fz_device_bench timed calls                 (3)
@@ -82,7 +82,7 @@ run() {
     if wait "${pids[$i]}"; then built+=(ok); else built+=(failed); fi
   done
   {
-    echo "| revision | build | GPU tests (${tests//|/ or }) | ${kernels//|/ or } (us, per preset) | fz_device_bench: preset ratio compress / decompress GB/s |"
+    echo "| revision | build | GPU tests (${tests//|/ or }) | kernels ${kernels//|/ or }: mean us per preset | fz_device_bench: preset ratio compress / decompress GB/s |"
     echo "|---|---|---|---|---|"
   } > "$out/ab.md"
   for i in "${!trees[@]}"; do
@@ -103,9 +103,13 @@ run() {
       local us
       us=$(ncu --clock-control none -k "regex:$kernels" --metrics gpu__time_duration.sum \
              "$d/build-gpu/tools/fz_device_bench" --data "$FZ_DATA" --side "$side" --reps 1 --presets "$p" 2>&1 |
-           awk '/gpu__time_duration.sum/ { v = $NF; gsub(",", "", v); u = $(NF-1); n++;
-                  t += (u ~ /^m/ ? v * 1000 : (u ~ /^n/ ? v / 1000 : v)) } END { if (n) printf "%.0f", t / n }' || true)
-      times="$times$p $us; "
+           awk '/Context [0-9]+, Stream/ { k = $0; gsub(/\(anonymous namespace\)/, "", k); sub(/\(.*/, "", k);
+                  while (k ~ /<[^<>]*>/) gsub(/<[^<>]*>/, "", k);
+                  m = split(k, parts, "::"); k = parts[m]; gsub(/^ +| +$/, "", k); m = split(k, w, " "); k = w[m] }
+                /gpu__time_duration.sum/ { v = $NF; gsub(",", "", v); u = $(NF-1); n[k]++;
+                  t[k] += (u ~ /^m/ ? v * 1000 : (u ~ /^n/ ? v / 1000 : v)) }
+                END { for (k in t) printf "%s %.0f, ", k, t[k] / n[k] }' || true)
+      times="$times$p: $us; "
     done
     local bench
     bench=$("$d/build-gpu/tools/fz_device_bench" --data "$FZ_DATA" --side "$side" --reps "$reps" --presets "$presets" 2>&1 |
