@@ -100,16 +100,14 @@ run() {
     fi
     local times=""
     for p in ${presets//,/ }; do
-      local us
-      us=$(ncu --clock-control none -k "regex:$kernels" --metrics gpu__time_duration.sum \
-             "$d/build-gpu/tools/fz_device_bench" --data "$FZ_DATA" --side "$side" --reps 1 --presets "$p" 2>&1 |
-           awk '/Context [0-9]+, Stream/ { k = $0; gsub(/\(anonymous namespace\)/, "", k); sub(/\(.*/, "", k);
-                  while (k ~ /<[^<>]*>/) gsub(/<[^<>]*>/, "", k);
-                  m = split(k, parts, "::"); k = parts[m]; gsub(/^ +| +$/, "", k); m = split(k, w, " "); k = w[m] }
-                /gpu__time_duration.sum/ { v = $NF; gsub(",", "", v); u = $(NF-1); n[k]++;
-                  t[k] += (u ~ /^m/ ? v * 1000 : (u ~ /^n/ ? v / 1000 : v)) }
-                END { for (k in t) printf "%s %.0f, ", k, t[k] / n[k] }' || true)
-      times="$times$p: $us; "
+      # Per-kernel summaries (averages over each kernel's launches), kept
+      # whole in $OUT and summed up by ncu_summary.py.
+      local summary="$out/$d.$p.ncu.txt"
+      ncu --clock-control none --print-summary per-kernel -k "regex:$kernels" \
+          --metrics gpu__time_duration.sum,dram__bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+          "$d/build-gpu/tools/fz_device_bench" --data "$FZ_DATA" --side "$side" --reps 1 --presets "$p" \
+          > "$summary" 2>&1 || true
+      times="$times$p: $(python3 "$here/ncu_summary.py" --brief "$summary" || true); "
     done
     local bench
     bench=$("$d/build-gpu/tools/fz_device_bench" --data "$FZ_DATA" --side "$side" --reps "$reps" --presets "$presets" 2>&1 |

@@ -8,6 +8,10 @@ kernels that took 8 us or more, longest first: blocks, average duration,
 average DRAM traffic and the share of the DRAM peak it moved.
 
     python3 tools/bench/ncu_summary.py ncu_fzgpu.txt [ncu_pfpl.txt ...]
+
+With --brief, one line per file instead, every kernel's name without its
+namespaces and template arguments and its average microseconds, longest first
+(a table cell for tools/bench/device_ab.sh).
 """
 import re
 import sys
@@ -32,7 +36,7 @@ def kernels(path):
             m = KERNEL.match(line)
             if m:
                 blocks = int(m.group(2)) * int(m.group(3)) * int(m.group(4))
-                current = {"name": short_name(m.group(1)), "blocks": blocks}
+                current = {"name": short_name(m.group(1)), "signature": m.group(1), "blocks": blocks}
                 rows.append(current)
                 continue
             m = METRIC.match(line)
@@ -41,11 +45,25 @@ def kernels(path):
     return rows
 
 
-def main(paths):
+def bare_name(signature):
+    name = re.sub(r"\(anonymous namespace\)", "", signature)
+    name = re.sub(r"\(.*", "", name)  # the parameter list
+    while re.search(r"<[^<>]*>", name):
+        name = re.sub(r"<[^<>]*>", "", name)
+    return name.split("::")[-1].split(" ")[-1]
+
+
+def main(args):
+    brief = "--brief" in args
+    paths = [a for a in args if a != "--brief"]
     if not paths:
         print(__doc__)
         return 2
     for path in paths:
+        if brief:
+            rows = sorted(kernels(path), key=lambda r: -r.get("gpu__time_duration.sum", 0))
+            print(", ".join(f"{bare_name(r['signature'])} {r.get('gpu__time_duration.sum', 0):.0f}" for r in rows))
+            continue
         print(f"\n{path}:\n\n| kernel | blocks | us | DRAM MB | % of DRAM peak |\n|---|---:|---:|---:|---:|")
         for r in sorted(kernels(path), key=lambda r: -r.get("gpu__time_duration.sum", 0)):
             us = r.get("gpu__time_duration.sum", 0)

@@ -1,7 +1,7 @@
 // NOA's value range on the GPU (value_range_cuda.hpp): one pass at memory
 // speed, then one block that combines the per-block ranges.
 //
-// The pass: a grid of about one wave (kBlocksPerSm blocks per SM) strides over
+// The pass: a grid of about one wave (kResidentBlocks blocks per SM) strides over
 // the elements; element-aligned data is read in 16-byte vectors,
 // kVectorsPerStep of them in flight per thread (enough bytes in flight to
 // cover HBM latency), the few elements before the first 16-byte boundary and
@@ -21,12 +21,12 @@ namespace fz::engine::cuda {
 namespace {
 
 constexpr unsigned kThreads = 256;
-// The grid: kBlocksPerSm blocks per SM (4: 187 us for 512 MiB on the H200,
-// 8: 177, a full SM at 32 registers). The launch bounds ask each
-// architecture for as many as its SMs hold: 2048 threads on sm_80 and sm_90,
-// 1536 on sm_86 and sm_89, 1024 on sm_75 (left to its own registers, the
-// compiler took 40-53 and let only six blocks in on sm_90).
-constexpr unsigned kBlocksPerSm = 8;
+// Blocks resident per SM (4: 187 us for 512 MiB on the H200, 8: 177, a full
+// SM at 32 registers). The launch bounds ask each architecture for as many as
+// its SMs hold: 2048 threads on sm_80 and sm_90, 1536 on sm_86 and sm_89,
+// 1024 on sm_75 (left to its own registers, the compiler took 40-53 and let
+// only six blocks in on sm_90). The host sizes the grid with the sm_80/sm_90
+// value (the branch without __CUDA_ARCH__).
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900
 constexpr unsigned kResidentBlocks = 8;
 #elif __CUDA_ARCH__ >= 860
@@ -244,7 +244,7 @@ cudaError_t grid_for(size_t elements, unsigned& grid) {
   if (err != cudaSuccess) return err;
   err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err != cudaSuccess) return err;
-  const size_t wave = static_cast<size_t>(std::max(sms, 1)) * kBlocksPerSm;
+  const size_t wave = static_cast<size_t>(std::max(sms, 1)) * kResidentBlocks;
   grid = static_cast<unsigned>(std::min(blocks_for(elements), wave));
   return cudaSuccess;
 }
