@@ -102,7 +102,7 @@ run() {
     for p in ${presets//,/ }; do
       # Per-kernel summaries (averages over each kernel's launches), kept
       # whole in $OUT and summed up by ncu_summary.py.
-      local summary="$out/$d.$p.ncu.txt"
+      local summary="$out/$d.${p//@/_}.ncu.txt"  # '@' is not a name the device hands back
       ncu --clock-control none --print-summary per-kernel -k "regex:$kernels" \
           --metrics gpu__time_duration.sum,dram__bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
           "$d/build-gpu/tools/fz_device_bench" --data "$FZ_DATA" --side "$side" --reps 1 --presets "$p" \
