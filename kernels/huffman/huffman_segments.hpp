@@ -85,8 +85,8 @@ FZ_HOST_DEVICE inline void set_second_level(CanonicalCode& code) {
 
 // The tables a segment decoder reads (shared or global memory on the device).
 struct Tables {
-  const uint32_t* fast;    // kFastEntries: (symbol << 16) | length; 0 = longer than kFastBits, or no code
-  const uint32_t* second;  // the second level (same entries), or nullptr
+  const uint32_t* fast;    // kFastEntries (fast_entry); 0 = longer than kFastBits, or no code
+  const uint32_t* second;  // the second level: (symbol << 16) | length, 0 = no code; or nullptr
   uint32_t long_first;     // CanonicalCode's
   unsigned second_bits;
   const uint64_t* start;   // CanonicalCode's, in whatever memory is fastest
@@ -119,9 +119,28 @@ FZ_HOST_DEVICE inline uint32_t lookup_entry(const Tables& t, uint32_t value, uns
   return (code_symbol(t, window, len) << 16) | len;
 }
 
+// A first-level entry: bits 0-3 the length of the code the prefix begins
+// with (0: longer than kFastBits, or no code; then the entry is 0), bits 4-7
+// and 8-11 how many whole codes the prefix begins with and the bits they
+// take (for count_segment: on the real Lorenzo codes one lookup passes 2-7
+// codes at NOA 1e-3 to 1e-2), bits 16-31 the first code's symbol.
+constexpr uint32_t kFastLengthMask = 0xFu;
+FZ_HOST_DEVICE inline unsigned run_codes(uint32_t entry) { return (entry >> 4) & 0xFu; }
+FZ_HOST_DEVICE inline unsigned run_bits(uint32_t entry) { return (entry >> 8) & 0xFu; }
+
 // Entry `prefix` of the first level.
 FZ_HOST_DEVICE inline uint32_t fast_entry(const Tables& t, uint32_t prefix) {
-  return lookup_entry(t, prefix, kFastBits, 1);
+  const uint32_t first = lookup_entry(t, prefix, kFastBits, 1);
+  if (first == 0) return 0;
+  unsigned used = 0, codes = 0;
+  while (used < kFastBits) {
+    const uint64_t rest = (uint64_t{prefix} << (32 - kFastBits + used)) & 0xFFFFFFFFu;  // left-aligned
+    const unsigned len = code_length(t.limit, t.max_used, rest, 1);
+    if (len == 0 || used + len > kFastBits) break;
+    used += len;
+    ++codes;
+  }
+  return first | codes << 4 | used << 8;
 }
 
 // Entry `i` (< second_entries) of the second level: under the prefix
@@ -150,7 +169,12 @@ struct Segment {
 // Decodes the codes that start in [start, end) (none when start >= end, which
 // includes start == kInvalid). emit(k, symbol, end_bit) is called for the k-th
 // code of the segment.
-template <typename Emit>
+//
+// kCount (count_segment): no symbols, and a lookup passes all the whole codes
+// its prefix begins with (run_codes, run_bits) wherever they end at or before
+// `end` (every one of them then starts in the segment); near the end, code by
+// code as when decoding.
+template <bool kCount = false, typename Emit>
 FZ_HOST_DEVICE Segment decode_segment(const BlockWords& words, uint32_t start, uint32_t end, const Tables& t,
                                       Emit&& emit) {
   Segment r{start, 0};
@@ -168,11 +192,19 @@ FZ_HOST_DEVICE Segment decode_segment(const BlockWords& words, uint32_t start, u
     }
     const uint32_t prefix = static_cast<uint32_t>(buf >> (64 - kFastBits));
     uint32_t e = t.fast[prefix];
-    if ((e & 0xFFu) == 0 && t.second != nullptr && prefix >= t.long_first) {
+    unsigned len = e & kFastLengthMask;
+    if (kCount && len != 0 && pos + run_bits(e) <= end) {
+      pos += run_bits(e);
+      r.codes += run_codes(e);
+      buf <<= run_bits(e);
+      have -= run_bits(e);
+      continue;
+    }
+    if (len == 0 && t.second != nullptr && prefix >= t.long_first) {
       const uint32_t top = static_cast<uint32_t>(buf >> (64 - kFastBits - t.second_bits));
       e = t.second[top - (t.long_first << t.second_bits)];
+      len = e & 0xFFu;
     }
-    unsigned len = e & 0xFFu;
     uint32_t symbol = e >> 16;
     if (len == 0) {
       const uint64_t window = buf >> 32;
@@ -191,6 +223,11 @@ FZ_HOST_DEVICE Segment decode_segment(const BlockWords& words, uint32_t start, u
   }
   r.exit = pos;
   return r;
+}
+
+// decode_segment's exit and code count, without the symbols, in fewer lookups.
+FZ_HOST_DEVICE inline Segment count_segment(const BlockWords& words, uint32_t start, uint32_t end, const Tables& t) {
+  return decode_segment<true>(words, start, end, t, [](uint32_t, uint32_t, uint32_t) {});
 }
 
 // Thread `thread` of `threads` decodes the segment [first_bit, end_bit) of a

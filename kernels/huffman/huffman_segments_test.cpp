@@ -88,32 +88,47 @@ Bytes simulated_encode(const Bytes& in, const Config& config, unsigned threads) 
 // lookup level or (too large a level) the canonical search.
 size_t g_second_level = 0, g_canonical_search = 0;
 
+// The decoder's tables of a parsed stream, as the kernels build them.
+struct DecoderTables {
+  huffman::format::Canonical c;
+  CanonicalCode code{};
+  std::vector<uint32_t> fast, second;
+  Tables t{};
+
+  explicit DecoderTables(const huffman::format::Layout& layout)
+      : c(huffman::format::make_canonical(layout.lengths.data(), layout.lo, layout.hi)) {
+    code.max_used = c.max_used;
+    for (unsigned l = 1; l <= c.max_used; ++l) {
+      code.start[l] = uint64_t{c.first[l]} << (32 - l);
+      code.limit[l] = uint64_t{c.first[l] + c.count[l]} << (32 - l);
+      code.index[l] = c.index[l];
+    }
+    set_second_level(code);
+    t = Tables{nullptr, nullptr, code.long_first, code.second_bits, code.start, code.limit, code.index,
+               c.sorted.data(), code.max_used};
+    fast.resize(kFastEntries);
+    second.resize(code.second_entries);
+    for (uint32_t p = 0; p < kFastEntries; ++p) fast[p] = fast_entry(t, p);
+    for (uint32_t i = 0; i < code.second_entries; ++i) second[i] = second_entry(t, i);
+    t.fast = fast.data();
+    if (code.second_entries > 0) t.second = second.data();
+  }
+  DecoderTables(const DecoderTables&) = delete;
+  DecoderTables& operator=(const DecoderTables&) = delete;
+};
+
 // The kernels' decode with `threads` threads per block: the CPU's header
 // checks throw FormatError; block failures come back as the status word.
 uint32_t simulated_decode(const Bytes& stream, size_t max_out, unsigned threads, Bytes& out) {
   const huffman::format::Layout layout = huffman::format::parse(stream.data(), stream.size(), stream.size(), max_out);
   out.assign(2 * layout.n, 0);
   if (layout.n == 0) return 0;
-  const huffman::format::Canonical c = huffman::format::make_canonical(layout.lengths.data(), layout.lo, layout.hi);
-  CanonicalCode code{};
-  code.max_used = c.max_used;
-  for (unsigned l = 1; l <= c.max_used; ++l) {
-    code.start[l] = uint64_t{c.first[l]} << (32 - l);
-    code.limit[l] = uint64_t{c.first[l] + c.count[l]} << (32 - l);
-    code.index[l] = c.index[l];
-  }
-  set_second_level(code);
-  Tables t{nullptr, nullptr, code.long_first, code.second_bits, code.start, code.limit, code.index, c.sorted.data(),
-           code.max_used};
-  std::vector<uint32_t> fast(kFastEntries), second(code.second_entries);
-  for (uint32_t p = 0; p < kFastEntries; ++p) fast[p] = fast_entry(t, p);
-  for (uint32_t i = 0; i < code.second_entries; ++i) second[i] = second_entry(t, i);
-  t.fast = fast.data();
-  if (code.second_entries > 0) t.second = second.data();
+  const DecoderTables tables(layout);
+  const Tables& t = tables.t;
+  const CanonicalCode& code = tables.code;
   if (code.max_used > kFastBits) ++(code.second_entries > 0 ? g_second_level : g_canonical_search);
 
   uint32_t status = 0;
-  const auto nothing = [](uint32_t, uint32_t, uint32_t) {};
   for (uint64_t b = 0; b < layout.blocks; ++b) {
     const uint32_t words = static_cast<uint32_t>(layout.start[b + 1] - layout.start[b]);
     const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(layout.block_symbols, layout.n - b * layout.block_symbols));
@@ -128,7 +143,7 @@ uint32_t simulated_decode(const Bytes& stream, size_t max_out, unsigned threads,
     for (unsigned i = 0; i < threads; ++i) {
       bounds[i] = segment_bounds(words, i, threads);
       from[i] = bounds[i].first_bit;
-      seg[i] = decode_segment(src, from[i], bounds[i].end_bit, t, nothing);
+      seg[i] = count_segment(src, from[i], bounds[i].end_bit, t);
     }
     for (unsigned round = 0;; ++round) {
       EXPECT_LE(round, threads) << "rounds must end";
@@ -139,7 +154,7 @@ uint32_t simulated_decode(const Bytes& stream, size_t max_out, unsigned threads,
         const uint32_t true_start = i == 0 ? 0u : exits[i - 1];
         if (true_start != from[i]) {
           from[i] = true_start;
-          seg[i] = decode_segment(src, from[i], bounds[i].end_bit, t, nothing);
+          seg[i] = count_segment(src, from[i], bounds[i].end_bit, t);
           any = true;
         }
       }
@@ -254,6 +269,61 @@ TEST(HuffmanSegments, SameBytesAndSymbolsAsTheCpu) {
   expect_same_coder(geometric(200000, 0.02, 1024, 10), cusz, "a few codes past 12 bits");
   EXPECT_GT(g_second_level, 0u);
   EXPECT_GT(g_canonical_search, 0u);
+}
+
+// count_segment (a lookup passes every whole code of the 12-bit prefix) gives
+// decode_segment's exit and count from any start to any end, on valid
+// streams, on streams with flipped bits (invalid codes, the canonical search)
+// and on codes past 12 bits (the second level), whatever the block.
+TEST(HuffmanSegments, CountingIsDecoding) {
+  struct Case {
+    std::vector<uint16_t> symbols;
+    Config config;
+  };
+  std::vector<uint16_t> steep(60000);
+  for (size_t i = 0; i < steep.size(); ++i) steep[i] = static_cast<uint16_t>(512 + (i % 7 == 0) * (i % 300));
+  const std::vector<Case> cases = {
+      {geometric(60000, 0.6, 1024, 21), Config{1024, 16, 16384}},  // 1-2 bit codes: long runs per lookup
+      {geometric(60000, 0.2, 1024, 22), Config{1024, 16, 16384}},
+      {geometric(60000, 0.02, 1024, 23), Config{1024, 16, 16384}},  // codes past 12 bits
+      {geometric(60000, 0.001, 8192, 24), Config{8192, 16, 4096}},
+      {steep, Config{1024, 16, 16384}},
+      {std::vector<uint16_t>(5000, 9), Config{16, 4, 1000}},        // one code, of length 1
+  };
+  std::mt19937_64 rng(5);
+  size_t compared = 0, runs_passed = 0;
+  for (const Case& c : cases) {
+    Bytes stream;
+    huffman::encode(u16_bytes(c.symbols), c.config, stream);
+    for (int variant = 0; variant < 3; ++variant) {
+      Bytes bits = stream;
+      const huffman::format::Layout layout = huffman::format::parse(bits.data(), bits.size(), bits.size(), 1u << 30);
+      if (variant > 0) {  // flipped payload bits: invalid codes, shifted boundaries
+        const size_t payload_bits = 8 * (bits.size() - layout.payload_at);
+        for (int f = 0; f < 40 * variant; ++f) {
+          const size_t bit = rng() % payload_bits;
+          bits[layout.payload_at + bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+        }
+      }
+      const DecoderTables tables(layout);
+      for (uint64_t b = 0; b < layout.blocks; ++b) {
+        const uint32_t words = static_cast<uint32_t>(layout.start[b + 1] - layout.start[b]);
+        const BlockWords src{bits.data() + layout.payload_at + 4 * layout.start[b], words};
+        for (int k = 0; k < 60; ++k) {
+          const uint32_t a = static_cast<uint32_t>(rng() % (32 * words + 1));
+          const uint32_t e = a + static_cast<uint32_t>(rng() % (k < 30 ? 64 : 32 * words + 1));
+          const Segment decoded = decode_segment(src, a, e, tables.t, [](uint32_t, uint32_t, uint32_t) {});
+          const Segment counted = count_segment(src, a, e, tables.t);
+          ASSERT_EQ(counted.exit, decoded.exit) << "block " << b << " [" << a << ", " << e << ")";
+          ASSERT_EQ(counted.codes, decoded.codes) << "block " << b << " [" << a << ", " << e << ")";
+          ++compared;
+          runs_passed += decoded.codes;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 5000u);
+  EXPECT_GT(runs_passed, 100000u);
 }
 
 TEST(HuffmanSegments, RealFieldCodes) {

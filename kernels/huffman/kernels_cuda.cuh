@@ -342,7 +342,6 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const Tables t{fast, code.second_entries > 0 ? second : nullptr, code.long_first, code.second_bits, start, limit,
                  index, sorted, code.max_used};
-  const auto nothing = [](uint32_t, uint32_t, uint32_t) {};
 
   // Every branch below depends on values all threads share, so the thread
   // block leaves each block together.
@@ -359,7 +358,7 @@ __global__ void __launch_bounds__(kThreads)
 
     // Guessed starts, then rounds until each start is its predecessor's exit.
     uint32_t from = bounds.first_bit;
-    Segment seg = segments::decode_segment(src, from, bounds.end_bit, t, nothing);
+    Segment seg = segments::count_segment(src, from, bounds.end_bit, t);
     for (;;) {
       exits[threadIdx.x] = seg.exit;
       __syncthreads();
@@ -367,7 +366,7 @@ __global__ void __launch_bounds__(kThreads)
       const bool moved = true_start != from;
       if (moved) {
         from = true_start;
-        seg = segments::decode_segment(src, from, bounds.end_bit, t, nothing);
+        seg = segments::count_segment(src, from, bounds.end_bit, t);
       }
       if (!__syncthreads_or(moved)) break;
     }
