@@ -16,8 +16,10 @@
 // for longer codes when it is small), and each thread block decodes one Huffman
 // block at a time with a thread per segment of its bits (segments.hpp: guessed
 // starts, rounds until every start is a true code boundary, a scan of the code
-// counts, then the decode that writes), staging the symbols in shared memory
-// so that they leave in wide, coalesced stores.
+// counts, then the decode that writes; the guess and the rounds only count
+// codes, a lookup passing every whole code of its 12 bits: count_segment),
+// staging the symbols in shared memory so that they leave in wide, coalesced
+// stores.
 // The kernels are in kernels_cuda.cuh; this file is the host dispatch (plans,
 // scratch layout, uploads, launches).
 #include "huffman/huffman_cuda.hpp"
