@@ -12,7 +12,9 @@
 # machine, with carry [".ab"]:
 #   tools/bench/device_ab.sh run
 # reads the settings below from the environment, builds the trees in
-# parallel, and writes $OUT/ab.md (the table) and a log per revision.
+# parallel, and writes $OUT/ab.md (the table) and $OUT/logs.tar.gz (each
+# revision's build, test, ncu and bench logs in one archive: the device hands
+# back at most 8 files).
 #
 # Environment for `run` (all optional):
 #   AB_ARCH     CUDA arch                                   (90)
@@ -52,7 +54,10 @@ run() {
   # shellcheck disable=SC1091
   source .devdeps/env.sh
   local out=${OUT:-$ab/out}
-  mkdir -p "$out"
+  # The device hands back at most 8 files: the logs go into one archive.
+  local logs=$ab/logs
+  rm -rf "$logs"
+  mkdir -p "$out" "$logs"
   local arch=${AB_ARCH:-90}
   local tests=${AB_TESTS:-huffman|frame_digest_gpu|backend_identity}
   local targets=${AB_TARGETS:-fz_device_bench huffman_cuda_test huffman_stage_gpu_test frame_digest_gpu_test backend_identity_gpu_test}
@@ -73,8 +78,8 @@ run() {
   read -r -a target_list <<< "$targets"
   for d in "${trees[@]}"; do
     ( cmake -S "$d" -B "$d/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-        > "$out/$d.build.log" 2>&1 &&
-      ninja -C "$d/build-gpu" -j "$jobs" "${target_list[@]}" >> "$out/$d.build.log" 2>&1 ) &
+        > "$logs/$d.build.log" 2>&1 &&
+      ninja -C "$d/build-gpu" -j "$jobs" "${target_list[@]}" >> "$logs/$d.build.log" 2>&1 ) &
     pids+=($!)
   done
   local built=()
@@ -89,20 +94,20 @@ run() {
     local d=${trees[$i]} rev
     rev=$(cat "$d/.ab_revision")
     if [ "${built[$i]}" != ok ]; then
-      echo "| $rev ($d) | failed (see $d.build.log) | | | |" >> "$out/ab.md"
+      echo "| $rev ($d) | failed (see logs/$d.build.log in logs.tar.gz) | | | |" >> "$out/ab.md"
       continue
     fi
     local tested
-    if ctest --test-dir "$d/build-gpu" -L gpu -R "$tests" --output-on-failure > "$out/$d.ctest.log" 2>&1; then
-      tested=$(grep -o "[0-9]*% tests passed.*" "$out/$d.ctest.log" | head -1 || true)
+    if ctest --test-dir "$d/build-gpu" -L gpu -R "$tests" --output-on-failure > "$logs/$d.ctest.log" 2>&1; then
+      tested=$(grep -o "[0-9]*% tests passed.*" "$logs/$d.ctest.log" | head -1 || true)
     else
-      tested="FAILED: $(grep -o "[0-9]*% tests passed.*" "$out/$d.ctest.log" | head -1 || true)"
+      tested="FAILED: $(grep -o "[0-9]*% tests passed.*" "$logs/$d.ctest.log" | head -1 || true)"
     fi
     local times=""
     for p in ${presets//,/ }; do
       # Per-kernel summaries (averages over each kernel's launches), kept
       # whole in $OUT and summed up by ncu_summary.py.
-      local summary="$out/$d.${p//@/_}.ncu.txt"  # '@' is not a name the device hands back
+      local summary="$logs/$d.${p//@/_}.ncu.txt"  # '@' is not a name the device hands back
       ncu --clock-control none --print-summary per-kernel -k "regex:$kernels" \
           --metrics gpu__time_duration.sum,dram__bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
           "$d/build-gpu/tools/fz_device_bench" --data "$FZ_DATA" --side "$side" --reps 1 --presets "$p" \
@@ -111,10 +116,11 @@ run() {
     done
     local bench
     bench=$("$d/build-gpu/tools/fz_device_bench" --data "$FZ_DATA" --side "$side" --reps "$reps" --presets "$presets" 2>&1 |
-            tee "$out/$d.bench.log" | awk -F'|' '/^\| [a-z]/ && $2 !~ /preset/ { gsub(/ /, "", $2);
+            tee "$logs/$d.bench.log" | awk -F'|' '/^\| [a-z]/ && $2 !~ /preset/ { gsub(/ /, "", $2);
               gsub(/ /, "", $4); gsub(/ /, "", $5); gsub(/ /, "", $6); printf "%s %s %s / %s; ", $2, $4, $5, $6 }' || true)
     echo "| $rev ($d) | ok | $tested | $times | $bench |" >> "$out/ab.md"
   done
+  tar -czf "$out/logs.tar.gz" -C "$ab" logs
   cat "$out/ab.md"
 }
 
