@@ -87,7 +87,7 @@ run() {
     if wait "${pids[$i]}"; then built+=(ok); else built+=(failed); fi
   done
   {
-    echo "| revision | build | GPU tests (${tests//|/ or }) | kernels ${kernels//|/ or }: mean us per preset | fz_device_bench: preset ratio compress / decompress GB/s |"
+    echo "| revision | build | GPU tests (${tests//|/ or }) | kernels ${kernels//|/ or }: mean us per preset | fz_device_bench: preset ratio compress / decompress GB/s (device memory, x chunk) |"
     echo "|---|---|---|---|---|"
   } > "$out/ab.md"
   for i in "${!trees[@]}"; do
@@ -117,7 +117,10 @@ run() {
     local bench
     bench=$("$d/build-gpu/tools/fz_device_bench" --data "$FZ_DATA" --side "$side" --reps "$reps" --presets "$presets" 2>&1 |
             tee "$logs/$d.bench.log" | awk -F'|' '/^\| [a-z]/ && $2 !~ /preset/ { gsub(/ /, "", $2);
-              gsub(/ /, "", $4); gsub(/ /, "", $5); gsub(/ /, "", $6); printf "%s %s %s / %s; ", $2, $4, $5, $6 }' || true)
+              gsub(/ /, "", $4); gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $8); gsub(/ /, "", $9);
+              printf "%s %s %s / %s", $2, $4, $5, $6;
+              if ($8 != "") printf " (memory x chunk %s / %s)", $8, $9;
+              printf "; " }' || true)
     echo "| $rev ($d) | ok | $tested | $times | $bench |" >> "$out/ab.md"
   done
   tar -czf "$out/logs.tar.gz" -C "$ab" logs
