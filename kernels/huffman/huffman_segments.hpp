@@ -132,7 +132,7 @@ FZ_HOST_DEVICE inline unsigned run_bits(uint32_t entry) { return (entry >> 8) & 
 FZ_HOST_DEVICE inline uint32_t fast_entry(const Tables& t, uint32_t prefix) {
   const uint32_t first = lookup_entry(t, prefix, kFastBits, 1);
   if (first == 0) return 0;
-  unsigned used = 0, codes = 0;
+  unsigned used = first & kFastLengthMask, codes = 1;  // the first code, found above; then the rest
   while (used < kFastBits) {
     const uint64_t rest = (uint64_t{prefix} << (32 - kFastBits + used)) & 0xFFFFFFFFu;  // left-aligned
     const unsigned len = code_length(t.limit, t.max_used, rest, 1);

@@ -106,7 +106,7 @@ run() {
     local times=""
     for p in ${presets//,/ }; do
       # Per-kernel summaries (averages over each kernel's launches), kept
-      # whole in $OUT and summed up by ncu_summary.py.
+      # whole in the logs archive and summed up by ncu_summary.py.
       local summary="$logs/$d.${p//@/_}.ncu.txt"  # '@' is not a name the device hands back
       ncu --clock-control none --print-summary per-kernel -k "regex:$kernels" \
           --metrics gpu__time_duration.sum,dram__bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
