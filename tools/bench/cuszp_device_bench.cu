@@ -1,5 +1,5 @@
 // cuSZp, device-resident, beside fz_device_bench (issue 31's anchor): the
-// same field (wmag91 mirrored to side^3 float32), the same value-range
+// same field (wmag91, or FZ_BENCH_FIELD, mirrored to side^3 float32), the same value-range
 // bounds (eb = rel x (max - min)), the same timing (the best of --reps host
 // wall-clock calls after a warm-up, each synchronised) and the same table.
 // Every round trip is checked in double; elements over the bound are counted
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "cuSZp.h"
-#include "mirrored_wmag.hpp"
+#include "mirrored_field.hpp"
 
 namespace {
 
@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   }
   const size_t side = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 512;
   const int reps = argc > 3 ? std::atoi(argv[3]) : 5;
-  const std::vector<float> host = mirrored_wmag(argv[1], side, "cuszp_device_bench");
+  const MirroredField field = mirrored_field(argv[1], side, "cuszp_device_bench");
+  const std::vector<float>& host = field.values;
   const size_t n = host.size(), bytes = n * sizeof(float);
   const auto [lo, hi] = std::minmax_element(host.begin(), host.end());
   const double range = static_cast<double>(*hi) - *lo;
@@ -66,8 +67,8 @@ int main(int argc, char** argv) {
   or_die(cudaMalloc(&d_cmp, bytes + (1 << 20)), "cudaMalloc");
   or_die(cudaMemcpy(d_in, host.data(), bytes, cudaMemcpyHostToDevice), "upload");
   const uint3 dims = {static_cast<unsigned>(side), static_cast<unsigned>(side), static_cast<unsigned>(side)};
-  std::printf("| cuSZp %zu^3 float32 | bound | ratio | compress GB/s | decompress GB/s | max error / bound | over the bound |\n",
-              side);
+  std::printf("| cuSZp, %s mirrored to %zu^3 float32 | bound | ratio | compress GB/s | decompress GB/s | max error / bound | over the bound |\n",
+              field.name.c_str(), side);
   std::printf("|---|---|---|---|---|---|---|\n");
   const struct { const char* name; cuszp_mode_t mode; } modes[] = {{"plain 3-D", CUSZP_MODE_PLAIN},
                                                                   {"outlier 3-D", CUSZP_MODE_OUTLIER}};

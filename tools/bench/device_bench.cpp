@@ -5,10 +5,9 @@
 // it prints a markdown table; each figure is the best of --reps after a
 // warm-up; every round trip is checked against the bound (exit 1 if broken).
 //
-// The field is the real wmag91 (91^3 float32) tiled by mirroring to 512^3
-// (512 MiB): element (z, y, x) is wmag91 at (m(z), m(y), m(x)) with m(i) =
-// i mod 182 for i mod 182 < 91, else 181 - i mod 182, so the joins are smooth
-// and the data is as compressible as the field itself. --chunk-mib cuts it
+// The field is the real wmag91 (91^3 float32), or the one FZ_BENCH_FIELD
+// names, tiled by mirroring to 512^3 (512 MiB; mirrored_field.hpp), so the
+// joins are smooth and the data is as compressible as the field itself. --chunk-mib cuts it
 // into slabs of that many MiB (one call each) to show the per-call overhead.
 // The last two columns are the device memory the engine held at its peak
 // during one more (untimed) compress and decompress of every slab, as a
@@ -33,7 +32,7 @@
 #include <vector>
 
 #include "fz/fz.hpp"
-#include "mirrored_wmag.hpp"
+#include "mirrored_field.hpp"
 
 namespace {
 
@@ -120,7 +119,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fz_device_bench: no usable CUDA device\n");
     return 2;
   }
-  const std::vector<float> host = mirrored_wmag(dir, side, "fz_device_bench");
+  const MirroredField field = mirrored_field(dir, side, "fz_device_bench");
+  const std::vector<float>& host = field.values;
   const size_t bytes = host.size() * 4;
   const size_t plane = side * side * 4;
   // Slabs of whole planes, about chunk_mib each (the whole field when 0).
@@ -145,8 +145,8 @@ int main(int argc, char** argv) {
   cuda_or_die(cudaGetDevice(&device), "cudaGetDevice");
   cuda_or_die(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
 
-  std::printf("Device-resident, %s: wmag91 mirrored to %zu^3 float32 (%.0f MiB), %zu chunk(s) of %zu planes, best of %d\n\n",
-              prop.name, side, bytes / 1048576.0, slabs.size(), planes_per_chunk, reps);
+  std::printf("Device-resident, %s: %s mirrored to %zu^3 float32 (%.0f MiB), %zu chunk(s) of %zu planes, best of %d\n\n",
+              prop.name, field.name.c_str(), side, bytes / 1048576.0, slabs.size(), planes_per_chunk, reps);
   std::printf("| preset | bound | ratio | compress GB/s | decompress GB/s | max error / bound | device memory x chunk, compress | decompress |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   cudaMemPool_t pool = nullptr;
