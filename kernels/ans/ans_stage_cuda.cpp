@@ -56,6 +56,7 @@ class AnsDevice final : public StageDeviceFor<AnsStage> {
     auto* encoded_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
     void* scratch = work.allocate(ans::cuda::encode_scratch_bytes(plan));
     work.check(ans::cuda::encode(symbols.data, mask, plan, out[0].data, encoded_size, scratch, stream), "ANS (GPU)");
+    work.release(scratch);
     out[0].device_size = encoded_size;
     out[0].capacity = plan.max_encoded_bytes;
   }
@@ -75,11 +76,12 @@ class AnsDevice final : public StageDeviceFor<AnsStage> {
         });
     in.resize(1);
     const size_t bytes = static_cast<size_t>(2 * plan.n);
-    in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
+    in[0] = {work.allocate_rebuilt(bytes), bytes, nullptr, nullptr};
     void* scratch = work.allocate(ans::cuda::decode_scratch_bytes(plan));
     work.check(ans::cuda::decode(stream.data, plan, in[0].data, work.status_word(), scratch,
                                  static_cast<cudaStream_t>(work.stream())),
                "ANS inverse (GPU)");
+    work.release(scratch);
   }
 };
 

@@ -59,6 +59,7 @@ class AnsInterleavedDevice final : public StageDeviceFor<AnsInterleavedStage> {
     void* scratch = work.allocate(icuda::encode_scratch_bytes(plan));
     work.check(icuda::encode(symbols.data, tile_counts, plan, out[0].data, encoded_size, scratch, stream),
                "ANS interleaved (GPU)");
+    work.release(scratch);
     out[0].device_size = encoded_size;
     out[0].capacity = plan.max_encoded_bytes;
   }
@@ -78,11 +79,12 @@ class AnsInterleavedDevice final : public StageDeviceFor<AnsInterleavedStage> {
         });
     in.resize(1);
     const size_t bytes = static_cast<size_t>(2 * plan.n);
-    in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
+    in[0] = {work.allocate_rebuilt(bytes), bytes, nullptr, nullptr};
     void* scratch = work.allocate(icuda::decode_scratch_bytes(plan));
     work.check(icuda::decode(stream.data, plan, in[0].data, work.status_word(), scratch,
                              static_cast<cudaStream_t>(work.stream())),
                "ANS interleaved inverse (GPU)");
+    work.release(scratch);
   }
 };
 

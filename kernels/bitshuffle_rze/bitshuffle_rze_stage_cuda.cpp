@@ -33,6 +33,7 @@ class BitshuffleRzePair final : public FusedDevicePair {
       std::vector<DeviceBuffer> shuffled, coded;
       first.forward_device({in}, shuffled, work);
       second.forward_device(shuffled, coded, work);
+      work.release(shuffled.at(0).data);
       out = coded.at(0);
       return;
     }
@@ -41,16 +42,19 @@ class BitshuffleRzePair final : public FusedDevicePair {
     work.check(bitshuffle_rze::cuda::encode(in.data, in.size, width_of(first), out.data, out.device_size, scratch,
                                             static_cast<cudaStream_t>(work.stream())),
                "bit-shuffle + RZE (GPU)");
+    work.release(scratch);
   }
 
   void inverse(const Stage& first, const Stage& second, const DeviceBuffer& out, DeviceBuffer& in, DeviceWork& work,
                size_t max_stream_bytes) const override {
     const size_t n = elimination_device::decoded_length(out, work, max_stream_bytes);
-    in = {work.allocate(n), n, nullptr, nullptr};
+    in = {work.allocate_rebuilt(n), n, nullptr, nullptr};
     if (!bitshuffle_rze::cuda::takes_pointer(in.data)) {
+      work.release(in.data);
       std::vector<DeviceBuffer> shuffled, rebuilt;
       second.inverse_device({out}, shuffled, work, max_stream_bytes);
       first.inverse_device(shuffled, rebuilt, work, max_stream_bytes);
+      work.release(shuffled.at(0).data);
       in = rebuilt.at(0);
       return;
     }
@@ -59,6 +63,7 @@ class BitshuffleRzePair final : public FusedDevicePair {
     work.check(bitshuffle_rze::cuda::decode(out.data, out.size, width_of(first), in.data, n, decoded,
                                             work.status_word(), scratch, static_cast<cudaStream_t>(work.stream())),
                "bit-shuffle + RZE inverse (GPU)");
+    work.release(scratch);
   }
 };
 

@@ -24,7 +24,7 @@ class ByteTransposeDevice final : public StageDeviceFor<ByteTransposeStage> {
                       std::vector<DeviceBuffer>& in, DeviceWork& work, size_t max_stream_bytes) const override {
     const DeviceBuffer& planes = out.at(0);
     require_format(planes.size <= max_stream_bytes, "stream larger than the frame allows");
-    in.assign(1, {work.allocate(planes.size), planes.size, nullptr, nullptr});
+    in.assign(1, {work.allocate_rebuilt(planes.size), planes.size, nullptr, nullptr});
     work.check(bytetranspose::cuda::decode(planes.data, planes.size, stage.element_size(), in[0].data,
                                            static_cast<cudaStream_t>(work.stream())),
                "bytetranspose inverse (GPU)");

@@ -16,7 +16,7 @@ void forward(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWo
 }
 
 void inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t) {
-  in = {work.allocate(out.size), out.size, nullptr, nullptr};
+  in = {work.allocate_rebuilt(out.size), out.size, nullptr, nullptr};
   work.check(diffnb::cuda::decode(out.data, out.size, width, in.data, stream_of(work)), "diffnb inverse (GPU)");
 }
 

@@ -27,6 +27,7 @@ class FillMaskDevice final : public StageDeviceFor<FillMaskStage> {
     work.check(fillmask::cuda::encode(chunk.data, chunk.size, width, stage.fill(), out[0].data, out[1].data,
                                       scratch, static_cast<cudaStream_t>(work.stream())),
                "fillmask (GPU)");
+    work.release(scratch);
   }
 
   // Sizes are checked here, with the CPU decoder's rules (FormatError sends
@@ -41,7 +42,7 @@ class FillMaskDevice final : public StageDeviceFor<FillMaskStage> {
     require_format(values.size <= max_stream_bytes, "fillmask: decoded chunk larger than allowed");
     require_format(mask.size == fillmask::cuda::mask_bytes(values.size / width),
                    "fillmask: mask stream size does not match the element count");
-    in.assign(1, {work.allocate(values.size), values.size, nullptr, nullptr});
+    in.assign(1, {work.allocate_rebuilt(values.size), values.size, nullptr, nullptr});
     work.check(fillmask::cuda::decode(values.data, values.size, mask.data, mask.size, width, stage.fill(),
                                       in[0].data, values.size, work.status_word(),
                                       static_cast<cudaStream_t>(work.stream())),

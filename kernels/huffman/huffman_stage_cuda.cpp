@@ -48,6 +48,7 @@ class HuffmanDevice final : public StageDeviceFor<HuffmanStage> {
     void* scratch = work.allocate(huffman::cuda::encode_scratch_bytes(plan));
     work.check(huffman::cuda::encode(symbols.data, plan, out[0].data, encoded_size, scratch, stream),
                "Huffman (GPU)");
+    work.release(scratch);
     out[0].device_size = encoded_size;
     out[0].capacity = plan.max_encoded_bytes;
     // The encoder writes a length of 0 when the stream would need 2^32 words
@@ -94,10 +95,11 @@ class HuffmanDevice final : public StageDeviceFor<HuffmanStage> {
         huffman::cuda::plan_decode(prefix, prefix_size, stream.size, max_stream_bytes);
     in.resize(1);
     const size_t bytes = static_cast<size_t>(2 * plan.n);
-    in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
+    in[0] = {work.allocate_rebuilt(bytes), bytes, nullptr, nullptr};
     void* scratch = work.allocate(huffman::cuda::decode_scratch_bytes(plan));
     work.check(huffman::cuda::decode(stream.data, plan, in[0].data, work.status_word(), scratch, cuda_stream),
                "Huffman inverse (GPU)");
+    work.release(scratch);
   }
 };
 

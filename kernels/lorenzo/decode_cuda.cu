@@ -60,8 +60,17 @@ struct DecodeLayout {
   size_t total;
 };
 
+// Whether the rows path decodes in `out` itself: the deltas and the plane
+// sums are written over the output (each element's word is read before its
+// value replaces it, by the same thread or warp), so the scratch holds
+// neither n-element array (issue 31 item 5).
+bool decodes_in_place(const Shape& s, const uint8_t* codes, const uint8_t* out) {
+  return s.n > kSmallElements && decodes_by_rows(s) && (reinterpret_cast<uintptr_t>(codes) & 1) == 0 &&
+         out != nullptr && (reinterpret_cast<uintptr_t>(out) & 15) == 0;
+}
+
 template <typename U>
-DecodeLayout decode_layout(void* scratch, const Shape& s, size_t outliers_size) {
+DecodeLayout decode_layout(void* scratch, const Shape& s, size_t outliers_size, bool in_place) {
   auto* base = static_cast<uint8_t*>(scratch);
   const size_t capacity = record_capacity(s.n, outliers_size);
   DecodeLayout l;
@@ -78,10 +87,13 @@ DecodeLayout decode_layout(void* scratch, const Shape& s, size_t outliers_size) 
   l.scan = base + at;
   l.scan_bytes = record_scan > axis_scan ? record_scan : axis_scan;
   at += aligned(l.scan_bytes);
-  l.d = base + at;
-  at += aligned(s.n * sizeof(U));
-  l.e = base + at;
-  at += aligned(s.n * sizeof(U));
+  l.d = l.e = nullptr;
+  if (!in_place) {
+    l.d = base + at;
+    at += aligned(s.n * sizeof(U));
+    l.e = base + at;
+    at += aligned(s.n * sizeof(U));
+  }
   l.totals = base + at;
   l.depth_segments = 1;
   l.depth_totals = nullptr;
@@ -106,7 +118,8 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   const size_t n = s.n;
   if ((n + kThreads - 1) / kThreads > 0x7FFFFFFFu) return cudaErrorInvalidValue;
   const size_t capacity = record_capacity(n, outliers_size);
-  const DecodeLayout l = decode_layout<U>(scratch, s, outliers_size);
+  const bool in_place = decodes_in_place(s, codes, out);
+  const DecodeLayout l = decode_layout<U>(scratch, s, outliers_size, in_place);
   const U code_limit = static_cast<U>(2 * config.radius);
   const T eb2 = static_cast<T>(config.eb) * 2;
   const U fill_bits = static_cast<U>(config.fill_bits);
@@ -141,8 +154,8 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   }
   if (n == 0) return cudaGetLastError();
 
-  U* d = static_cast<U*>(l.d);
-  U* e = static_cast<U*>(l.e);
+  U* d = in_place ? reinterpret_cast<U*>(out) : static_cast<U*>(l.d);
+  U* e = in_place ? reinterpret_cast<U*>(out) : static_cast<U*>(l.e);
   if (decodes_by_rows(s) && (reinterpret_cast<uintptr_t>(codes) & 1) == 0) {
     unpack_codes<U><<<stride_grid(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status, l.layout, true);
     if (capacity > 0)
@@ -214,8 +227,17 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
 size_t decode_scratch_bytes(const std::vector<size_t>& dims, unsigned width, size_t outliers_size) {
   Shape s;
   if (!make_shape(dims, s)) return 0;
-  return width == 4 ? decode_layout<uint32_t>(nullptr, s, outliers_size).total
-                    : decode_layout<uint64_t>(nullptr, s, outliers_size).total;
+  return width == 4 ? decode_layout<uint32_t>(nullptr, s, outliers_size, false).total
+                    : decode_layout<uint64_t>(nullptr, s, outliers_size, false).total;
+}
+
+size_t decode_scratch_bytes(const std::vector<size_t>& dims, unsigned width, size_t outliers_size,
+                            const uint8_t* codes, const uint8_t* out) {
+  Shape s;
+  if (!make_shape(dims, s)) return 0;
+  const bool in_place = decodes_in_place(s, codes, out);
+  return width == 4 ? decode_layout<uint32_t>(nullptr, s, outliers_size, in_place).total
+                    : decode_layout<uint64_t>(nullptr, s, outliers_size, in_place).total;
 }
 
 cudaError_t decode(const uint8_t* codes, const uint8_t* outliers, size_t outliers_size,

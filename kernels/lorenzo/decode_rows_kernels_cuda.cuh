@@ -39,15 +39,17 @@ __device__ __forceinline__ U warp_inclusive_sum(U v, unsigned lane) {
 }
 
 // Deltas come from the codes, or (when the outlier stream stores deltas)
-// from `deltas`, which unpack_codes and place_deltas filled. The next row is
+// from `deltas`, which unpack_codes and place_deltas filled. `deltas` and
+// `sums` may be the same array (decoding in the output): a warp reads each
+// row of its segment before it writes that row's sums, and no other warp
+// touches the segment. The next row is
 // loaded while this one is summed, and the row's K warp scans are independent
 // (their carries are added afterwards), so neither memory nor shuffle latency
 // serialises a warp.
 template <typename U, unsigned K>
 __global__ void __launch_bounds__(kThreads)
-    plane_sums(const uint16_t* __restrict__ codes, const U* __restrict__ deltas, const OutlierLayout* layout, Shape s,
-               size_t rows, size_t segments, U code_limit, U* __restrict__ sums, U* __restrict__ totals,
-               uint32_t* status) {
+    plane_sums(const uint16_t* __restrict__ codes, const U* deltas, const OutlierLayout* layout, Shape s,
+               size_t rows, size_t segments, U code_limit, U* sums, U* __restrict__ totals, uint32_t* status) {
   const unsigned lane = threadIdx.x & 31u;
   const size_t task = static_cast<size_t>(blockIdx.x) * kRowWarps + (threadIdx.x >> 5);
   if (task >= s.nz * segments) return;  // the whole warp

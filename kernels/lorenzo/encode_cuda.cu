@@ -60,9 +60,21 @@ EncodeLayout encode_layout(void* scratch, size_t n, unsigned width) {
   return l;
 }
 
+CountArrays count_arrays(const EncodeLayout& l) {
+  CountArrays c;
+  for (int k = 0; k < 3; ++k) {
+    c.counts[k] = l.counts[k];
+    c.offsets[k] = l.offsets[k];
+  }
+  return c;
+}
+
+// Everything but the outlier stream's bytes: the codes, the per-tile counts
+// and their offsets (kept in scratch for write_outliers_typed), and the
+// stream's exact length in *outliers_size.
 template <typename T>
-cudaError_t encode_typed(const uint8_t* in, const Shape& s, const Config& config, double user_bound, uint8_t* codes,
-                         uint8_t* outliers, uint64_t* outliers_size, void* scratch, cudaStream_t stream) {
+cudaError_t codes_typed(const uint8_t* in, const Shape& s, const Config& config, double user_bound, uint8_t* codes,
+                        uint64_t* outliers_size, void* scratch, cudaStream_t stream) {
   using U = typename Traits<T>::U;
   const size_t n = s.n;
   const size_t tiles = tiles_of(n);
@@ -71,11 +83,7 @@ cudaError_t encode_typed(const uint8_t* in, const Shape& s, const Config& config
   const Quantizer<T> quantizer = make_quantizer<T>(config, user_bound);
   const U code_limit = static_cast<U>(2 * config.radius);
   U* p = static_cast<U*>(l.p);
-  CountArrays c;
-  for (int k = 0; k < 3; ++k) {
-    c.counts[k] = l.counts[k];
-    c.offsets[k] = l.offsets[k];
-  }
+  const CountArrays c = count_arrays(l);
   if (n > 0) {
     const size_t blocks = (n + kThreads - 1) / kThreads;
     if (blocks > 0x7FFFFFFFu) return cudaErrorInvalidValue;
@@ -118,10 +126,27 @@ cudaError_t encode_typed(const uint8_t* in, const Shape& s, const Config& config
         if (err != cudaSuccess) return err;
       }
     }
-    write_records<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, p, g, code_limit, c, tiles,
-                                                                             outliers);
   }
-  finish_encode<<<1, 1, 0, stream>>>(n, sizeof(T), c, tiles, outliers, outliers_size);
+  outliers_length<<<1, 1, 0, stream>>>(n, sizeof(T), c, tiles, outliers_size);
+  return cudaGetLastError();
+}
+
+// The outlier stream, after codes_typed on the same scratch: into `outliers`
+// when its length fits `capacity`, else nothing (*outliers_size, which
+// codes_typed wrote, is then larger than the capacity).
+template <typename T>
+cudaError_t write_outliers_typed(const uint8_t* in, const Shape& s, const Config& config, uint8_t* outliers,
+                                 size_t capacity, void* scratch, cudaStream_t stream) {
+  using U = typename Traits<T>::U;
+  const size_t n = s.n;
+  const size_t tiles = tiles_of(n);
+  if (tiles > 0x7FFFFFFFu) return cudaErrorInvalidValue;
+  const EncodeLayout l = encode_layout(scratch, n, sizeof(T));
+  const CountArrays c = count_arrays(l);
+  if (n > 0)
+    write_records<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(
+        in, static_cast<const U*>(l.p), grid_of(s), static_cast<U>(2 * config.radius), c, tiles, outliers, capacity);
+  outliers_header<<<1, 1, 0, stream>>>(n, sizeof(T), c, tiles, outliers, capacity);
   return cudaGetLastError();
 }
 
@@ -139,14 +164,29 @@ size_t encode_scratch_bytes(const std::vector<size_t>& dims, unsigned width) {
   return encode_layout(nullptr, s.n, width).total;
 }
 
-cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
-                   uint8_t* codes, uint8_t* outliers, uint64_t* outliers_size, void* scratch, cudaStream_t stream) {
+cudaError_t encode_codes(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
+                         uint8_t* codes, uint64_t* outliers_size, void* scratch, cudaStream_t stream) {
   Shape s;
   if (!arguments_ok(dims, config, s)) return cudaErrorInvalidValue;
   if (!(user_bound > 0) || !std::isfinite(user_bound)) return cudaErrorInvalidValue;
+  return config.width == 4 ? codes_typed<float>(in, s, config, user_bound, codes, outliers_size, scratch, stream)
+                           : codes_typed<double>(in, s, config, user_bound, codes, outliers_size, scratch, stream);
+}
+
+cudaError_t encode_outliers(const uint8_t* in, const std::vector<size_t>& dims, const Config& config,
+                            uint8_t* outliers, size_t outliers_capacity, void* scratch, cudaStream_t stream) {
+  Shape s;
+  if (!arguments_ok(dims, config, s)) return cudaErrorInvalidValue;
   return config.width == 4
-             ? encode_typed<float>(in, s, config, user_bound, codes, outliers, outliers_size, scratch, stream)
-             : encode_typed<double>(in, s, config, user_bound, codes, outliers, outliers_size, scratch, stream);
+             ? write_outliers_typed<float>(in, s, config, outliers, outliers_capacity, scratch, stream)
+             : write_outliers_typed<double>(in, s, config, outliers, outliers_capacity, scratch, stream);
+}
+
+cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
+                   uint8_t* codes, uint8_t* outliers, uint64_t* outliers_size, void* scratch, cudaStream_t stream) {
+  const cudaError_t err = encode_codes(in, dims, config, user_bound, codes, outliers_size, scratch, stream);
+  if (err != cudaSuccess) return err;
+  return encode_outliers(in, dims, config, outliers, max_outliers_bytes(dims, config.width), scratch, stream);
 }
 
 }  // namespace fz::lorenzo::cuda

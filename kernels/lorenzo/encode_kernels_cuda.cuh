@@ -205,10 +205,15 @@ struct CountArrays {
   const uint64_t* offsets[3];
 };
 
+// The outlier stream's length for these totals.
+__device__ inline uint64_t outliers_bytes(const Totals& t, size_t n, unsigned width) {
+  return kHeaderBytes + t.count * (index_width_of(n) + 1) + (t.deltas + t.raws) * width;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     write_records(const uint8_t* in, const typename Traits<T>::U* p, Grid g, typename Traits<T>::U code_limit,
-                  CountArrays c, size_t tiles, uint8_t* out) {
+                  CountArrays c, size_t tiles, uint8_t* out, size_t capacity) {
   using U = typename Traits<T>::U;
   using Scan = cub::BlockScan<uint64_t, kThreads>;
   __shared__ typename Scan::TempStorage storage;
@@ -216,6 +221,7 @@ __global__ void __launch_bounds__(kThreads)
   if (c.counts[0][blockIdx.x] == 0) return;  // uniform across the block
   const Totals t = totals_of(tiles, c.counts, c.offsets);
   const Shape& s = g.s;
+  if (outliers_bytes(t, s.n, W) > capacity) return;  // not written: the length says why
   const size_t index_width = index_width_of(s.n);
   const size_t kind_at = kHeaderBytes + t.count * index_width;
   const size_t delta_at = kind_at + t.count;
@@ -247,13 +253,19 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-static __global__ void finish_encode(size_t n, unsigned width, CountArrays c, size_t tiles, uint8_t* out,
-                              uint64_t* outliers_size) {
+static __global__ void outliers_length(size_t n, unsigned width, CountArrays c, size_t tiles,
+                                       uint64_t* outliers_size) {
+  *outliers_size = outliers_bytes(totals_of(tiles, c.counts, c.offsets), n, width);
+}
+
+// The header, when the stream fits `capacity` (write_records wrote it then).
+static __global__ void outliers_header(size_t n, unsigned width, CountArrays c, size_t tiles, uint8_t* out,
+                                       size_t capacity) {
   const Totals t = totals_of(tiles, c.counts, c.offsets);
+  if (outliers_bytes(t, n, width) > capacity) return;
   store_word<uint64_t>(out, t.count);
   store_word<uint64_t>(out + 8, t.deltas);
   store_word<uint64_t>(out + 16, t.raws);
-  *outliers_size = kHeaderBytes + t.count * (index_width_of(n) + 1) + (t.deltas + t.raws) * width;
 }
 
 }  // namespace fz::lorenzo::cuda::detail

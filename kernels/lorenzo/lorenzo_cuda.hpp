@@ -56,8 +56,24 @@ size_t encode_scratch_bytes(const std::vector<size_t>& dims, unsigned width);
 // user_bound: as lorenzo::encode (> 0, finite).
 cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
                    uint8_t* codes, uint8_t* outliers, uint64_t* outliers_size, void* scratch, cudaStream_t stream);
+// encode() in two steps, for a caller that sizes the outlier stream first:
+// encode_codes writes the codes and *outliers_size (the stream's exact
+// length) and keeps in scratch what encode_outliers needs; encode_outliers,
+// with the same arguments and scratch, then writes the stream into
+// `outliers` when it fits `outliers_capacity` bytes, else nothing (the
+// length says it did not fit).
+cudaError_t encode_codes(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
+                         uint8_t* codes, uint64_t* outliers_size, void* scratch, cudaStream_t stream);
+cudaError_t encode_outliers(const uint8_t* in, const std::vector<size_t>& dims, const Config& config,
+                            uint8_t* outliers, size_t outliers_capacity, void* scratch, cudaStream_t stream);
 
 size_t decode_scratch_bytes(const std::vector<size_t>& dims, unsigned width, size_t outliers_size);
+// The scratch for decoding these `codes` into this `out`: smaller when the
+// decoder can work in `out` itself (16-byte aligned, rows of at most 1024
+// elements, not a small chunk), about 2N words less. decode() with the same
+// pointers needs no more; the three-argument size suffices for any pointers.
+size_t decode_scratch_bytes(const std::vector<size_t>& dims, unsigned width, size_t outliers_size,
+                            const uint8_t* codes, const uint8_t* out);
 cudaError_t decode(const uint8_t* codes, const uint8_t* outliers, size_t outliers_size,
                    const std::vector<size_t>& dims, const Config& config, uint8_t* out, uint32_t* status,
                    void* scratch, cudaStream_t stream);

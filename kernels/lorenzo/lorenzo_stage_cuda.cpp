@@ -1,6 +1,7 @@
 // LORENZO's GPU part (kernels/common/stage/stage_device.hpp), compiled only in CUDA builds.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "common/error.hpp"
@@ -11,6 +12,9 @@
 
 namespace fz::stage {
 namespace {
+
+// Chunks from this size on size their outlier stream exactly (forward_device).
+constexpr size_t kExactOutliersMinBytes = size_t{64} << 20;
 
 class LorenzoDevice final : public StageDeviceFor<LorenzoStage> {
  public:
@@ -23,15 +27,34 @@ class LorenzoDevice final : public StageDeviceFor<LorenzoStage> {
     const lorenzo::Config& config = stage.predictor_config();
     size_t elements = 1;
     for (size_t d : dims) elements *= d;
+    const auto stream = static_cast<cudaStream_t>(work.stream());
     auto* outliers_size = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
     out.resize(2);
     out[0] = {work.allocate(2 * elements), 2 * elements, nullptr, nullptr};
-    const size_t outliers_capacity = lorenzo::cuda::max_outliers_bytes(dims, config.width);
-    out[1] = {work.allocate(outliers_capacity), 0, outliers_size, nullptr, outliers_capacity};
     void* scratch = work.allocate(lorenzo::cuda::encode_scratch_bytes(dims, config.width));
-    work.check(lorenzo::cuda::encode(in.at(0).data, dims, config, stage.enforced_bound(), out[0].data, out[1].data,
-                                     outliers_size, scratch, static_cast<cudaStream_t>(work.stream())),
+    work.check(lorenzo::cuda::encode_codes(in.at(0).data, dims, config, stage.enforced_bound(), out[0].data,
+                                           outliers_size, scratch, stream),
                "lorenzo (GPU)");
+    // The outlier stream's room. Every record could hold a delta and raw
+    // bits (13 bytes a float32 element), but a stream longer than the chunk
+    // (its input, the whole chunk in every preset) makes the frame no smaller
+    // than the chunk, and the raw frame is stored: the room stops there, and
+    // the engine checks that a longer length means the raw frame
+    // (cuda::outgrew_room). Large chunks read the exact length back first
+    // (one synchronisation, a few microseconds beside their milliseconds):
+    // most streams are a small part of the chunk.
+    const size_t chunk_bytes = elements * config.width;
+    size_t room = std::min(lorenzo::cuda::max_outliers_bytes(dims, config.width),
+                           std::max<size_t>(chunk_bytes, 64));  // (64: a header's room, whatever the chunk)
+    if (chunk_bytes >= kExactOutliersMinBytes) {
+      uint64_t exact = 0;
+      work.read_back(reinterpret_cast<const uint8_t*>(outliers_size), sizeof exact, reinterpret_cast<uint8_t*>(&exact));
+      room = exact <= room ? static_cast<size_t>(exact) : 1;  // 1: too long, written nowhere
+    }
+    out[1] = {work.allocate(room), 0, outliers_size, nullptr, room};
+    work.check(lorenzo::cuda::encode_outliers(in.at(0).data, dims, config, out[1].data, room, scratch, stream),
+               "lorenzo outliers (GPU)");
+    work.release(scratch);
   }
 
   // Sizes and the config are checked on the host as the CPU checks them,
@@ -48,12 +71,14 @@ class LorenzoDevice final : public StageDeviceFor<LorenzoStage> {
     require_format(lorenzo::config_is_decodable(config), "lorenzo: config the decoder refuses");
     const size_t bytes = static_cast<size_t>(elements) * config.width;
     in.resize(1);
-    in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
+    in[0] = {work.allocate_rebuilt(bytes), bytes, nullptr, nullptr};
     const DeviceBuffer& outliers = out.at(1);
-    void* scratch = work.allocate(lorenzo::cuda::decode_scratch_bytes(dims, config.width, outliers.size));
+    void* scratch = work.allocate(
+        lorenzo::cuda::decode_scratch_bytes(dims, config.width, outliers.size, out[0].data, in[0].data));
     work.check(lorenzo::cuda::decode(out[0].data, outliers.data, outliers.size, dims, config, in[0].data,
                                      work.status_word(), scratch, static_cast<cudaStream_t>(work.stream())),
                "lorenzo inverse (GPU)");
+    work.release(scratch);
   }
 };
 

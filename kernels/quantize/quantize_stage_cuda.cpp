@@ -43,6 +43,7 @@ class QuantizeDevice final : public StageDeviceFor<QuantizeStage> {
     work.check(quantize::cuda::encode(in[0].data, n, config, out[0].data, out[1].data, out[2].data, sizes, scratch,
                                       static_cast<cudaStream_t>(work.stream())),
                "quantize (GPU)");
+    work.release(scratch);
   }
 
   // Every method and mode the format allows (NOA, CONSTANT and LOSSLESS
@@ -62,11 +63,12 @@ class QuantizeDevice final : public StageDeviceFor<QuantizeStage> {
     require_format(bytes == (p.method == quantize::Method::kLossless ? outliers.size : codes.size),
                    "quantize: streams do not match the element count");
     in.resize(1);
-    in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
+    in[0] = {work.allocate_rebuilt(bytes), bytes, nullptr, nullptr};
     void* scratch = work.allocate(quantize::cuda::decode_scratch_bytes(p));
     work.check(quantize::cuda::decode(codes.data, codes.size, outliers.data, outliers.size, p, in[0].data,
                                       work.status_word(), scratch, static_cast<cudaStream_t>(work.stream())),
                "quantize inverse (GPU)");
+    work.release(scratch);
   }
 };
 

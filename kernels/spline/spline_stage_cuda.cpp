@@ -55,6 +55,7 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
                                     static_cast<uint8_t*>(out[SplineStage::kSidePort].data), side_size, scratch,
                                     static_cast<cudaStream_t>(work.stream())),
                "spline (GPU)");
+    work.release(scratch);
   }
 
   // Sizes are checked on the host as SplineStage::inverse checks them, before
@@ -84,7 +85,7 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
     }
     const size_t bytes = static_cast<size_t>(elements) * config.width;
     in.resize(stage.has_fill_input() ? 2 : 1);
-    in[0] = {work.allocate(bytes), bytes, nullptr, nullptr};
+    in[0] = {work.allocate_rebuilt(bytes), bytes, nullptr, nullptr};
     if (stage.has_fill_input()) {  // handed back as it came (the fill mask stage checks it)
       const DeviceBuffer& fill = out[SplineStage::kFillPort];
       const size_t mask_bytes = stage.fill_mask_bytes();
@@ -103,6 +104,7 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
                                     stage.code_format(), static_cast<uint8_t*>(in[0].data), work.status_word(),
                                     scratch, static_cast<cudaStream_t>(work.stream())),
                "spline inverse (GPU)");
+    work.release(scratch);
   }
 };
 

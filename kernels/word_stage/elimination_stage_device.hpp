@@ -45,6 +45,7 @@ void forward(const DeviceBuffer& in, DeviceBuffer& out, unsigned width, DeviceWo
                             : elimination::cuda::encode(in.data, in.size, width, rule, out.data, out.device_size,
                                                         scratch, stream),
              what<rule>(false));
+  work.release(scratch);
 }
 
 // The length a stream decodes to, checked against the limit (FormatError)
@@ -65,12 +66,13 @@ inline size_t decoded_length(const DeviceBuffer& out, DeviceWork& work, size_t m
 template <elimination::Rule rule>
 void inverse(const DeviceBuffer& out, DeviceBuffer& in, unsigned width, DeviceWork& work, size_t max_bytes) {
   const size_t n = decoded_length(out, work, max_bytes);
-  in = {work.allocate(n), n, nullptr, nullptr};
+  in = {work.allocate_rebuilt(n), n, nullptr, nullptr};
   uint64_t* decoded = reinterpret_cast<uint64_t*>(work.allocate(sizeof(uint64_t)));
   void* scratch = work.allocate(elimination::cuda::decode_scratch_bytes(out.size, n));
   work.check(elimination::cuda::decode(out.data, out.size, width, rule, in.data, n, decoded,
                                        work.status_word(), scratch, static_cast<cudaStream_t>(work.stream())),
              what<rule>(true));
+  work.release(scratch);
 }
 
 }  // namespace fz::stage::elimination_device

@@ -257,7 +257,13 @@ size_t max_frame_bytes(size_t bytes, size_t rank);
 size_t compress_on_device(const void* device_data, size_t bytes, const DataType& dtype,
                           const std::vector<uint64_t>& dims, const Options& options, void* device_frame,
                           size_t frame_capacity);
-// Returns the decoded length (at most capacity).
+// Returns the decoded length (at most capacity). The chunk is decoded
+// straight into device_out when that is 256-byte aligned (as cudaMalloc
+// returns) and does not overlap the frame; otherwise it is decoded beside it
+// and copied, which costs a pass over the chunk and the chunk's size in
+// device memory more. Device memory held beyond the frame and the output:
+// 0.6-0.9x the chunk for the Lorenzo presets, 1.1-2.1x for lossless and pfpl
+// (docs/PERFORMANCE.md, "Device memory per chunk").
 size_t decompress_on_device(const void* device_frame, size_t frame_bytes, void* device_out, size_t capacity,
                             const Options& policy = {});
 

@@ -52,6 +52,31 @@ class ChunkWork final : public DeviceWork {
     allocations_.push_back(p);
     return static_cast<uint8_t*>(p);
   }
+  // The offered place (offer_rebuilt) when it holds `bytes`, once.
+  uint8_t* allocate_rebuilt(size_t bytes) override {
+    uint8_t* offered = offered_;
+    const bool fits = offered && bytes <= offered_bytes_;
+    offered_ = nullptr;
+    offered_bytes_ = 0;
+    return fits ? offered : allocate(bytes);
+  }
+  // Pool memory goes back at once, stream-ordered (the pool hands it to this
+  // chunk's later allocations, or another lane's once its kernels are done);
+  // the arena's stays until the chunk ends. Pointers this work did not
+  // allocate (a frame's streams, a branch's buffers) are left alone.
+  void release(const void* data) override {
+    const auto it = std::find(allocations_.begin(), allocations_.end(), data);
+    if (it == allocations_.end()) return;
+    context_.release(*it, lane_.stream);
+    allocations_.erase(it);
+  }
+  // Where the next allocate_rebuilt() may put its stream: `bytes` at `data`
+  // (256-byte aligned, not overlapping anything the inverse reads), or
+  // nothing with nullptr.
+  void offer_rebuilt(uint8_t* data, size_t bytes) {
+    offered_ = data;
+    offered_bytes_ = data ? bytes : 0;
+  }
   void* stream() const override { return lane_.stream; }
   void check(int cuda_error, const char* what) override { cuda::check(static_cast<cudaError_t>(cuda_error), what); }
   uint32_t* status_word() override {
@@ -92,6 +117,8 @@ class ChunkWork final : public DeviceWork {
   std::vector<void*> allocations_;  // from the pool
   size_t arena_used_ = 0;
   size_t requested_ = 0;
+  uint8_t* offered_ = nullptr;
+  size_t offered_bytes_ = 0;
   std::vector<uint32_t*> status_words_;
   std::vector<uint32_t*> word_blocks_;
   size_t words_in_last_block_ = 0;

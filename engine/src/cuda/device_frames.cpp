@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "crc32c.hpp"
+#include "execution.hpp"
 #include "cuda/transfers.hpp"
 
 namespace fz::engine::cuda {
@@ -77,10 +78,14 @@ std::optional<FrameOut> small_frame_from_device(const std::vector<uint8_t>& ids,
   for (size_t k = 0; k < ids.size(); ++k) {
     const DeviceBuffer& b = buffers[ids[k]];
     sizes[k] = b.device_size ? device_sizes[k] : b.size;
-    if (b.device_size && sizes[k] > b.capacity) throw std::logic_error("a GPU stage wrote past its allocation");
-    crc = engine::crc32c(staging + at[k], sizes[k], crc);
     total += sizes[k];
   }
+  if (outgrew_room(ids, buffers, sizes, write_frame_header(info, sizes, 0).size() + total, info.original_bytes)) {
+    FrameOut out;
+    out.not_smaller = true;
+    return out;
+  }
+  for (size_t k = 0; k < ids.size(); ++k) crc = engine::crc32c(staging + at[k], sizes[k], crc);
   const Bytes header = write_frame_header(info, sizes, crc);
   FrameOut out;
   uint8_t* frame = target.data;
@@ -120,6 +125,18 @@ std::vector<uint64_t> stored_sizes(const Pipeline& pipeline, const std::vector<D
   return sizes;
 }
 
+bool outgrew_room(const std::vector<uint8_t>& ids, const std::vector<DeviceBuffer>& buffers,
+                  const std::vector<uint64_t>& sizes, uint64_t frame_bytes, uint64_t chunk_bytes) {
+  bool outgrew = false;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const DeviceBuffer& b = buffers[ids[k]];
+    outgrew |= b.device_size && b.capacity && sizes[k] > b.capacity;
+  }
+  if (outgrew && frame_bytes < chunk_bytes)
+    throw BackendGaveUp("a GPU stage's stream outgrew its room in a frame smaller than the chunk");
+  return outgrew;
+}
+
 // The stored streams, downloaded back to back; the Bytes are cut from them.
 std::vector<Bytes> download_stored(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers,
                                    Lane& lane) {
@@ -127,6 +144,9 @@ std::vector<Bytes> download_stored(const Pipeline& pipeline, const std::vector<D
   const std::vector<uint64_t> sizes = stored_sizes(pipeline, buffers, lane);
   size_t total = 0;
   for (uint64_t s : sizes) total += s;
+  // No frame here to give way to the raw one (a frame of 0 bytes is always
+  // the smaller): a stream beyond its room throws BackendGaveUp.
+  (void)outgrew_room(ids, buffers, sizes, 0, 1);
   const uint8_t* out = enqueue_stored_download(ids, buffers, sizes, total, lane);
   check(cudaStreamSynchronize(lane.stream), "stream download");
   size_t at = 0;
@@ -146,6 +166,7 @@ uint32_t* enqueue_crc32c(const std::vector<DeviceSpan>& spans, size_t total, Chu
   uint32_t* crc = work.zeroed_word();
   void* scratch = work.allocate(std::max<size_t>(crc32c_scratch_bytes(total, spans.size()), 1));
   work.check(crc32c_spans(spans.data(), spans.size(), crc, scratch, lane.stream), "CRC32C (GPU)");
+  work.release(scratch);
   return crc;
 }
 
@@ -172,7 +193,8 @@ FrameOut frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuf
   // A frame no smaller than the chunk gives way to the raw one: not brought
   // back at all (noise under a tight bound makes Lorenzo's outliers several
   // times the chunk, which took that much host memory only to be dropped).
-  if (write_frame_header(info, sizes, 0).size() + total >= info.original_bytes) {
+  const uint64_t frame_bytes = write_frame_header(info, sizes, 0).size() + total;
+  if (outgrew_room(ids, buffers, sizes, frame_bytes, info.original_bytes) || frame_bytes >= info.original_bytes) {
     FrameOut out;
     out.not_smaller = true;
     return out;

@@ -21,6 +21,17 @@ namespace fz::engine::cuda {
 std::vector<uint64_t> stored_sizes(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers,
                                    Lane& lane);
 
+// Checks the stored streams' lengths against the room their stages gave
+// them (DeviceBuffer::capacity, where said) before anything is copied. A
+// stage may report a length beyond its room only where that length alone
+// makes the frame no smaller than the chunk (Lorenzo's outliers, whose room
+// stops at the chunk's size: lorenzo_stage_cuda.cpp), so the raw frame is
+// stored and the stream never read. Returns whether one did; throws
+// BackendGaveUp (the next backend takes the chunk) when one did and the frame
+// (`frame_bytes`: header and streams) would be smaller than the chunk.
+bool outgrew_room(const std::vector<uint8_t>& ids, const std::vector<DeviceBuffer>& buffers,
+                  const std::vector<uint64_t>& sizes, uint64_t frame_bytes, uint64_t chunk_bytes);
+
 // The stored streams, downloaded back to back; the Bytes are cut from them.
 std::vector<Bytes> download_stored(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers,
                                    Lane& lane);

@@ -1,6 +1,7 @@
 #include "cuda/device_pipeline.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <utility>
 
@@ -126,6 +127,26 @@ void inverse_step(const Pipeline& pipeline, const Step& step, const std::vector<
   if (ins.size() != step.inputs.size()) throw std::logic_error("GPU inverse produced the wrong number of streams");
 }
 
+// Whether stream `id` is the input of a step from `from` on.
+bool read_from(const std::vector<Step>& steps, size_t from, uint8_t id) {
+  for (size_t k = from; k < steps.size(); ++k)
+    if (std::find(steps[k].inputs.begin(), steps[k].inputs.end(), id) != steps[k].inputs.end()) return true;
+  return false;
+}
+
+// Whether an entry of `buffers` other than `id` points into stream `id`'s
+// bytes: a view a stage made of it (a merge's parts are views of the merged
+// stream), which releasing it would leave dangling.
+bool viewed_by_another(const std::vector<DeviceBuffer>& buffers, size_t id) {
+  const uint8_t* begin = buffers[id].data;
+  const uint8_t* end = begin + std::max(buffers[id].size, buffers[id].capacity);
+  for (size_t j = 0; j < buffers.size(); ++j)
+    if (j != id && buffers[j].data && std::less_equal<const uint8_t*>()(begin, buffers[j].data) &&
+        std::less<const uint8_t*>()(buffers[j].data, end))
+      return true;
+  return false;
+}
+
 }  // namespace
 
 ChunkWork* side_by_side_for(ChunkWork& work, size_t chunk_bytes) {
@@ -133,8 +154,13 @@ ChunkWork* side_by_side_for(ChunkWork& work, size_t chunk_bytes) {
 }
 
 void forward_nodes(const Pipeline& pipeline, size_t first, size_t last, std::vector<DeviceBuffer>& buffers,
-                   DeviceWork& work, ChunkWork* side_by_side) {
+                   DeviceWork& work, ChunkWork* side_by_side, bool release_consumed) {
   const std::vector<Step> steps = steps_of(pipeline, first, last);
+  const std::vector<uint8_t> stored = pipeline.stored_buffers();
+  // Streams these steps make, by id: those no later step reads go back as
+  // soon as their last reader is enqueued, so a chunk holds its live streams
+  // rather than all it ever made (issue 31 item 5).
+  std::vector<bool> made_here(256, false);
   for (const auto& [begin, end] : runs_of(steps, side_by_side != nullptr)) {
     std::vector<std::vector<DeviceBuffer>> outs(end - begin);
     if (end - begin > 1) {
@@ -147,8 +173,20 @@ void forward_nodes(const Pipeline& pipeline, size_t first, size_t last, std::vec
     for (size_t k = 0; k < outs.size(); ++k) {
       const Step& step = steps[begin + k];
       buffers.resize(std::max<size_t>(buffers.size(), step.first_output + step.output_count));
-      for (size_t i = 0; i < outs[k].size(); ++i) buffers[step.first_output + i] = outs[k][i];
+      for (size_t i = 0; i < outs[k].size(); ++i) {
+        buffers[step.first_output + i] = outs[k][i];
+        made_here[step.first_output + i] = true;
+      }
     }
+    if (!release_consumed) continue;
+    for (size_t k = begin; k < end; ++k)
+      for (uint8_t id : steps[k].inputs)
+        if (made_here[id] && buffers[id].data && !read_from(steps, end, id) &&
+            std::find(stored.begin(), stored.end(), id) == stored.end() && !viewed_by_another(buffers, id)) {
+          work.release(buffers[id].data);
+          buffers[id].data = nullptr;  // gone: nothing reads it again
+          made_here[id] = false;
+        }
   }
 }
 
@@ -173,12 +211,12 @@ std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chu
   if (prefix && !prefix->buffers.empty() && prefix->buffers[0].data == chunk.data &&
       prefix->buffers[0].size == chunk.size && (first = shared_prefix_nodes(*prefix, pipeline)) > 0)
     buffers = prefix->buffers;
-  forward_nodes(pipeline, first, pipeline.nodes().size(), buffers, work, side_by_side);
+  forward_nodes(pipeline, first, pipeline.nodes().size(), buffers, work, side_by_side, true);
   return buffers;
 }
 
 DeviceBuffer run_inverse(const Pipeline& pipeline, std::vector<DeviceBuffer> view, ChunkWork& work,
-                         size_t max_stream_bytes, ChunkWork* side_by_side) {
+                         size_t max_stream_bytes, ChunkWork* side_by_side, DeviceBuffer destination) {
   const std::vector<Step> steps = steps_of(pipeline, 0, pipeline.nodes().size());
   const std::vector<std::pair<size_t, size_t>> runs = runs_of(steps, side_by_side != nullptr);
   for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
@@ -189,10 +227,34 @@ DeviceBuffer run_inverse(const Pipeline& pipeline, std::vector<DeviceBuffer> vie
         inverse_step(pipeline, steps[begin + k], view, ins[k], branch, max_stream_bytes);
       });
     } else {
-      inverse_step(pipeline, steps[begin], view, ins[0], work, max_stream_bytes);
+      const Step& step = steps[begin];
+      const bool rebuilds_chunk = !step.inputs.empty() && step.inputs[0] == Pipeline::kChunk;
+      work.offer_rebuilt(rebuilds_chunk ? destination.data : nullptr, destination.size);
+      try {
+        inverse_step(pipeline, step, view, ins[0], work, max_stream_bytes);
+      } catch (...) {
+        work.offer_rebuilt(nullptr, 0);
+        throw;
+      }
+      work.offer_rebuilt(nullptr, 0);
     }
-    for (size_t k = 0; k < count; ++k)
-      for (size_t i = 0; i < ins[k].size(); ++i) view[steps[begin + k].inputs[i]] = ins[k][i];
+    for (size_t k = 0; k < count; ++k) {
+      const Step& step = steps[begin + k];
+      for (size_t i = 0; i < ins[k].size(); ++i) view[step.inputs[i]] = ins[k][i];
+    }
+    // The streams these steps read are consumed: those this chunk's work made
+    // go back (a frame's stored streams are not its to release), unless an
+    // inverse handed back a view into one.
+    for (size_t k = 0; k < count; ++k) {
+      const Step& step = steps[begin + k];
+      for (size_t i = 0; i < step.output_count; ++i) {
+        const size_t id = step.first_output + i;
+        if (view[id].data && !viewed_by_another(view, id)) {
+          work.release(view[id].data);
+          view[id].data = nullptr;
+        }
+      }
+    }
   }
   return view[Pipeline::kChunk];
 }
@@ -230,6 +292,7 @@ FiniteRange device_chunk_values(const uint8_t* chunk, size_t bytes, const DataTy
   void* scratch = work.allocate(finite_range_scratch_bytes(bytes, dtype.size));
   work.check(finite_range(chunk, bytes, dtype.size, big_endian, fill, missing, range, scratch, lane.stream),
              "NOA range (GPU)");
+  work.release(scratch);
   DeviceRange host_range;
   work.read_back(reinterpret_cast<const uint8_t*>(range), sizeof host_range, reinterpret_cast<uint8_t*>(&host_range));
   return to_finite_range(host_range, dtype.size);

@@ -45,9 +45,12 @@ size_t shared_prefix_nodes(const DevicePrefix& prefix, const Pipeline& pipeline)
 
 // The pipeline's nodes [first, last) forward, into `buffers` (by id, the
 // chunk's first). With `side_by_side`, runs of independent stages go on its
-// branches.
+// branches. With `release_consumed`, a stream these nodes make goes back to
+// `work` once no later node of the pipeline reads it and it is not stored
+// (its entry's data then nullptr): only for a run to the pipeline's end,
+// since a prefix may be continued by another pipeline (DevicePrefix).
 void forward_nodes(const Pipeline& pipeline, size_t first, size_t last, std::vector<DeviceBuffer>& buffers,
-                   DeviceWork& work, ChunkWork* side_by_side);
+                   DeviceWork& work, ChunkWork* side_by_side, bool release_consumed = false);
 
 // Every stage's forward on the device (those `prefix` ran taken from it);
 // returns every buffer of the pipeline.
@@ -56,8 +59,12 @@ std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chu
 
 // Every stage's inverse on the device, from the stored streams' views (indexed
 // by buffer id); returns the chunk's view. With `side_by_side`, as run_forward.
+// Streams the inverses rebuild go back to `work` once consumed. With a
+// `destination` (data: 256-byte aligned, size: its bytes, overlapping no
+// stored stream), the stage that rebuilds the chunk writes it there when it
+// fits: the returned view's data then equals destination.data.
 DeviceBuffer run_inverse(const Pipeline& pipeline, std::vector<DeviceBuffer> view, ChunkWork& work,
-                         size_t max_stream_bytes, ChunkWork* side_by_side = nullptr);
+                         size_t max_stream_bytes, ChunkWork* side_by_side = nullptr, DeviceBuffer destination = {});
 
 // The facts a lossy preset needs of a chunk in device memory
 // (presets/presets.hpp), found on the device and read back in one small copy.

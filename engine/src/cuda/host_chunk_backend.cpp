@@ -139,6 +139,8 @@ std::optional<std::vector<Bytes>> forward_on_device(const Pipeline& pipeline, By
   } catch (const cuda::CudaError& e) {
     give_up_on_gpu(context, e, "compress", Policy{});
     return std::nullopt;
+  } catch (const BackendGaveUp&) {
+    return std::nullopt;  // a stream outgrew its room (cuda::outgrew_room): the CPU's streams then
   }
 }
 

@@ -3,6 +3,7 @@
 // (execution.hpp) — on the device, or through the host where a stage has no
 // GPU version — the raw frame written on the device, and the decoder.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "common/error.hpp"
@@ -66,12 +67,13 @@ class ResidentEncoder final : public ChunkEncoder {
     // The header's length does not depend on the checksum, which is set once known.
     Bytes header = write_frame_header(info, sizes, 0);
     FrameOut out;
-    if (header.size() + payload >= bytes_) {  // the raw frame instead (execution.hpp)
+    const std::vector<uint8_t> ids = pipeline.stored_buffers();
+    if (cuda::outgrew_room(ids, buffers, sizes, header.size() + payload, bytes_) ||
+        header.size() + payload >= bytes_) {  // the raw frame instead (execution.hpp)
       out.not_smaller = true;
       return out;
     }
     require_capacity(header.size() + payload, target);
-    const std::vector<uint8_t> ids = pipeline.stored_buffers();
     size_t at = header.size();
     for (size_t k = 0; k < ids.size(); ++k) {
       if (sizes[k])
@@ -212,14 +214,22 @@ std::optional<size_t> decompress_device_resident(const Pipeline& pipeline, const
     view[ids[k]] = {const_cast<uint8_t*>(payload) + at, static_cast<size_t>(info.stored_sizes[k]), nullptr, nullptr};
     at += info.stored_sizes[k];
   }
+  // The chunk is decoded straight into `out` where it can be: no copy of
+  // the whole chunk afterwards, and no chunk-sized buffer beside it (issue 31
+  // item 5). Not when `out` overlaps the frame, which the inverses still read,
+  // or is not aligned as the pool aligns what the stages expect.
+  const bool out_overlaps_frame = out < frame + info.frame_bytes && frame < out + capacity;
+  const bool out_aligned = reinterpret_cast<uintptr_t>(out) % 256 == 0;
+  const DeviceBuffer destination =
+      out_overlaps_frame || !out_aligned ? DeviceBuffer{} : DeviceBuffer{out, capacity, nullptr, nullptr};
   try {
     const DeviceBuffer chunk = cuda::run_inverse(pipeline, view, work, max_stream_bytes,
-                                                cuda::side_by_side_for(work, info.original_bytes));
+                                                cuda::side_by_side_for(work, info.original_bytes), destination);
     if (chunk.size != info.original_bytes || chunk.size > capacity) return std::nullopt;
     // As in inverse_on_device: statuses and the chunk in one synchronisation;
     // on a set status `out` holds garbage that the host path overwrites.
     const cuda::WordsOnHost words(work, *lane, nullptr);
-    if (chunk.size)
+    if (chunk.size && chunk.data != out)
       cuda::check(cudaMemcpyAsync(out, chunk.data, chunk.size, cudaMemcpyDeviceToDevice, lane->stream), "chunk");
     cuda::check(cudaStreamSynchronize(lane->stream), "GPU pipeline inverse");
     if (words.any_status_set()) return std::nullopt;

@@ -108,6 +108,15 @@ class DeviceWork {
   // everything enqueued so far is done. Synchronises: use only where a stage
   // must see a value the device computed, or a stream has no host bytes.
   virtual void read_back(const uint8_t* device, size_t bytes, uint8_t* host) = 0;
+  // Device memory for the stream an inverse rebuilds on its first input
+  // port: the place the engine offered for it when that holds `bytes` (the
+  // caller's buffer, when the stream is the chunk, so the chunk is decoded
+  // where it goes instead of copied there), else allocate(bytes).
+  virtual uint8_t* allocate_rebuilt(size_t bytes) { return allocate(bytes); }
+  // Memory from allocate() that no work enqueued from now on reads: it may go
+  // back to the device now (stream-ordered, so what is already enqueued still
+  // reads it safely). The default keeps it until the chunk is done.
+  virtual void release(const void* data) { (void)data; }
 };
 
 class Stage {
