@@ -34,4 +34,15 @@ size_t decode_scratch_bytes(size_t in_size, size_t max_out);
 cudaError_t decode(const uint8_t* in, size_t in_size, unsigned width, uint8_t* out, size_t max_out,
                    uint64_t* decoded_size, uint32_t* status, void* scratch, cudaStream_t stream);
 
+// The same with DIFFNB of the same width before the bit-shuffle, in the same
+// pass (width 4 or 8): the stream of rze(bitshuffle(diffnb(in))), each 16 KiB
+// sub-chunk differenced on its way into shared memory and summed on its way
+// out, so neither the differences nor the shuffled stream go through global
+// memory. Decode takes decode_scratch_bytes.
+size_t encode_differenced_scratch_bytes(size_t n);
+cudaError_t encode_differenced(const uint8_t* in, size_t n, unsigned width, uint8_t* out, uint64_t* encoded_size,
+                               void* scratch, cudaStream_t stream);
+cudaError_t decode_differenced(const uint8_t* in, size_t in_size, unsigned width, uint8_t* out, size_t max_out,
+                               uint64_t* decoded_size, uint32_t* status, void* scratch, cudaStream_t stream);
+
 }  // namespace fz::bitshuffle_rze::cuda

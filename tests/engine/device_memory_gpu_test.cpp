@@ -112,6 +112,8 @@ TEST(DeviceMemory, LargeLorenzoChunksStayWithinTheirBudgets) {
 // Decoding straight into the caller's buffer is only for an aligned buffer
 // apart from the frame: an unaligned one, and one over the frame's own bytes
 // (which the decoders still read), get the chunk copied there afterwards.
+// And a chunk off 16 bytes gives the same frame through the fused coders'
+// fallbacks.
 TEST(DeviceMemory, DecodesIntoAnyOutputBuffer) {
   FZ_SKIP_WITHOUT_CUDA();
   const Bytes data = testing::read_field("wmag91.float");
@@ -130,6 +132,13 @@ TEST(DeviceMemory, DecodesIntoAnyOutputBuffer) {
     ASSERT_EQ(decompress_on_device(buffer.data(), frame.size(), over_frame, data.size()), data.size()) << what;
     EXPECT_EQ(buffer.download(data.size(), static_cast<size_t>(over_frame - buffer.data())), expected)
         << what << ": output over the frame";
+    // An unaligned chunk too: the fused coders' fallbacks (the stages one by one).
+    DeviceBuffer unaligned(data.size() + 16);
+    ASSERT_EQ(cudaMemcpy(unaligned.data() + 4, data.data(), data.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    DeviceBuffer from_unaligned(max_frame_bytes(data.size(), 3));
+    const size_t n = compress_on_device(unaligned.data() + 4, data.size(), DataType::of<float>(), dims, o,
+                                        from_unaligned.data(), from_unaligned.size());
+    EXPECT_EQ(from_unaligned.download(n), frame) << what << ": frame of an unaligned chunk";
     const DeviceBuffer d_frame = to_device(frame);
     DeviceBuffer out(data.size() + 64);
     ASSERT_EQ(decompress_on_device(d_frame.data(), frame.size(), out.data() + 4, data.size()), data.size()) << what;

@@ -16,13 +16,15 @@ namespace cuda {
 
 namespace {
 
-// A step of a device forward or inverse: one node, or two adjacent nodes that
-// run as one device pass (FusedDevicePair, common/stage/stage_device.hpp: a
-// bit-shuffle and the RZE after it), whose streams are the first node's
-// inputs and the second's outputs: the stream between them is never made.
+// A step of a device forward or inverse: one node, or two or three adjacent
+// nodes that run as one device pass (FusedDevicePair, FusedDeviceTriple,
+// common/stage/stage_device.hpp: a bit-shuffle and the RZE after it, DIFFNB
+// before them), whose streams are the first node's inputs and the last's
+// outputs: the streams between them are never made.
 struct Step {
   size_t node = 0;                               // the first node
   const stage::FusedDevicePair* pair = nullptr;  // with the node after it, or alone
+  const stage::FusedDeviceTriple* triple = nullptr;  // or with the two after it
   std::vector<uint8_t> inputs;
   uint8_t first_output = 0;
   uint8_t output_count = 0;
@@ -45,16 +47,26 @@ std::vector<Step> steps_of(const Pipeline& pipeline, size_t first, size_t last) 
   std::vector<Step> steps;
   for (size_t i = first; i < last;) {
     const StageNode& a = nodes[i];
-    Step step{i, nullptr, a.inputs, a.first_output, a.output_count};
-    if (i + 1 < last) {
-      const StageNode& b = nodes[i + 1];
-      if (a.inputs.size() == 1 && a.output_count == 1 && b.inputs.size() == 1 && b.output_count == 1 &&
-          b.inputs[0] == a.first_output && read_only_by(nodes, stored, a.first_output, i + 1))
-        step.pair = stage::find_fused_device_pair(*a.stage, *b.stage);
-      if (step.pair) {
-        step.first_output = b.first_output;
-        step.output_count = b.output_count;
-      }
+    Step step{i, nullptr, nullptr, a.inputs, a.first_output, a.output_count};
+    // Whether node k + 1 reads node k's one output, which nothing else reads or stores.
+    auto chained = [&](size_t k) {
+      const StageNode &x = nodes[k], &y = nodes[k + 1];
+      return x.inputs.size() == 1 && x.output_count == 1 && y.inputs.size() == 1 && y.output_count == 1 &&
+             y.inputs[0] == x.first_output && read_only_by(nodes, stored, x.first_output, k + 1);
+    };
+    if (i + 2 < last && chained(i) && chained(i + 1))
+      step.triple = stage::find_fused_device_triple(*a.stage, *nodes[i + 1].stage, *nodes[i + 2].stage);
+    if (step.triple) {
+      step.first_output = nodes[i + 2].first_output;
+      step.output_count = nodes[i + 2].output_count;
+      i += 3;
+      steps.push_back(std::move(step));
+      continue;
+    }
+    if (i + 1 < last && chained(i)) step.pair = stage::find_fused_device_pair(*a.stage, *nodes[i + 1].stage);
+    if (step.pair) {
+      step.first_output = nodes[i + 1].first_output;
+      step.output_count = nodes[i + 1].output_count;
     }
     i += step.pair ? 2 : 1;
     steps.push_back(std::move(step));
@@ -103,6 +115,12 @@ void forward_step(const Pipeline& pipeline, const Step& step, const std::vector<
   const std::vector<StageNode>& nodes = pipeline.nodes();
   std::vector<DeviceBuffer> in;
   for (uint8_t id : step.inputs) in.push_back(buffers.at(id));
+  if (step.triple) {
+    out.resize(1);
+    step.triple->forward(*nodes[step.node].stage, *nodes[step.node + 1].stage, *nodes[step.node + 2].stage, in.at(0),
+                         out[0], work);
+    return;
+  }
   if (step.pair) {
     out.resize(1);
     step.pair->forward(*nodes[step.node].stage, *nodes[step.node + 1].stage, in.at(0), out[0], work);
@@ -117,6 +135,12 @@ void inverse_step(const Pipeline& pipeline, const Step& step, const std::vector<
   const std::vector<StageNode>& nodes = pipeline.nodes();
   std::vector<DeviceBuffer> outs;
   for (size_t i = 0; i < step.output_count; ++i) outs.push_back(view[step.first_output + i]);
+  if (step.triple) {
+    ins.resize(1);
+    step.triple->inverse(*nodes[step.node].stage, *nodes[step.node + 1].stage, *nodes[step.node + 2].stage,
+                         outs.at(0), ins[0], work, max_stream_bytes);
+    return;
+  }
   if (step.pair) {
     ins.resize(1);
     step.pair->inverse(*nodes[step.node].stage, *nodes[step.node + 1].stage, outs.at(0), ins[0], work,

@@ -98,4 +98,20 @@ class FusedDevicePair {
 // builds have none).
 const FusedDevicePair* find_fused_device_pair(const Stage& first, const Stage& second);
 
+// Three adjacent stages as one pass, as a pair but with a stage before it
+// (kernels/bitshuffle_rze/: DIFFNB, the bit-shuffle and the RZE of bytes, of
+// pfpl and lossless): neither stream between them is made.
+class FusedDeviceTriple {
+ public:
+  virtual ~FusedDeviceTriple() = default;
+  virtual bool accepts(const Stage& first, const Stage& second, const Stage& third) const = 0;
+  virtual void forward(const Stage& first, const Stage& second, const Stage& third, const DeviceBuffer& in,
+                       DeviceBuffer& out, DeviceWork& work) const = 0;
+  virtual void inverse(const Stage& first, const Stage& second, const Stage& third, const DeviceBuffer& out,
+                       DeviceBuffer& in, DeviceWork& work, size_t max_stream_bytes) const = 0;
+};
+
+// The triple that runs the three in this build, or nullptr.
+const FusedDeviceTriple* find_fused_device_triple(const Stage& first, const Stage& second, const Stage& third);
+
 }  // namespace fz::stage

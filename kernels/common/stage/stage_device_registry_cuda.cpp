@@ -37,4 +37,14 @@ const FusedDevicePair* find_fused_device_pair(const Stage& first, const Stage& s
   return nullptr;
 }
 
+// The fused triples, in the folder of the pair they extend.
+const FusedDeviceTriple& diffnb_bitshuffle_rze_triple();
+
+const FusedDeviceTriple* find_fused_device_triple(const Stage& first, const Stage& second, const Stage& third) {
+  const FusedDeviceTriple* const triples[] = {&diffnb_bitshuffle_rze_triple()};
+  for (const FusedDeviceTriple* triple : triples)
+    if (triple->accepts(first, second, third)) return triple;
+  return nullptr;
+}
+
 }  // namespace fz::stage

@@ -7,5 +7,6 @@ namespace fz::stage {
 const StageDevice* find_stage_device(uint16_t) { return nullptr; }
 
 const FusedDevicePair* find_fused_device_pair(const Stage&, const Stage&) { return nullptr; }
+const FusedDeviceTriple* find_fused_device_triple(const Stage&, const Stage&, const Stage&) { return nullptr; }
 
 }  // namespace fz::stage
