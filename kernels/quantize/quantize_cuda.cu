@@ -120,7 +120,10 @@ __device__ void move_block_outliers(uint64_t block, const uint8_t* codes, uint64
 template <typename T, bool kGather>
 __global__ void __launch_bounds__(kThreads)
     move_outliers(const uint8_t* codes, uint64_t n, const uint64_t* counts, const uint64_t* offsets,
-                  uint64_t blocks, uint64_t expected, const uint8_t* src, uint8_t* dst) {
+                  uint64_t blocks, uint64_t expected, const uint8_t* src, uint8_t* dst, uint64_t capacity) {
+  // Gathering (encode): nothing when the outliers exceed their room (the
+  // stream's length, already written, says so).
+  if (kGather && offsets[blocks] * sizeof(T) > capacity) return;
   move_block_outliers<T, kGather>(blockIdx.x, codes, n, counts, offsets, blocks, expected, src, dst);
 }
 
@@ -308,8 +311,9 @@ T host_from_bits(uint64_t bits) {
 
 template <typename T>
 cudaError_t encode_typed(const uint8_t* in, size_t in_size, const Config& config, const detail::HostPlan& plan,
-                         uint8_t* codes, uint8_t* outliers, const ParamsBytes& params_bytes, uint8_t* params,
-                         uint64_t* stream_sizes, void* scratch, cudaStream_t stream) {
+                         uint8_t* codes, const std::function<OutlierRoom()>& outlier_room,
+                         const ParamsBytes& params_bytes, uint8_t* params, uint64_t* stream_sizes, void* scratch,
+                         cudaStream_t stream) {
   using U = UintOf<T>;
   const Scratch s = scratch_layout(in_size);
   uint8_t* base = static_cast<uint8_t*>(scratch);
@@ -334,14 +338,17 @@ cudaError_t encode_typed(const uint8_t* in, size_t in_size, const Config& config
   }
   cudaError_t err = scan_counts(s, scratch, stream);
   if (err != cudaSuccess) return err;
+  finish_encode<<<1, 64, 0, stream>>>(params_bytes, params, in_size, offsets + s.blocks, 0, sizeof(T), stream_sizes);
+  err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  const OutlierRoom room = outlier_room();
   if (s.blocks > 0) {
-    move_outliers<T, true><<<static_cast<unsigned>(s.blocks), kThreads, 0, stream>>>(codes, n, counts, offsets,
-                                                                                       s.blocks, 0, in, outliers);
+    move_outliers<T, true><<<static_cast<unsigned>(s.blocks), kThreads, 0, stream>>>(
+        codes, n, counts, offsets, s.blocks, 0, in, room.data, room.capacity);
     err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
-  finish_encode<<<1, 64, 0, stream>>>(params_bytes, params, in_size, offsets + s.blocks, 0, sizeof(T), stream_sizes);
-  return cudaGetLastError();
+  return cudaSuccess;
 }
 
 template <typename T>
@@ -387,7 +394,7 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   if (err != cudaSuccess) return err;
   if (s.blocks > 0) {
     move_outliers<T, false><<<static_cast<unsigned>(s.blocks), kThreads, 0, stream>>>(
-        codes, n, counts, offsets, s.blocks, expected, outliers, out);
+        codes, n, counts, offsets, s.blocks, expected, outliers, out, ~uint64_t{0});
     err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
@@ -406,6 +413,14 @@ size_t encode_scratch_bytes(size_t in_size, unsigned /*width*/) { return scratch
 
 cudaError_t encode(const uint8_t* in, size_t in_size, const Config& config, uint8_t* codes, uint8_t* outliers,
                    uint8_t* params, uint64_t* stream_sizes, void* scratch, cudaStream_t stream) {
+  return encode_with_outlier_room(
+      in, in_size, config, codes, [&] { return OutlierRoom{outliers, in_size}; }, params, stream_sizes, scratch,
+      stream);
+}
+
+cudaError_t encode_with_outlier_room(const uint8_t* in, size_t in_size, const Config& config, uint8_t* codes,
+                                     const std::function<OutlierRoom()>& outlier_room, uint8_t* params,
+                                     uint64_t* stream_sizes, void* scratch, cudaStream_t stream) {
   if (!valid_config(in_size, config)) return cudaErrorInvalidValue;
   const detail::HostPlan plan = detail::host_plan(config.width, config.mode, config.bound);
   const uint64_t count = in_size / config.width;
@@ -414,16 +429,19 @@ cudaError_t encode(const uint8_t* in, size_t in_size, const Config& config, uint
                              plan.method == Method::kLossless ? 0 : plan.step_bits, config.bound,
                              plan.method == Method::kQuantized ? plan.enforced : 0.0);
   if (plan.method == Method::kLossless) {
-    if (in_size > 0) {
-      const cudaError_t err = cudaMemcpyAsync(outliers, in, in_size, cudaMemcpyDeviceToDevice, stream);
-      if (err != cudaSuccess) return err;
-    }
     finish_encode<<<1, 64, 0, stream>>>(pb, params, 0, nullptr, in_size, config.width, stream_sizes);
-    return cudaGetLastError();
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+    const OutlierRoom room = outlier_room();
+    if (in_size > 0 && in_size <= room.capacity)
+      return cudaMemcpyAsync(room.data, in, in_size, cudaMemcpyDeviceToDevice, stream);
+    return cudaSuccess;
   }
   if (config.width == 4)
-    return encode_typed<float>(in, in_size, config, plan, codes, outliers, pb, params, stream_sizes, scratch, stream);
-  return encode_typed<double>(in, in_size, config, plan, codes, outliers, pb, params, stream_sizes, scratch, stream);
+    return encode_typed<float>(in, in_size, config, plan, codes, outlier_room, pb, params, stream_sizes, scratch,
+                               stream);
+  return encode_typed<double>(in, in_size, config, plan, codes, outlier_room, pb, params, stream_sizes, scratch,
+                              stream);
 }
 
 size_t decode_scratch_bytes(const Params& params) {

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "quantize/quantize.hpp"
 
@@ -42,6 +43,20 @@ size_t encode_scratch_bytes(size_t in_size, unsigned width);
 // encoder throws UsageError, and for mode NOA.
 cudaError_t encode(const uint8_t* in, size_t in_size, const Config& config, uint8_t* codes, uint8_t* outliers,
                    uint8_t* params, uint64_t* stream_sizes, void* scratch, cudaStream_t stream);
+// Where the outliers go and the bytes they may take there.
+struct OutlierRoom {
+  uint8_t* data = nullptr;
+  size_t capacity = 0;
+};
+// encode() with the outliers' room chosen once their length is known:
+// `outlier_room` is called (on the host, once, before any outlier is
+// written) when stream_sizes holds both lengths on the device, so a caller
+// may read them back and allocate just that; outliers longer than the room
+// are not written (stream_sizes[1] still says how long they are). encode() is
+// this with a room of in_size bytes.
+cudaError_t encode_with_outlier_room(const uint8_t* in, size_t in_size, const Config& config, uint8_t* codes,
+                                     const std::function<OutlierRoom()>& outlier_room, uint8_t* params,
+                                     uint64_t* stream_sizes, void* scratch, cudaStream_t stream);
 
 // Decode status bits: 0 exactly when the CPU decoder would accept the streams.
 enum DecodeStatus : uint32_t {

@@ -20,6 +20,9 @@ ByteSpan host_params(const DeviceBuffer& params, uint8_t (&downloaded)[quantize:
   return ByteSpan(downloaded, quantize::kParamsBytes);
 }
 
+// Chunks from this size on size their outliers exactly (forward_device).
+constexpr size_t kExactOutliersMinBytes = size_t{64} << 20;
+
 class QuantizeDevice final : public StageDeviceFor<QuantizeStage> {
  public:
   // ABS and REL (the engine resolves NOA into ABS before this stage).
@@ -36,12 +39,25 @@ class QuantizeDevice final : public StageDeviceFor<QuantizeStage> {
     const bool lossless = quantize::cuda::encode_method(config) == quantize::Method::kLossless;
     auto* sizes = reinterpret_cast<uint64_t*>(work.allocate(2 * sizeof(uint64_t)));
     out.resize(3);
-    out[0] = {work.allocate(n), lossless ? 0 : n, nullptr, nullptr};
-    out[1] = {work.allocate(n), 0, sizes + 1, nullptr, n};
+    out[0] = {work.allocate(lossless ? 1 : n), lossless ? 0 : n, nullptr, nullptr};
     out[2] = {work.allocate(quantize::kParamsBytes), quantize::kParamsBytes, nullptr, nullptr};
     void* scratch = work.allocate(quantize::cuda::encode_scratch_bytes(n, config.width));
-    work.check(quantize::cuda::encode(in[0].data, n, config, out[0].data, out[1].data, out[2].data, sizes, scratch,
-                                      static_cast<cudaStream_t>(work.stream())),
+    // The outliers' room: at most the chunk (their input; a LOSSLESS
+    // fall-back stores the chunk there, which makes the frame the raw one),
+    // read back exactly for large chunks, as Lorenzo's outliers
+    // (lorenzo_stage_cuda.cpp): most chunks have few.
+    const auto room = [&] {
+      size_t bytes = n;
+      if (n >= kExactOutliersMinBytes) {
+        uint64_t exact = 0;
+        work.read_back(reinterpret_cast<const uint8_t*>(sizes + 1), sizeof exact, reinterpret_cast<uint8_t*>(&exact));
+        bytes = exact < n ? static_cast<size_t>(exact) : 1;  // 1: the raw frame's case, written nowhere
+      }
+      out[1] = {work.allocate(bytes), 0, sizes + 1, nullptr, bytes};
+      return quantize::cuda::OutlierRoom{out[1].data, bytes};
+    };
+    work.check(quantize::cuda::encode_with_outlier_room(in[0].data, n, config, out[0].data, room, out[2].data, sizes,
+                                                        scratch, static_cast<cudaStream_t>(work.stream())),
                "quantize (GPU)");
     work.release(scratch);
   }

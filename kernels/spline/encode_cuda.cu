@@ -98,8 +98,8 @@ cudaError_t scan_spans(const EncodeLayout& l, size_t spans, cudaStream_t stream)
 
 template <typename T>
 cudaError_t encode_typed(const uint8_t* in, const uint8_t* fill_mask, const Grid& grid, const Config& config,
-                         double eb, const CodeStreams& code_streams, uint8_t* side, uint64_t* side_size,
-                         void* scratch, cudaStream_t stream) {
+                         double eb, const CodeStreams& code_streams, const std::function<SideRoom()>& side_room,
+                         uint64_t* side_size, void* scratch, cudaStream_t stream) {
   const unsigned levels = level_count(grid.rank);
   EncodeParams<T> job;
   job.grid = grid;
@@ -167,14 +167,19 @@ cudaError_t encode_typed(const uint8_t* in, const uint8_t* fill_mask, const Grid
   }
   const size_t stored_anchors = stored_anchor_count(grid, coarse);
   const SideLayout layout = side_layout(grid.rank, sizeof(T), stored_anchors, coarse_job.levels);
+  side_length<T><<<1, 1, 0, stream>>>(grid, l.counts, l.offsets, spans, layout, side_size);
+  err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  const SideRoom room = side_room();
+  uint8_t* side = room.data;
   if (spans > 0)
     write_outliers<T><<<static_cast<unsigned>(spans), kSpanThreads, 0, stream>>>(
-        grid, in, l.outliers, l.counts, l.offsets, spans, layout.indices_at, side);
+        grid, in, l.outliers, l.counts, l.offsets, spans, layout.indices_at, side, side_size, room.capacity);
   write_header<T><<<1, 1, 0, stream>>>(job, l.flags, l.counts, l.offsets, spans, layout, coarse_steps, side,
-                                       side_size);
+                                       side_size, room.capacity);
   if (stored_anchors > 0)
     write_anchors<T><<<static_cast<unsigned>((stored_anchors + kSpanThreads - 1) / kSpanThreads), kSpanThreads, 0,
-                       stream>>>(grid, in, layout.anchors_at, stored_anchors, side);
+                       stream>>>(grid, in, layout.anchors_at, stored_anchors, side, side_size, room.capacity);
   return cudaGetLastError();
 }
 
@@ -203,16 +208,25 @@ std::array<size_t, kCodeGroups> code_group_bytes(const std::vector<size_t>& dims
   return bytes;
 }
 
-cudaError_t encode(const uint8_t* in, const uint8_t* fill_mask, const std::vector<size_t>& dims,
-                   const Config& config, double eb, const CodeStreams& codes, uint8_t* side, uint64_t* side_size,
-                   void* scratch, cudaStream_t stream) {
+cudaError_t encode_with_side_room(const uint8_t* in, const uint8_t* fill_mask, const std::vector<size_t>& dims,
+                                  const Config& config, double eb, const CodeStreams& codes,
+                                  const std::function<SideRoom()>& side_room, uint64_t* side_size, void* scratch,
+                                  cudaStream_t stream) {
   if (config_problem(config) != nullptr) return cudaErrorInvalidValue;
   if (!(eb > 0) || !std::isfinite(eb)) return cudaErrorInvalidValue;
   Grid grid;
   if (!device_grid_of(dims, grid)) return cudaErrorInvalidValue;
   return config.width == 4
-             ? encode_typed<float>(in, fill_mask, grid, config, eb, codes, side, side_size, scratch, stream)
-             : encode_typed<double>(in, fill_mask, grid, config, eb, codes, side, side_size, scratch, stream);
+             ? encode_typed<float>(in, fill_mask, grid, config, eb, codes, side_room, side_size, scratch, stream)
+             : encode_typed<double>(in, fill_mask, grid, config, eb, codes, side_room, side_size, scratch, stream);
+}
+
+cudaError_t encode(const uint8_t* in, const uint8_t* fill_mask, const std::vector<size_t>& dims,
+                   const Config& config, double eb, const CodeStreams& codes, uint8_t* side, uint64_t* side_size,
+                   void* scratch, cudaStream_t stream) {
+  const size_t most = max_side_bytes(dims, config.width, config.coarse_levels);
+  return encode_with_side_room(
+      in, fill_mask, dims, config, eb, codes, [&] { return SideRoom{side, most}; }, side_size, scratch, stream);
 }
 
 }  // namespace fz::spline::cuda

@@ -18,10 +18,13 @@
 //                   that is not an anchor) set their bit in an element-order
 //                   bitmap;
 //   count_outliers  per span of kSpanElements elements: the bitmap's bits;
+//   side_length     the side stream's length, from the outlier count (the
+//                   caller may read it back and size the stream's room);
 //   write_outliers  each outlier's index and value at its span's offset (an
 //                   exclusive scan of the counts) plus its rank in the span, so
 //                   the list is in index order whatever the schedule;
-//   write_header    rank, L, radius, per level flags and step, K, the size;
+//   write_header    rank, L, radius, per level flags and step, K;
+// (these three write nothing when the length exceeds the stream's room)
 //   write_anchors   one thread per stored anchor (all, or the root alone
 //                   with coarse levels), in anchor-grid order.
 // With coarse levels encode_coarse (coarse_cuda.cuh) runs first, one block:
@@ -224,10 +227,11 @@ __device__ __forceinline__ uint64_t outlier_total(const uint64_t* counts, const 
 template <typename T>
 __global__ void __launch_bounds__(kSpanThreads)
     write_outliers(Grid grid, const uint8_t* input, const uint32_t* bitmap, const uint64_t* counts,
-                   const uint64_t* offsets, size_t spans, size_t indices_at, uint8_t* side) {
+                   const uint64_t* offsets, size_t spans, size_t indices_at, uint8_t* side, const uint64_t* side_size,
+                   size_t capacity) {
   using Scan = cub::BlockScan<unsigned, kSpanThreads>;
   __shared__ typename Scan::TempStorage temp;
-  if (counts[blockIdx.x] == 0) return;  // uniform over the block
+  if (counts[blockIdx.x] == 0 || *side_size > capacity) return;  // uniform over the block
   const size_t first = static_cast<size_t>(blockIdx.x) * kSpanElements + size_t{threadIdx.x} * kSpanPerThread;
   unsigned bits = thread_outliers(bitmap, first);
   unsigned rank = 0;
@@ -251,7 +255,8 @@ template <typename T>
 __global__ void write_header(const __grid_constant__ EncodeParams<T> job, const uint8_t* flags,
                              const uint64_t* counts, const uint64_t* offsets, size_t spans, SideLayout layout,
                              const __grid_constant__ CoarseSteps<T> coarse_steps, uint8_t* side,
-                             uint64_t* side_size) {
+                             const uint64_t* side_size, size_t capacity) {
+  if (*side_size > capacity) return;  // not written: the length says why
   const unsigned tile_levels = level_count(job.grid.rank);
   const unsigned levels = tile_levels + coarse_steps.levels;
   side[0] = static_cast<uint8_t>(job.grid.rank);
@@ -266,16 +271,23 @@ __global__ void write_header(const __grid_constant__ EncodeParams<T> job, const 
     memcpy(&bits, &step, sizeof(T));
     store_word<Bits<T>>(at + 1, bits);
   }
+  store_word<uint64_t>(side + layout.count_at, outlier_total(counts, offsets, spans));
+}
+
+// The side stream's length, from the outlier count; one thread.
+template <typename T>
+__global__ void side_length(Grid grid, const uint64_t* counts, const uint64_t* offsets, size_t spans,
+                            SideLayout layout, uint64_t* side_size) {
   const uint64_t outliers = outlier_total(counts, offsets, spans);
-  store_word<uint64_t>(side + layout.count_at, outliers);
-  *side_size = layout.values_at(outliers, index_width_of(job.grid.elements)) + outliers * sizeof(T);
+  *side_size = layout.values_at(outliers, index_width_of(grid.elements)) + outliers * sizeof(T);
 }
 
 // The first `count` anchors: all of them, or the root alone (coarse levels).
 template <typename T>
-__global__ void write_anchors(Grid grid, const uint8_t* input, size_t anchors_at, size_t count, uint8_t* side) {
+__global__ void write_anchors(Grid grid, const uint8_t* input, size_t anchors_at, size_t count, uint8_t* side,
+                              const uint64_t* side_size, size_t capacity) {
   const size_t a = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (a >= count) return;
+  if (a >= count || *side_size > capacity) return;
   copy_value<T>(input + anchor_index(grid, a) * sizeof(T), side + anchors_at + a * sizeof(T));
 }
 

@@ -31,6 +31,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -75,6 +76,22 @@ size_t encode_scratch_bytes(const std::vector<size_t>& dims, const Config& confi
 cudaError_t encode(const uint8_t* in, const uint8_t* fill_mask, const std::vector<size_t>& dims,
                    const Config& config, double eb, const CodeStreams& codes, uint8_t* side, uint64_t* side_size,
                    void* scratch, cudaStream_t stream);
+
+// Where the side stream goes and the bytes it may take there.
+struct SideRoom {
+  uint8_t* data = nullptr;
+  size_t capacity = 0;
+};
+// encode() with the side stream's room chosen once its length is known:
+// `side_room` is called (on the host, once, before anything is written to
+// the stream) when *side_size holds the stream's exact length on the device,
+// so a caller may read it back and allocate just that; a stream longer than
+// the room it returns is not written (*side_size still says how long it
+// is). encode() is this with a room of max_side_bytes.
+cudaError_t encode_with_side_room(const uint8_t* in, const uint8_t* fill_mask, const std::vector<size_t>& dims,
+                                  const Config& config, double eb, const CodeStreams& codes,
+                                  const std::function<SideRoom()>& side_room, uint64_t* side_size, void* scratch,
+                                  cudaStream_t stream);
 inline cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double eb,
                           const CodeStreams& codes, uint8_t* side, uint64_t* side_size, void* scratch,
                           cudaStream_t stream) {

@@ -4,6 +4,8 @@
 // outliers) is known on the device only.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+
 #include <array>
 
 #include "common/error.hpp"
@@ -14,6 +16,9 @@
 
 namespace fz::stage {
 namespace {
+
+// Chunks from this size on size their side stream exactly (forward_device).
+constexpr size_t kExactSideMinBytes = size_t{64} << 20;
 
 class SplineDevice final : public StageDeviceFor<SplineStage> {
  public:
@@ -48,12 +53,28 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
       codes.at[g] = static_cast<uint8_t*>(work.allocate(group_bytes[g]));
       out[g] = {codes.at[g], group_bytes[g], nullptr, nullptr};
     }
-    const size_t side_capacity = spline::cuda::max_side_bytes(dims, config.width, config.coarse_levels);
-    out[SplineStage::kSidePort] = {work.allocate(side_capacity), 0, side_size, nullptr, side_capacity};
     void* scratch = work.allocate(spline::cuda::encode_scratch_bytes(dims, config));
-    work.check(spline::cuda::encode(in.at(0).data, fill_mask, dims, config, stage.enforced_bound(), codes,
-                                    static_cast<uint8_t*>(out[SplineStage::kSidePort].data), side_size, scratch,
-                                    static_cast<cudaStream_t>(work.stream())),
+    // The side stream's room, as Lorenzo's outliers' (lorenzo_stage_cuda.cpp):
+    // every element an outlier would take 2x a float32 chunk, but a stream
+    // longer than the chunk means the raw frame (the engine checks it), and
+    // large chunks read the exact length back first.
+    size_t elements = 1;
+    for (size_t d : dims) elements *= d;
+    const size_t chunk_bytes = elements * config.width;
+    const auto room = [&] {
+      size_t bytes = std::min(spline::cuda::max_side_bytes(dims, config.width, config.coarse_levels),
+                              std::max<size_t>(chunk_bytes, 4096));  // (4096: any header's room)
+      if (chunk_bytes >= kExactSideMinBytes) {
+        uint64_t exact = 0;
+        work.read_back(reinterpret_cast<const uint8_t*>(side_size), sizeof exact, reinterpret_cast<uint8_t*>(&exact));
+        bytes = exact <= bytes ? static_cast<size_t>(exact) : 1;  // 1: too long, written nowhere
+      }
+      out[SplineStage::kSidePort] = {work.allocate(bytes), 0, side_size, nullptr, bytes};
+      return spline::cuda::SideRoom{static_cast<uint8_t*>(out[SplineStage::kSidePort].data), bytes};
+    };
+    work.check(spline::cuda::encode_with_side_room(in.at(0).data, fill_mask, dims, config, stage.enforced_bound(),
+                                                   codes, room, side_size, scratch,
+                                                   static_cast<cudaStream_t>(work.stream())),
                "spline (GPU)");
     work.release(scratch);
   }

@@ -64,14 +64,16 @@ Options noa(Preset preset, double bound) {
   return o;
 }
 
-// A 64 MiB chunk (the size from which Lorenzo sizes its outliers exactly):
-// the device's frame is the CPU's, it decodes to the CPU's bytes, and the
-// engine holds at most twice the chunk compressing (5.4-5.9x before issue 31
-// item 5: every stream and scratch array kept to the end, the outliers' room
-// 3.25x the chunk) and at most 0.75x decompressing (3.7-3.9x before: two
-// chunk-sized scratch arrays in Lorenzo's decoder and the chunk decoded
-// beside the caller's buffer, then copied).
-TEST(DeviceMemory, LargeLorenzoChunksStayWithinTheirBudgets) {
+// A 64 MiB chunk (the size from which Lorenzo, the quantizer and the spline
+// size their outliers exactly): the device's frame is the CPU's, it decodes
+// to the CPU's bytes, and the engine holds no more than each preset's budget
+// beyond input and output (before issue 31 item 5, on 512 MiB: fzgpu and
+// cusz 5.4-5.9x compressing, every stream and scratch array kept to the end
+// and the outliers' room 3.25x the chunk, 3.7-3.9x decompressing, two
+// chunk-sized arrays in Lorenzo's decoder and the chunk decoded beside the
+// caller's buffer, then copied; pfpl 4.1 / 3.1x; the spline presets 3.6-5.1x
+// compressing, the side stream's room 2x the chunk).
+TEST(DeviceMemory, LargeChunksStayWithinTheirBudgets) {
   FZ_SKIP_WITHOUT_CUDA();
   const size_t side = 256;
   const Bytes data = mirrored_wmag(side);
@@ -80,7 +82,18 @@ TEST(DeviceMemory, LargeLorenzoChunksStayWithinTheirBudgets) {
   const DeviceBuffer d_data = to_device(data);
   DeviceBuffer d_frame(max_frame_bytes(data.size(), 3));
   DeviceBuffer d_out(data.size());
-  for (Preset preset : {Preset::Fzgpu, Preset::Cusz}) {
+  // Budgets x the chunk, compressing and decompressing: Lorenzo's prequantized
+  // words and codes (1.5x) beside the streams; pfpl's codes and the coded
+  // stream (2x), its codes rebuilt beside the chunk (1x); the spline's codes
+  // and what the code coder makes of them.
+  struct Budget {
+    Preset preset;
+    double compress, decompress;
+  };
+  for (const Budget& b : {Budget{Preset::Fzgpu, 2.0, 0.75}, Budget{Preset::Cusz, 2.0, 0.75},
+                          Budget{Preset::Pfpl, 2.25, 1.25}, Budget{Preset::CuszHiTp, 2.0, 1.0},
+                          Budget{Preset::CuszHiCr, 2.75, 1.0}}) {
+    const Preset preset = b.preset;
     const Options o = noa(preset, 1e-3);
     const std::string what = preset_name(preset);
     const Bytes cpu = compress_with(data.data(), data.size(), dtype, dims, o, BackendUse::kCpu);
@@ -102,8 +115,8 @@ TEST(DeviceMemory, LargeLorenzoChunksStayWithinTheirBudgets) {
     ASSERT_EQ(m, data.size()) << what;
     EXPECT_EQ(d_out.download(m), expected) << what << ": the device's decode differs from the CPU's";
     const double chunk = static_cast<double>(data.size());
-    EXPECT_LE(compress_peak / chunk, 2.0) << what << ": device memory while compressing, x the chunk";
-    EXPECT_LE(decompress_peak / chunk, 0.75) << what << ": device memory while decompressing, x the chunk";
+    EXPECT_LE(compress_peak / chunk, b.compress) << what << ": device memory while compressing, x the chunk";
+    EXPECT_LE(decompress_peak / chunk, b.decompress) << what << ": device memory while decompressing, x the chunk";
     std::printf("%s, 64 MiB chunk: device memory %.2fx compressing, %.2fx decompressing\n", what.c_str(),
                 compress_peak / chunk, decompress_peak / chunk);
   }
@@ -146,10 +159,11 @@ TEST(DeviceMemory, DecodesIntoAnyOutputBuffer) {
   }
 }
 
-// Noise under a tight bound makes nearly every element an outlier record, a
-// stream up to 3.25x the chunk: on the device its room stops at the chunk's
-// size, and the frame is the raw one, as the CPU writes it. Both ways of
-// sizing the room: capped (1 MiB) and read back (64 MiB).
+// Noise under a tight bound makes nearly every element an outlier (Lorenzo's
+// records, the quantizer's outliers, the spline's side stream), streams up to
+// 3.25x the chunk: on the device their room stops at the chunk's size, and
+// the frame is the raw one, as the CPU writes it. Both ways of sizing the
+// room: capped (1 MiB) and read back (64 MiB).
 TEST(DeviceMemory, OutliersLongerThanTheChunkGiveTheRawFrame) {
   FZ_SKIP_WITHOUT_CUDA();
   for (size_t side : {64, 256}) {
@@ -161,14 +175,18 @@ TEST(DeviceMemory, OutliersLongerThanTheChunkGiveTheRawFrame) {
       std::memcpy(data.data() + i, &v, 4);
     }
     const std::vector<uint64_t> dims{side, side, side};
-    for (Preset preset : {Preset::Fzgpu, Preset::Cusz}) {
+    for (Preset preset : {Preset::Fzgpu, Preset::Cusz, Preset::Pfpl, Preset::CuszHiTp}) {
       Options o;
       o.preset = preset;
       o.mode = ErrorMode::Abs;
       o.bound = 1e-7;
       const std::string what = std::string(preset_name(preset)) + " side " + std::to_string(side);
       const Bytes cpu = compress_with(data.data(), data.size(), DataType::of<float>(), dims, o, BackendUse::kCpu);
-      ASSERT_TRUE(inspect(cpu.data(), cpu.size()).raw) << what << ": the CPU's frame should be raw";
+      // (pfpl keeps most of this noise as codes: its outliers, sized exactly
+      // at 64 MiB, are many but fewer than the elements.)
+      if (preset != Preset::Pfpl) {
+        ASSERT_TRUE(inspect(cpu.data(), cpu.size()).raw) << what << ": the CPU's frame should be raw";
+      }
       const DeviceBuffer d_data = to_device(data);
       DeviceBuffer d_frame(max_frame_bytes(data.size(), 3));
       const size_t n =

@@ -181,10 +181,12 @@ void forward_nodes(const Pipeline& pipeline, size_t first, size_t last, std::vec
                    DeviceWork& work, ChunkWork* side_by_side, bool release_consumed) {
   const std::vector<Step> steps = steps_of(pipeline, first, last);
   const std::vector<uint8_t> stored = pipeline.stored_buffers();
-  // Streams these steps make, by id: those no later step reads go back as
-  // soon as their last reader is enqueued, so a chunk holds its live streams
+  // Streams these steps make, by id, and those a prefix made before them
+  // (run_forward hands them over): those no later step reads go back as soon
+  // as their last reader is enqueued, so a chunk holds its live streams
   // rather than all it ever made (issue 31 item 5).
   std::vector<bool> made_here(256, false);
+  for (size_t id = Pipeline::kChunk + 1; id < buffers.size() && id < made_here.size(); ++id) made_here[id] = true;
   for (const auto& [begin, end] : runs_of(steps, side_by_side != nullptr)) {
     std::vector<std::vector<DeviceBuffer>> outs(end - begin);
     if (end - begin > 1) {
@@ -229,12 +231,20 @@ size_t shared_prefix_nodes(const DevicePrefix& prefix, const Pipeline& pipeline)
 }
 
 std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chunk, DeviceWork& work,
-                                      ChunkWork* side_by_side, const DevicePrefix* prefix) {
+                                      ChunkWork* side_by_side, DevicePrefix* prefix) {
   std::vector<DeviceBuffer> buffers{chunk};
   size_t first = 0;
-  if (prefix && !prefix->buffers.empty() && prefix->buffers[0].data == chunk.data &&
-      prefix->buffers[0].size == chunk.size && (first = shared_prefix_nodes(*prefix, pipeline)) > 0)
-    buffers = prefix->buffers;
+  if (prefix && !prefix->buffers.empty()) {
+    if (prefix->buffers[0].data == chunk.data && prefix->buffers[0].size == chunk.size &&
+        (first = shared_prefix_nodes(*prefix, pipeline)) > 0) {
+      buffers = prefix->buffers;
+    } else {
+      // Not continued (the chunk chose another predictor): its streams go now.
+      for (size_t id = 1; id < prefix->buffers.size(); ++id)
+        if (prefix->buffers[id].data) work.release(prefix->buffers[id].data);
+    }
+    *prefix = {};  // used once: its streams are this run's now, or gone
+  }
   forward_nodes(pipeline, first, pipeline.nodes().size(), buffers, work, side_by_side, true);
   return buffers;
 }

@@ -45,17 +45,20 @@ size_t shared_prefix_nodes(const DevicePrefix& prefix, const Pipeline& pipeline)
 
 // The pipeline's nodes [first, last) forward, into `buffers` (by id, the
 // chunk's first). With `side_by_side`, runs of independent stages go on its
-// branches. With `release_consumed`, a stream these nodes make goes back to
-// `work` once no later node of the pipeline reads it and it is not stored
-// (its entry's data then nullptr): only for a run to the pipeline's end,
-// since a prefix may be continued by another pipeline (DevicePrefix).
+// branches. With `release_consumed`, a stream in `buffers` (the chunk's
+// aside) or made by these nodes goes back to `work` once no later node of the
+// pipeline reads it and it is not stored (its entry's data then nullptr):
+// only for a run to the pipeline's end, since a prefix may be continued by
+// another pipeline (DevicePrefix).
 void forward_nodes(const Pipeline& pipeline, size_t first, size_t last, std::vector<DeviceBuffer>& buffers,
                    DeviceWork& work, ChunkWork* side_by_side, bool release_consumed = false);
 
 // Every stage's forward on the device (those `prefix` ran taken from it);
-// returns every buffer of the pipeline.
+// returns every buffer of the pipeline. The prefix is used up: emptied, its
+// streams this run's (released once consumed) or, when the pipeline does not
+// continue it, released at once.
 std::vector<DeviceBuffer> run_forward(const Pipeline& pipeline, DeviceBuffer chunk, DeviceWork& work,
-                                      ChunkWork* side_by_side = nullptr, const DevicePrefix* prefix = nullptr);
+                                      ChunkWork* side_by_side = nullptr, DevicePrefix* prefix = nullptr);
 
 // Every stage's inverse on the device, from the stored streams' views (indexed
 // by buffer id); returns the chunk's view. With `side_by_side`, as run_forward.
