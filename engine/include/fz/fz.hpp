@@ -261,9 +261,10 @@ size_t compress_on_device(const void* device_data, size_t bytes, const DataType&
 // straight into device_out when that is 256-byte aligned (as cudaMalloc
 // returns) and does not overlap the frame; otherwise it is decoded beside it
 // and copied, which costs a pass over the chunk and the chunk's size in
-// device memory more. Device memory held beyond the frame and the output:
-// 0.6-0.9x the chunk for the Lorenzo presets, 1.1-2.1x for lossless and pfpl
-// (docs/PERFORMANCE.md, "Device memory per chunk").
+// device memory more. Device memory held beyond the frame and the output, on
+// the H200 at 512 MiB: 0.1x the chunk for lossless, 0.6-0.9x for the Lorenzo
+// and spline presets, 1.1x for pfpl (docs/PERFORMANCE.md, "Issue 31, fourth
+// session").
 size_t decompress_on_device(const void* device_frame, size_t frame_bytes, void* device_out, size_t capacity,
                             const Options& policy = {});
 
