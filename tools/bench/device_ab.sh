@@ -7,6 +7,8 @@
 #
 # Here (the development machine), after ../shared/tools/device-deps.sh:
 #   tools/bench/device_ab.sh pack main wip/huffman-pairs wip/huffman-pairs-skip
+# (revisions of this session: only main persists between sessions, so a
+# branch not measured and merged or dropped within its session is lost)
 # writes .ab/ (git-ignored): one exported tree per revision (named by its
 # position and short hash) and one copy of .devdeps. Then, on the device
 # machine, with carry [".ab"]:
