@@ -13,9 +13,6 @@
 namespace fz::stage {
 namespace {
 
-// Chunks from this size on size their outlier stream exactly (forward_device).
-constexpr size_t kExactOutliersMinBytes = size_t{64} << 20;
-
 class LorenzoDevice final : public StageDeviceFor<LorenzoStage> {
  public:
   bool device_output_size_on_host(const LorenzoStage&, size_t port) const override {
@@ -35,22 +32,15 @@ class LorenzoDevice final : public StageDeviceFor<LorenzoStage> {
     work.check(lorenzo::cuda::encode_codes(in.at(0).data, dims, config, stage.enforced_bound(), out[0].data,
                                            outliers_size, scratch, stream),
                "lorenzo (GPU)");
-    // The outlier stream's room. Every record could hold a delta and raw
-    // bits (13 bytes a float32 element), but a stream longer than the chunk
-    // (its input, the whole chunk in every preset) makes the frame no smaller
-    // than the chunk, and the raw frame is stored: the room stops there, and
-    // the engine checks that a longer length means the raw frame
-    // (cuda::outgrew_room). Large chunks read the exact length back first
-    // (one synchronisation, a few microseconds beside their milliseconds):
-    // most streams are a small part of the chunk.
+    // The outlier stream's room (stream_room). Every record could hold a
+    // delta and raw bits (13 bytes a float32 element), but a stream longer
+    // than the chunk (its input, the whole chunk in every preset) makes the
+    // frame no smaller than the chunk: the room stops there.
     const size_t chunk_bytes = elements * config.width;
-    size_t room = std::min(lorenzo::cuda::max_outliers_bytes(dims, config.width),
-                           std::max<size_t>(chunk_bytes, 64));  // (64: a header's room, whatever the chunk)
-    if (chunk_bytes >= kExactOutliersMinBytes) {
-      uint64_t exact = 0;
-      work.read_back(reinterpret_cast<const uint8_t*>(outliers_size), sizeof exact, reinterpret_cast<uint8_t*>(&exact));
-      room = exact <= room ? static_cast<size_t>(exact) : 1;  // 1: too long, written nowhere
-    }
+    const size_t room = stream_room(work, outliers_size,
+                                    std::min(lorenzo::cuda::max_outliers_bytes(dims, config.width),
+                                             std::max<size_t>(chunk_bytes, 64)),  // (64: a header's room)
+                                    chunk_bytes);
     out[1] = {work.allocate(room), 0, outliers_size, nullptr, room};
     work.check(lorenzo::cuda::encode_outliers(in.at(0).data, dims, config, out[1].data, room, scratch, stream),
                "lorenzo outliers (GPU)");

@@ -20,9 +20,6 @@ ByteSpan host_params(const DeviceBuffer& params, uint8_t (&downloaded)[quantize:
   return ByteSpan(downloaded, quantize::kParamsBytes);
 }
 
-// Chunks from this size on size their outliers exactly (forward_device).
-constexpr size_t kExactOutliersMinBytes = size_t{64} << 20;
-
 class QuantizeDevice final : public StageDeviceFor<QuantizeStage> {
  public:
   // ABS and REL (the engine resolves NOA into ABS before this stage).
@@ -42,17 +39,11 @@ class QuantizeDevice final : public StageDeviceFor<QuantizeStage> {
     out[0] = {work.allocate(lossless ? 1 : n), lossless ? 0 : n, nullptr, nullptr};
     out[2] = {work.allocate(quantize::kParamsBytes), quantize::kParamsBytes, nullptr, nullptr};
     void* scratch = work.allocate(quantize::cuda::encode_scratch_bytes(n, config.width));
-    // The outliers' room: at most the chunk (their input; a LOSSLESS
-    // fall-back stores the chunk there, which makes the frame the raw one),
-    // read back exactly for large chunks, as Lorenzo's outliers
-    // (lorenzo_stage_cuda.cpp): most chunks have few.
+    // The outliers' room (stream_room): at most the chunk, their input (a
+    // LOSSLESS fall-back stores the whole chunk there, which makes the frame
+    // the raw one).
     const auto room = [&] {
-      size_t bytes = n;
-      if (n >= kExactOutliersMinBytes) {
-        uint64_t exact = 0;
-        work.read_back(reinterpret_cast<const uint8_t*>(sizes + 1), sizeof exact, reinterpret_cast<uint8_t*>(&exact));
-        bytes = exact < n ? static_cast<size_t>(exact) : 1;  // 1: the raw frame's case, written nowhere
-      }
+      const size_t bytes = stream_room(work, sizes + 1, n, n);
       out[1] = {work.allocate(bytes), 0, sizes + 1, nullptr, bytes};
       return quantize::cuda::OutlierRoom{out[1].data, bytes};
     };

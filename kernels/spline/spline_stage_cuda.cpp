@@ -17,9 +17,6 @@
 namespace fz::stage {
 namespace {
 
-// Chunks from this size on size their side stream exactly (forward_device).
-constexpr size_t kExactSideMinBytes = size_t{64} << 20;
-
 class SplineDevice final : public StageDeviceFor<SplineStage> {
  public:
   bool device_output_size_on_host(const SplineStage&, size_t port) const override {
@@ -54,21 +51,17 @@ class SplineDevice final : public StageDeviceFor<SplineStage> {
       out[g] = {codes.at[g], group_bytes[g], nullptr, nullptr};
     }
     void* scratch = work.allocate(spline::cuda::encode_scratch_bytes(dims, config));
-    // The side stream's room, as Lorenzo's outliers' (lorenzo_stage_cuda.cpp):
-    // every element an outlier would take 2x a float32 chunk, but a stream
-    // longer than the chunk means the raw frame (the engine checks it), and
-    // large chunks read the exact length back first.
+    // The side stream's room (stream_room): every element an outlier would
+    // take 2x a float32 chunk, but a stream longer than the chunk makes the
+    // frame no smaller than the chunk.
     size_t elements = 1;
     for (size_t d : dims) elements *= d;
     const size_t chunk_bytes = elements * config.width;
     const auto room = [&] {
-      size_t bytes = std::min(spline::cuda::max_side_bytes(dims, config.width, config.coarse_levels),
-                              std::max<size_t>(chunk_bytes, 4096));  // (4096: any header's room)
-      if (chunk_bytes >= kExactSideMinBytes) {
-        uint64_t exact = 0;
-        work.read_back(reinterpret_cast<const uint8_t*>(side_size), sizeof exact, reinterpret_cast<uint8_t*>(&exact));
-        bytes = exact <= bytes ? static_cast<size_t>(exact) : 1;  // 1: too long, written nowhere
-      }
+      const size_t bytes = stream_room(work, side_size,
+                                       std::min(spline::cuda::max_side_bytes(dims, config.width, config.coarse_levels),
+                                                std::max<size_t>(chunk_bytes, 4096)),  // (4096: any header's room)
+                                       chunk_bytes);
       out[SplineStage::kSidePort] = {work.allocate(bytes), 0, side_size, nullptr, bytes};
       return spline::cuda::SideRoom{static_cast<uint8_t*>(out[SplineStage::kSidePort].data), bytes};
     };

@@ -76,6 +76,25 @@ class StageDeviceFor : public StageDevice {
 // stage_device_registry_none.cpp in CPU builds.
 const StageDevice* find_stage_device(uint16_t type_id);
 
+// Chunks from this size on read a stored stream's exact length back before
+// allocating its room (stream_room): one synchronisation, a few microseconds
+// beside their milliseconds, for a room that is mostly a small part of the
+// worst case.
+constexpr size_t kExactRoomMinBytes = size_t{64} << 20;
+
+// The room to allocate for a stored stream whose exact length the device has
+// just written to *length (Lorenzo's outliers, the quantizer's, the spline's
+// side stream): `most` for chunks under kExactRoomMinBytes, where `most` is
+// the worst case capped near the chunk's size (a longer stream means the raw
+// frame, which the engine checks: cuda::outgrew_room); for larger chunks the
+// length read back, or 1 byte when it exceeds `most` (written nowhere).
+inline size_t stream_room(DeviceWork& work, const uint64_t* length, size_t most, size_t chunk_bytes) {
+  if (chunk_bytes < kExactRoomMinBytes) return most;
+  uint64_t exact = 0;
+  work.read_back(reinterpret_cast<const uint8_t*>(length), sizeof exact, reinterpret_cast<uint8_t*>(&exact));
+  return exact <= most ? static_cast<size_t>(exact) : 1;
+}
+
 // Two adjacent stages that run on the GPU as one pass: `first`'s one output
 // is `second`'s one input, which nothing else reads or stores, so the stream
 // between them need never be made (kernels/bitshuffle_rze/: a bit-shuffle and
