@@ -11,7 +11,12 @@
 //                 number of records, stored deltas and raw values;
 //   exclusive device scans of the three per-tile counts;
 //   write_records recomputes each element's delta and places its record at
-//                 tile offset + block-scan rank (index order, any schedule);
+//                 tile offset + block-scan rank (index order, any schedule).
+// Rows of 32 to 512 elements (256 double) take the one-pass front instead
+// (encode_fused_kernels_cuda.cuh): fused_codes reads, classifies and codes
+// each element once, with no prequantized array, and marks the records in a
+// bitmap; write_records_from_values recomputes only the marked ones from the
+// input.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +25,7 @@
 #include "common/float_state.hpp"
 #include "common/one_block_scan_cuda.cuh"
 #include "lorenzo/common_cuda.cuh"
+#include "lorenzo/encode_fused_kernels_cuda.cuh"
 #include "lorenzo/encode_kernels_cuda.cuh"
 #include "lorenzo/lorenzo_cuda.hpp"
 
@@ -29,7 +35,10 @@ namespace {
 using namespace detail;
 
 struct EncodeLayout {
-  void* p;
+  bool fused;             // the one-pass front: no p, a record bitmap
+  void* p;                // the two-pass path's prequantized words
+  uint32_t* record_bits;  // the one-pass front's record bitmap
+  size_t record_words;
   unsigned long long* tile_counts;  // row_codes' packed per-tile counts
   uint64_t* counts[3];
   uint64_t* offsets[3];
@@ -38,13 +47,24 @@ struct EncodeLayout {
   size_t total;
 };
 
-EncodeLayout encode_layout(void* scratch, size_t n, unsigned width) {
+EncodeLayout encode_layout(void* scratch, const Shape& s, unsigned width) {
   auto* base = static_cast<uint8_t*>(scratch);
+  const size_t n = s.n;
   const size_t tiles = tiles_of(n);
   EncodeLayout l;
   size_t at = 0;
-  l.p = base + at;
-  at += aligned(n * width);
+  l.fused = fused_front(s, width);
+  l.p = nullptr;
+  l.record_bits = nullptr;
+  l.record_words = 0;
+  if (l.fused) {
+    l.record_bits = reinterpret_cast<uint32_t*>(base + at);
+    l.record_words = (n + 31) / 32;
+    at += aligned(l.record_words * 4);
+  } else {
+    l.p = base + at;
+    at += aligned(n * width);
+  }
   l.tile_counts = reinterpret_cast<unsigned long long*>(base + at);
   at += aligned(tiles * 8);
   for (int k = 0; k < 3; ++k) {
@@ -79,12 +99,31 @@ cudaError_t codes_typed(const uint8_t* in, const Shape& s, const Config& config,
   const size_t n = s.n;
   const size_t tiles = tiles_of(n);
   if (tiles > 0x7FFFFFFFu) return cudaErrorInvalidValue;
-  const EncodeLayout l = encode_layout(scratch, n, sizeof(T));
+  const EncodeLayout l = encode_layout(scratch, s, sizeof(T));
   const Quantizer<T> quantizer = make_quantizer<T>(config, user_bound);
   const U code_limit = static_cast<U>(2 * config.radius);
   U* p = static_cast<U*>(l.p);
   const CountArrays c = count_arrays(l);
-  if (n > 0) {
+  if (l.fused) {
+    cudaError_t err = cudaMemsetAsync(l.tile_counts, 0, tiles * 8, stream);
+    if (err == cudaSuccess) err = cudaMemsetAsync(l.record_bits, 0, l.record_words * 4, stream);
+    if (err != cudaSuccess) return err;
+    const FusedGrid f = fused_grid(s);
+    const size_t blocks = f.y_blocks * f.segments;
+    if (blocks > 0x7FFFFFFFu) return cudaErrorInvalidValue;
+    const bool vector_loads = (reinterpret_cast<uintptr_t>(in) & 15) == 0 && s.nx * sizeof(T) % 16 == 0;
+    const bool vector_stores = (reinterpret_cast<uintptr_t>(codes) & 15) == 0 && s.nx % 8 == 0;
+    const size_t k = (s.nx + 31) / 32;  // <= 16 float, 8 double (fused_front)
+    auto kernel = k <= 1 ? fused_codes<T, 1> : k <= 2 ? fused_codes<T, 2> : k <= 4 ? fused_codes<T, 4>
+                                                                          : fused_codes<T, 8>;
+    if constexpr (sizeof(T) == 4)
+      if (k > 8) kernel = fused_codes<T, 16>;
+    kernel<<<static_cast<unsigned>(blocks), kFusedThreads, 0, stream>>>(in, s, f, quantizer, code_limit, vector_loads,
+                                                                       vector_stores, codes, l.tile_counts,
+                                                                       l.record_bits);
+    unpack_tile_counts<<<static_cast<unsigned>((tiles + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+        l.tile_counts, tiles, l.counts[0], l.counts[1], l.counts[2]);
+  } else if (n > 0) {
     const size_t blocks = (n + kThreads - 1) / kThreads;
     if (blocks > 0x7FFFFFFFu) return cudaErrorInvalidValue;
     const Grid g = grid_of(s);
@@ -113,6 +152,8 @@ cudaError_t codes_typed(const uint8_t* in, const Shape& s, const Config& config,
       count_tiles<U><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(p, g, code_limit, codes, l.counts[0],
                                                                              l.counts[1], l.counts[2]);
     }
+  }
+  if (n > 0) {
     if (tiles <= cuda_detail::kOneBlockScanItems) {
       cuda_detail::OneBlockScans scans;
       for (int k = 0; k < 3; ++k) scans.in[k] = l.counts[k], scans.out[k] = l.offsets[k];
@@ -135,15 +176,19 @@ cudaError_t codes_typed(const uint8_t* in, const Shape& s, const Config& config,
 // when its length fits `capacity`, else nothing (*outliers_size, which
 // codes_typed wrote, is then larger than the capacity).
 template <typename T>
-cudaError_t write_outliers_typed(const uint8_t* in, const Shape& s, const Config& config, uint8_t* outliers,
-                                 size_t capacity, void* scratch, cudaStream_t stream) {
+cudaError_t write_outliers_typed(const uint8_t* in, const Shape& s, const Config& config, double user_bound,
+                                 uint8_t* outliers, size_t capacity, void* scratch, cudaStream_t stream) {
   using U = typename Traits<T>::U;
   const size_t n = s.n;
   const size_t tiles = tiles_of(n);
   if (tiles > 0x7FFFFFFFu) return cudaErrorInvalidValue;
-  const EncodeLayout l = encode_layout(scratch, n, sizeof(T));
+  const EncodeLayout l = encode_layout(scratch, s, sizeof(T));
   const CountArrays c = count_arrays(l);
-  if (n > 0)
+  if (l.fused)
+    write_records_from_values<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(
+        in, make_quantizer<T>(config, user_bound), l.record_bits, grid_of(s), static_cast<U>(2 * config.radius), c,
+        tiles, outliers, capacity);
+  else if (n > 0)
     write_records<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(
         in, static_cast<const U*>(l.p), grid_of(s), static_cast<U>(2 * config.radius), c, tiles, outliers, capacity);
   outliers_header<<<1, 1, 0, stream>>>(n, sizeof(T), c, tiles, outliers, capacity);
@@ -161,7 +206,7 @@ size_t max_outliers_bytes(const std::vector<size_t>& dims, unsigned width) {
 size_t encode_scratch_bytes(const std::vector<size_t>& dims, unsigned width) {
   Shape s;
   if (!make_shape(dims, s)) return 0;
-  return encode_layout(nullptr, s.n, width).total;
+  return encode_layout(nullptr, s, width).total;
 }
 
 cudaError_t encode_codes(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
@@ -173,20 +218,21 @@ cudaError_t encode_codes(const uint8_t* in, const std::vector<size_t>& dims, con
                            : codes_typed<double>(in, s, config, user_bound, codes, outliers_size, scratch, stream);
 }
 
-cudaError_t encode_outliers(const uint8_t* in, const std::vector<size_t>& dims, const Config& config,
+cudaError_t encode_outliers(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
                             uint8_t* outliers, size_t outliers_capacity, void* scratch, cudaStream_t stream) {
   Shape s;
   if (!arguments_ok(dims, config, s)) return cudaErrorInvalidValue;
   return config.width == 4
-             ? write_outliers_typed<float>(in, s, config, outliers, outliers_capacity, scratch, stream)
-             : write_outliers_typed<double>(in, s, config, outliers, outliers_capacity, scratch, stream);
+             ? write_outliers_typed<float>(in, s, config, user_bound, outliers, outliers_capacity, scratch, stream)
+             : write_outliers_typed<double>(in, s, config, user_bound, outliers, outliers_capacity, scratch, stream);
 }
 
 cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
                    uint8_t* codes, uint8_t* outliers, uint64_t* outliers_size, void* scratch, cudaStream_t stream) {
   const cudaError_t err = encode_codes(in, dims, config, user_bound, codes, outliers_size, scratch, stream);
   if (err != cudaSuccess) return err;
-  return encode_outliers(in, dims, config, outliers, max_outliers_bytes(dims, config.width), scratch, stream);
+  return encode_outliers(in, dims, config, user_bound, outliers, max_outliers_bytes(dims, config.width), scratch,
+                         stream);
 }
 
 }  // namespace fz::lorenzo::cuda

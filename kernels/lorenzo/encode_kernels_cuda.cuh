@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(kThreads)
   if (i >= n) return;
   const U bits = load_word<U>(in + sizeof(T) * i);
   I q;
-  const uint8_t kind = quantizer.classify(bits, q);
+  const uint8_t kind = quantizer.classify_fast(bits, q);
   packed[i] = pack_element(static_cast<U>(q), kind);
 }
 
@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (unsigned k = 0; k < kPer; ++k) {
       I q;
-      const uint8_t kind = quantizer.classify(bits[k], q);
+      const uint8_t kind = quantizer.classify_fast(bits[k], q);
       out[k] = pack_element(static_cast<U>(q), kind);
     }
     uint4 y;

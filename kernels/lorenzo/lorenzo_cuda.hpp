@@ -59,12 +59,14 @@ cudaError_t encode(const uint8_t* in, const std::vector<size_t>& dims, const Con
 // encode() in two steps, for a caller that sizes the outlier stream first:
 // encode_codes writes the codes and *outliers_size (the stream's exact
 // length) and keeps in scratch what encode_outliers needs; encode_outliers,
-// with the same arguments and scratch, then writes the stream into
+// with the same arguments, input and scratch, then writes the stream into
 // `outliers` when it fits `outliers_capacity` bytes, else nothing (the
-// length says it did not fit).
+// length says it did not fit). Rows of 32 to 512 float (256 double) elements
+// are coded in one pass over the input, with no prequantized copy in scratch:
+// encode_outliers then reads the input again for the records alone.
 cudaError_t encode_codes(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
                          uint8_t* codes, uint64_t* outliers_size, void* scratch, cudaStream_t stream);
-cudaError_t encode_outliers(const uint8_t* in, const std::vector<size_t>& dims, const Config& config,
+cudaError_t encode_outliers(const uint8_t* in, const std::vector<size_t>& dims, const Config& config, double user_bound,
                             uint8_t* outliers, size_t outliers_capacity, void* scratch, cudaStream_t stream);
 
 size_t decode_scratch_bytes(const std::vector<size_t>& dims, unsigned width, size_t outliers_size);

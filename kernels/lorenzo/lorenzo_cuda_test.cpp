@@ -74,26 +74,32 @@ lorenzo::Config make_config(double user_bound, uint32_t radius, bool has_fill = 
 }
 
 // GPU encode; false (with a failure recorded) when a call fails or a guard is hit.
-bool gpu_encode(const Bytes& in, const Dims& dims, const lorenzo::Config& c, double bound, lorenzo::Streams& out) {
+// in_offset and codes_offset place the input and the codes that many bytes
+// past an allocation's start (misaligned for vectors, or for words).
+bool gpu_encode(const Bytes& in, const Dims& dims, const lorenzo::Config& c, double bound, lorenzo::Streams& out,
+                size_t in_offset = 0, size_t codes_offset = 0) {
   const size_t n = product(dims);
-  const DeviceBuffer d_in = testing::to_device(in);
-  const DeviceBuffer codes(2 * n + kGuardBytes);
+  Bytes placed(in_offset, 0x5A);
+  placed.insert(placed.end(), in.begin(), in.end());
+  const DeviceBuffer d_in = testing::to_device(placed);
+  const DeviceBuffer codes(codes_offset + 2 * n + kGuardBytes);
   const size_t max_out = lorenzo::cuda::max_outliers_bytes(dims, c.width);
   const DeviceBuffer outliers(max_out + kGuardBytes);
   const DeviceBuffer size(8);
   const DeviceBuffer scratch(lorenzo::cuda::encode_scratch_bytes(dims, c.width));
   EXPECT_TRUE(d_in.ok() && codes.ok() && outliers.ok() && size.ok() && scratch.ok());
-  const cudaError_t err = lorenzo::cuda::encode(d_in.data(), dims, c, bound, codes.data(), outliers.data(),
-                                                size.as<uint64_t>(), scratch.data(), nullptr);
+  const cudaError_t err = lorenzo::cuda::encode(d_in.data() + in_offset, dims, c, bound, codes.data() + codes_offset,
+                                                outliers.data(), size.as<uint64_t>(), scratch.data(), nullptr);
   EXPECT_EQ(err, cudaSuccess) << cudaGetErrorString(err);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   if (err != cudaSuccess) return false;
   const uint64_t used = size.read<uint64_t>();
   EXPECT_LE(used, max_out);
   if (used > max_out) return false;
-  out.codes = codes.download(2 * n);
+  out.codes = codes.download(codes_offset + 2 * n);
+  out.codes.erase(out.codes.begin(), out.codes.begin() + static_cast<std::ptrdiff_t>(codes_offset));
   out.outliers = outliers.download(used);
-  const bool guards = guard_intact(codes, 2 * n) && guard_intact(outliers, max_out);
+  const bool guards = guard_intact(codes, codes_offset + 2 * n) && guard_intact(outliers, max_out);
   EXPECT_TRUE(guards) << "write past the end";
   return guards;
 }
@@ -255,6 +261,44 @@ TEST(LorenzoCuda, OneBlockAndDeviceWideTileScansMatchTheCpu) {
     EXPECT_TRUE(check_case(to_bytes(v), {nz, 256, 256}, make_config<float>(bound, 512), bound,
                            std::to_string(nz) + " planes"));
   }
+}
+
+// Rows of 32 to 512 float (256 double) elements are coded by the one-pass
+// front (fused_codes): every row length class (one to sixteen elements a lane,
+// rows that end inside a lane and inside a 16-byte vector), blocks of rows
+// that end past the last row, many plane segments, rows just outside the
+// range (the two-pass path), and inputs and codes misaligned for vectors and
+// for words, with records of every kind dense enough to share bitmap words
+// and tiles, against the CPU's streams.
+template <typename T>
+void sweep_one_pass_front(const std::vector<Dims>& shapes) {
+  std::mt19937_64 rng(sizeof(T) * 7);
+  const size_t offsets[3][2] = {{0, 0}, {sizeof(T), 2}, {1, 1}};
+  for (const Dims& dims : shapes)
+    for (unsigned odds : {3u, 40u}) {
+      for (const auto& offset : offsets) {
+        lorenzo::Config c = make_config<T>(1e-3, odds == 3 ? 4 : 512, true, bits_of(static_cast<T>(-1e34)));
+        const Bytes in =
+            to_bytes(adversarial<T>(product(dims), static_cast<T>(c.eb) * 2, static_cast<T>(-1e34), rng, odds));
+        std::string what = "dims";
+        for (size_t e : dims) what += " " + std::to_string(e);
+        what += " odds " + std::to_string(odds) + " offsets " + std::to_string(offset[0]) + "/" +
+                std::to_string(offset[1]);
+        lorenzo::Streams cpu, gpu;
+        lorenzo::encode(in, dims, c, 1e-3, cpu);
+        ASSERT_TRUE(gpu_encode(in, dims, c, 1e-3, gpu, offset[0], offset[1])) << what;
+        ASSERT_TRUE(gpu.codes == cpu.codes) << what << ": codes differ";
+        ASSERT_TRUE(gpu.outliers == cpu.outliers) << what << ": outliers differ (" << gpu.outliers.size() << " vs "
+                                                  << cpu.outliers.size() << " bytes)";
+      }
+    }
+}
+
+TEST(LorenzoCuda, OnePassFrontMatchesTheCpu) {
+  FZ_SKIP_WITHOUT_CUDA();
+  sweep_one_pass_front<float>({{3, 20, 512}, {2, 9, 500}, {40, 17, 96}, {70, 33, 32}, {6, 3, 33}, {1, 1, 64},
+                               {1, 17, 512}, {300, 9, 64}, {2, 5, 484}, {9, 8, 511}, {4, 3, 513}, {5, 4, 31}});
+  sweep_one_pass_front<double>({{5, 3, 256}, {5, 3, 257}, {4, 20, 200}, {40, 9, 64}, {3, 7, 33}, {2, 2, 250}});
 }
 
 // Chunks of at most 4096 elements decode in one launch (decode_small; up to

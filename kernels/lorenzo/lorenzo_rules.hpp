@@ -152,6 +152,11 @@ struct Quantizer {
   double bound;
   bool has_fill;
   U fill;
+  // classify_fast's shortcut: a T no larger than the one below the largest T
+  // at or under `bound` (or -1: no shortcut). When fl(|x - y|) <= accept_below,
+  // the real |x - y| < next(accept_below) <= bound (round to nearest: a real
+  // that rounds to d lies below next(d)), so the exact test would accept.
+  T accept_below;
 
   FZ_HOST_DEVICE bool accept(T x, I c) const {
     if (c > Traits<T>::kPMax || c < -Traits<T>::kPMax) return false;
@@ -192,6 +197,50 @@ struct Quantizer {
     }
     return kValueQuantized;
   }
+
+  // classify's common case in T alone, without a branch: true (p set) when
+  // the element is +0 or a normal number other than the fill value with
+  // |x * inv| < 2^(mantissa bits), whose rounded q passes the first test as
+  // decided in T by accept_below; false (p unspecified) leaves the element to
+  // classify. Same q (the truncation as T arithmetic, exact in that range),
+  // same y = (T)q * eb2, and only an accept that the exact test would also
+  // give. No conversion to double or between integer and T: on a GPU those
+  // run at a quarter of the rate of arithmetic.
+  FZ_HOST_DEVICE bool classify_common(U bits, I& p) const {
+    constexpr unsigned kM = Traits<T>::kMantissaBits;
+    const U exponent = (bits >> kM) & Traits<T>::kExponentMask;
+    // exponent 1 .. max-1 (normal), or +0 (which the arithmetic below takes to p = 0)
+    const bool ordinary = static_cast<U>(exponent - 1) < static_cast<U>(Traits<T>::kExponentMask - 1) || bits == 0;
+    T x;
+    memcpy(&x, &bits, sizeof(T));
+    const T s = x * inv;
+    const T a = magnitude(s);
+    constexpr T kExactBelow = static_cast<T>(U{1} << kM);  // 2^23 (2^52)
+    // t = trunc(a): a + 2^m rounded toward zero has ulp 1 and 2^m + floor(a)
+    // as its value, so its low mantissa bits are the integer itself.
+#if defined(__CUDA_ARCH__)
+    T biased;
+    if constexpr (sizeof(T) == 4) biased = __fadd_rz(a, kExactBelow);
+    else biased = __dadd_rz(a, kExactBelow);
+#else
+    const T biased = a < kExactBelow ? std::trunc(a) + kExactBelow : kExactBelow;  // exact: the same value
+#endif
+    U biased_bits;
+    memcpy(&biased_bits, &biased, sizeof(T));
+    const T t = biased - kExactBelow;
+    const bool up = a - t >= static_cast<T>(0.5);
+    const T m = up ? t + static_cast<T>(1) : t;  // exact: an integer <= 2^m
+    const T y = (s < 0 ? -m : m) * eb2;
+    const I magnitude_q = static_cast<I>(biased_bits & ((U{1} << kM) - 1)) + (up ? 1 : 0);
+    p = s < 0 ? -magnitude_q : magnitude_q;
+    return ordinary && !(has_fill && bits == fill) && a < kExactBelow && magnitude(x - y) <= accept_below;
+  }
+
+  // classify, through classify_common where it decides.
+  FZ_HOST_DEVICE uint8_t classify_fast(U bits, I& p) const {
+    if (classify_common(bits, p)) return kValueQuantized;
+    return classify(bits, p);
+  }
 };
 
 // The quantizer both encoders use (host side), its reciprocal step computed
@@ -206,6 +255,11 @@ Quantizer<T> make_quantizer(const Config& config, double user_bound) {
     quantizer.inv = static_cast<T>(1) / quantizer.eb2;
   }
   quantizer.bound = user_bound;
+  // The largest T at or under the bound, then the one below it (none: -1).
+  T at_most = static_cast<T>(user_bound);
+  if (static_cast<double>(at_most) > user_bound) at_most = std::nextafter(at_most, static_cast<T>(0));
+  quantizer.accept_below =
+      at_most > 0 && std::isfinite(at_most) ? std::nextafter(at_most, static_cast<T>(0)) : static_cast<T>(-1);
   quantizer.has_fill = config.has_fill;
   quantizer.fill = static_cast<typename Traits<T>::U>(config.fill_bits);
   return quantizer;

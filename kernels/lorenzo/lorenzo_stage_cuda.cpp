@@ -42,7 +42,8 @@ class LorenzoDevice final : public StageDeviceFor<LorenzoStage> {
                                              std::max<size_t>(chunk_bytes, 64)),  // (64: a header's room)
                                     chunk_bytes);
     out[1] = {work.allocate(room), 0, outliers_size, nullptr, room};
-    work.check(lorenzo::cuda::encode_outliers(in.at(0).data, dims, config, out[1].data, room, scratch, stream),
+    work.check(lorenzo::cuda::encode_outliers(in.at(0).data, dims, config, stage.enforced_bound(), out[1].data,
+                                              room, scratch, stream),
                "lorenzo outliers (GPU)");
     work.release(scratch);
   }

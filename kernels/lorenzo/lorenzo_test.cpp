@@ -16,6 +16,7 @@
 #include "common/testing/test_data.hpp"
 #include "common/testing/thread_executor.hpp"
 #include "diffnb/diffnb.hpp"
+#include "lorenzo/lorenzo_rules.hpp"
 #include "rze/rze.hpp"
 
 #if defined(__x86_64__)
@@ -952,6 +953,66 @@ double pipeline_bytes(const Bytes& codes, bool with_diffnb) {
   rze::encode(b, 1, c);
   return static_cast<double>(c.size());
 }
+
+// classify_fast (the GPU encoders' classify) must give classify's kind and p
+// for every input: values at and around the bound (where its shortcut in T
+// gives way to the exact test), half-way points, the edge of its 2^m range,
+// specials and random bits, for working bounds equal to and below the user's.
+template <typename T>
+void classify_fast_matches_classify(uint64_t seed) {
+  using U = BitsOf<T>;
+  using I = typename lorenzo::rules::Traits<T>::I;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(-1, 1);
+  size_t checked = 0, shortcut = 0;
+  for (const double user : {0.5, 1e-1, 3.3e-2, 1e-3, 7e-5, 1e-6, 1e-12, 1e-30}) {
+    for (const bool exact : {true, false}) {
+      lorenzo::Config c;
+      c.width = sizeof(T);
+      T eb = static_cast<T>(user);
+      if (static_cast<double>(eb) > user) eb = std::nextafter(eb, T(0));
+      if (!exact) eb = std::nextafter(std::nextafter(eb, T(0)), T(0));
+      if (!(eb > std::numeric_limits<T>::min() * 4)) continue;
+      c.eb = static_cast<double>(eb);
+      c.radius = 512;
+      c.has_fill = exact;
+      c.fill_bits = bits_of<T>(static_cast<T>(3) * eb);
+      const auto quantizer = lorenzo::rules::make_quantizer<T>(c, user);
+      const T eb2 = quantizer.eb2;
+      for (int i = 0; i < 200000; ++i) {
+        const double k = std::floor(unit(rng) * std::ldexp(1.0, static_cast<int>(rng() % 26)));
+        T x;
+        switch (rng() % 8) {
+          case 0: x = static_cast<T>((k + 0.5) * static_cast<double>(eb2)); break;  // half-way
+          case 1: x = static_cast<T>(k * static_cast<double>(eb2) + (rng() % 2 ? 1 : -1) * user); break;  // at the bound
+          case 2: x = std::nextafter(static_cast<T>(k * static_cast<double>(eb2) + user), static_cast<T>(unit(rng) * 1e30)); break;
+          case 3: x = static_cast<T>(unit(rng) * std::ldexp(static_cast<double>(eb2), std::numeric_limits<T>::digits - 1 + static_cast<int>(rng() % 3) - 1)); break;
+          case 4: x = from_bits<T>(static_cast<U>(rng())); break;
+          case 5: x = static_cast<T>(k * static_cast<double>(eb2) + unit(rng) * user); break;
+          case 6: x = i % 2 ? static_cast<T>(3) * eb : static_cast<T>(-0.0); break;
+          default: x = static_cast<T>(unit(rng) * std::pow(10.0, static_cast<double>(rng() % 60) - 30)); break;
+        }
+        const U bits = bits_of(x);
+        I p_exact = 7, p_fast = 9;
+        const uint8_t kind_exact = quantizer.classify(bits, p_exact);
+        const uint8_t kind_fast = quantizer.classify_fast(bits, p_fast);
+        ASSERT_EQ(kind_fast, kind_exact) << "x " << x << " user bound " << user << " eb " << eb;
+        ASSERT_EQ(p_fast, p_exact) << "x " << x << " user bound " << user << " eb " << eb;
+        ++checked;
+        // The shortcut is taken where it may be: the fast path's own test in T.
+        const T s = x * quantizer.inv, a = s < 0 ? -s : s;
+        const T d = x - static_cast<T>(s < 0 ? -std::floor(a + static_cast<T>(0.5)) : std::floor(a + static_cast<T>(0.5))) * eb2;
+        if (kind_exact == 0 && std::isfinite(d) && (d < 0 ? -d : d) <= quantizer.accept_below) ++shortcut;
+      }
+    }
+  }
+  // The test is void if the shortcut never applied, or always did.
+  EXPECT_GT(shortcut, checked / 10);
+  EXPECT_LT(shortcut, checked);
+}
+
+TEST(Lorenzo, ClassifyFastIsClassifyFloat32) { classify_fast_matches_classify<float>(11); }
+TEST(Lorenzo, ClassifyFastIsClassifyFloat64) { classify_fast_matches_classify<double>(12); }
 
 double entropy_bytes(const Bytes& codes) {
   std::map<uint16_t, size_t> histogram;

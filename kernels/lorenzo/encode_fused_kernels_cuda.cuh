@@ -1,0 +1,358 @@
+// The LORENZO CUDA encoder's one-pass front (encode_cuda.cu launches it; the
+// schedule: lorenzo_cuda.hpp): the elements are read once, classified once,
+// and their codes written once, with no prequantized array in between.
+// Internal to the LORENZO CUDA sources: included by one translation unit.
+//
+// With r(z, y, x) = p(z, y, x) - p(z-1, y, x) and t = r(y, x) - r(y-1, x)
+// (neighbours outside the data 0), the Lorenzo delta is t(x) - t(x-1). A block
+// of kFusedWarps warps walks a segment of planes: warp w holds row
+// y = first row - 1 + w of each plane (warp 0 the row above the block's first,
+// whose r only its neighbour reads), lane l the K consecutive elements from
+// x = l K. Along z each lane keeps its elements' p of the plane before in
+// registers, so r costs no load; t needs the row above, whose r that warp
+// leaves in shared memory (two buffers, one barrier a plane); t(x-1) is the
+// lane's own but for its first element, which comes from the lane before.
+// Records are rare: their per-tile counts take one atomic per tile and warp
+// step (order-free integer sums, as the two-pass path), and their positions a
+// bit each in `record_bits`, so that write_records_from_values computes only
+// theirs again from the input.
+#pragma once
+
+#include <cub/block/block_scan.cuh>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "lorenzo/common_cuda.cuh"
+#include "lorenzo/encode_elements_cuda.cuh"
+#include "lorenzo/encode_kernels_cuda.cuh"
+
+namespace fz::lorenzo::cuda::detail {
+
+using namespace rules;
+
+// 32 lanes a row: the row kernel's layout with each lane's elements side by side.
+constexpr unsigned kFusedWarps = 9;  // 8 rows of codes and the row above them
+constexpr unsigned kFusedRows = kFusedWarps - 1;
+constexpr unsigned kFusedThreads = kFusedWarps * 32;
+constexpr size_t kFusedMinRow = 32;
+// A lane holds at most 16 elements (its record kinds are packed 3 bits each
+// into 64), and a block's two buffers of r stay within 48 KiB of shared memory.
+inline size_t fused_max_row(unsigned width) { return width == 4 ? 512 : 256; }
+// Blocks to aim for: several waves over every SM, each block still walking
+// several planes (its first plane is read twice: the one before, then its own).
+constexpr size_t kFusedBlocks = 2048;
+constexpr size_t kFusedMinDepth = 4;
+
+// Whether the one-pass front encodes this shape (rows of 32 to 512 float or
+// 256 double elements; narrower rows leave most lanes idle, wider ones would
+// not fit in registers).
+inline bool fused_front(const Shape& s, unsigned width) {
+  return s.n > 0 && s.nx >= kFusedMinRow && s.nx <= fused_max_row(width);
+}
+
+struct FusedGrid {
+  size_t y_blocks, depth, segments;
+};
+
+inline FusedGrid fused_grid(const Shape& s) {
+  FusedGrid f;
+  f.y_blocks = (s.ny + kFusedRows - 1) / kFusedRows;
+  size_t segments = (kFusedBlocks + f.y_blocks - 1) / f.y_blocks;
+  const size_t most = (s.nz + kFusedMinDepth - 1) / kFusedMinDepth;
+  if (segments > most) segments = most;
+  if (segments < 1) segments = 1;
+  f.depth = (s.nz + segments - 1) / segments;
+  f.segments = (s.nz + f.depth - 1) / f.depth;  // none of them empty
+  return f;
+}
+
+// The lane's K elements of one row into `bits`, those past the row's end
+// as copies of its last element: the row's last r and t are then repeated,
+// so the deltas there are 0 and no spurious record appears (they are never
+// stored). 16-byte vectors when every vector lies wholly inside or outside
+// the row.
+template <typename U, unsigned K>
+__device__ __forceinline__ void load_lane(const uint8_t* row, unsigned x0, unsigned nx, bool vectors, U (&bits)[K]) {
+  constexpr unsigned kPer = 16 / sizeof(U);
+  if constexpr (K % kPer == 0) {
+    if (vectors) {
+#pragma unroll
+      for (unsigned v = 0; v < K / kPer; ++v) {
+        if (x0 + v * kPer < nx) {
+          const uint4 w = *reinterpret_cast<const uint4*>(row + sizeof(U) * (x0 + v * kPer));
+          memcpy(&bits[v * kPer], &w, 16);
+        } else {
+          const U last = *reinterpret_cast<const U*>(row + sizeof(U) * (nx - 1));
+#pragma unroll
+          for (unsigned k = 0; k < kPer; ++k) bits[v * kPer + k] = last;
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (unsigned j = 0; j < K; ++j) bits[j] = load_word<U>(row + sizeof(U) * min(x0 + j, nx - 1));
+}
+
+// classify for the elements classify_common leaves (specials, ties near the
+// bound): out of line, so that the common path keeps its registers.
+template <typename T>
+__device__ __noinline__ uint8_t classify_rest(Quantizer<T> quantizer, typename Traits<T>::U bits,
+                                              typename Traits<T>::I* p) {
+  typename Traits<T>::I q;
+  const uint8_t kind = quantizer.classify(bits, q);
+  *p = q;
+  return kind;
+}
+
+// p of the lane's K elements of one row (as U, in `p`); returns their value
+// kinds, 2 bits each (0 unless some element is special).
+template <typename T, unsigned K>
+__device__ __forceinline__ uint64_t prequantize_lane(const Quantizer<T>& quantizer, const uint8_t* row, unsigned x0,
+                                                     unsigned nx, bool vectors, typename Traits<T>::U (&p)[K]) {
+  using U = typename Traits<T>::U;
+  using I = typename Traits<T>::I;
+  uint32_t rest = 0;
+  load_lane<U, K>(row, x0, nx, vectors, p);
+#pragma unroll
+  for (unsigned j = 0; j < K; ++j) {
+    I q;
+    if (!quantizer.classify_common(p[j], q)) rest |= 1u << j;
+    p[j] = static_cast<U>(q);
+  }
+  uint64_t value_kinds = 0;
+  if (rest != 0) {  // rare: those elements again, from the cache
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) {
+      if ((rest >> j) & 1u) {
+        I q;
+        const uint8_t kind = classify_rest<T>(quantizer, load_word<U>(row + sizeof(U) * min(x0 + j, nx - 1)), &q);
+        p[j] = static_cast<U>(q);
+        value_kinds |= static_cast<uint64_t>(kind) << (2 * j);
+      }
+    }
+  }
+  return value_kinds;
+}
+
+// The lane's K codes into their row: 16-byte vectors when the row allows.
+template <unsigned K>
+__device__ __forceinline__ void store_codes(uint8_t* row, unsigned x0, unsigned nx, bool vectors,
+                                            const uint16_t (&code)[K]) {
+  if constexpr (K % 8 == 0) {
+    if (vectors) {
+#pragma unroll
+      for (unsigned v = 0; v < K / 8; ++v) {
+        if (x0 + 8 * v < nx) {
+          uint4 w;
+          memcpy(&w, &code[8 * v], 16);
+          *reinterpret_cast<uint4*>(row + 2 * (x0 + 8 * v)) = w;
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (unsigned j = 0; j < K; ++j)
+    if (x0 + j < nx) store_word<uint16_t>(row + 2 * (x0 + j), code[j]);
+}
+
+// The records among a lane's K elements of a row (t in `t`, the t before
+// them in `left`): their per-tile counts, one atomic per tile and warp, and
+// their bits. Called by the whole warp when any lane has a record.
+template <typename U, unsigned K>
+__device__ __forceinline__ void count_lane_records(const U (&t)[K], U left, uint64_t value_kinds, U code_limit,
+                                                size_t row_first, unsigned x0, unsigned nx, unsigned lane,
+                                                unsigned long long* tile_counts, uint32_t* record_bits) {
+  // A row spans at most two tiles (rows <= 512 elements, tiles 2048).
+  const size_t first_tile = row_first / kTile;
+  unsigned long long counts[2] = {0, 0};
+  uint32_t records = 0;  // a bit an element
+#pragma unroll
+  for (unsigned j = 0; j < K; ++j) {
+    const U zz = zigzag(static_cast<U>(t[j] - (j == 0 ? left : t[j - 1])));
+    const uint8_t kind = static_cast<uint8_t>((zz < code_limit ? 0 : kHasDelta) | ((value_kinds >> (2 * j)) & 3u));
+    if (kind != 0 && x0 + j < nx) {
+      records |= 1u << j;
+      counts[(row_first + x0 + j) / kTile - first_tile] += packed_counts(true, kind);
+    }
+  }
+#pragma unroll
+  for (unsigned offset = 16; offset > 0; offset >>= 1) {
+    counts[0] += __shfl_down_sync(0xFFFFFFFFu, counts[0], offset);
+    counts[1] += __shfl_down_sync(0xFFFFFFFFu, counts[1], offset);
+  }
+  if (lane == 0) {
+    if (counts[0]) atomicAdd(&tile_counts[first_tile], counts[0]);
+    if (counts[1]) atomicAdd(&tile_counts[first_tile + 1], counts[1]);
+  }
+  if (records != 0) {
+    const size_t first = row_first + x0;
+    const uint64_t bits = static_cast<uint64_t>(records) << (first & 31u);
+    atomicOr(&record_bits[first >> 5], static_cast<uint32_t>(bits));
+    if (bits >> 32) atomicOr(&record_bits[(first >> 5) + 1], static_cast<uint32_t>(bits >> 32));
+  }
+}
+
+template <typename T, unsigned K>
+__global__ void __launch_bounds__(kFusedThreads, 3)
+    fused_codes(const uint8_t* __restrict__ in, Shape s, FusedGrid f, Quantizer<T> quantizer,
+                typename Traits<T>::U code_limit, bool vector_loads, bool vector_stores, uint8_t* __restrict__ codes,
+                unsigned long long* __restrict__ tile_counts, uint32_t* __restrict__ record_bits) {
+  using U = typename Traits<T>::U;
+  static_assert(K <= 16, "a lane's records are bits of 32, shifted within 64");
+  // p of the block's rows in this plane and the one before ([j][lane]: no
+  // bank conflicts); rows outside the data stay 0.
+  __shared__ U planes[2][kFusedWarps][K][32];
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const size_t y_block = blockIdx.x % f.y_blocks, segment = blockIdx.x / f.y_blocks;
+  const size_t z0 = segment * f.depth, z1 = z0 + f.depth < s.nz ? z0 + f.depth : s.nz;
+  const long long y = static_cast<long long>(y_block * kFusedRows) + static_cast<long long>(warp) - 1;
+  const bool has_row = y >= 0 && y < static_cast<long long>(s.ny);
+  const bool codes_row = warp > 0 && has_row;
+  const unsigned nx = static_cast<unsigned>(s.nx), x0 = lane * K;
+  auto row_of = [&](size_t z) { return in + (z * s.ny + static_cast<size_t>(y)) * s.nx * sizeof(T); };
+
+  {  // the plane before the segment's first into buffer 1 (0 before the data)
+    U p[K];
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) p[j] = 0;
+    if (has_row && z0 > 0) prequantize_lane<T, K>(quantizer, row_of(z0 - 1), x0, nx, vector_loads, p);
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) {
+      planes[1][warp][j][lane] = p[j];
+      if (!has_row) planes[0][warp][j][lane] = 0;
+    }
+  }
+  __syncthreads();
+  for (size_t z = z0; z < z1; ++z) {
+    const unsigned now = static_cast<unsigned>(z - z0) & 1u, before = now ^ 1u;
+    // t = p(z, y) - p(z-1, y) - p(z, y-1) + p(z-1, y-1): all but p(z, y-1)
+    // before the barrier, which makes this plane's p of every row visible.
+    // (The row above's p of the plane before was written before the last
+    // barrier and is overwritten only after the next.)
+    U t[K];
+    uint64_t value_kinds = 0;  // 2 bits an element
+    if (has_row) {
+      value_kinds = prequantize_lane<T, K>(quantizer, row_of(z), x0, nx, vector_loads, t);
+#pragma unroll
+      for (unsigned j = 0; j < K; ++j) {
+        planes[now][warp][j][lane] = t[j];
+        if (codes_row) t[j] = static_cast<U>(t[j] - planes[before][warp][j][lane] + planes[before][warp - 1][j][lane]);
+      }
+    }
+    __syncthreads();
+    if (!codes_row) continue;  // the barrier above is every thread's, each plane
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) t[j] = static_cast<U>(t[j] - planes[now][warp - 1][j][lane]);
+    U left = __shfl_up_sync(0xFFFFFFFFu, t[K - 1], 1);
+    if (lane == 0) left = 0;
+    const size_t row_first = (z * s.ny + static_cast<size_t>(y)) * s.nx;
+    uint16_t code[K];
+    bool unfit = false;
+#pragma unroll
+    for (unsigned j = 0; j < K; ++j) {
+      const U zz = zigzag(static_cast<U>(t[j] - (j == 0 ? left : t[j - 1])));
+      unfit |= !(zz < code_limit);
+      code[j] = zz < code_limit ? static_cast<uint16_t>(zz) : uint16_t{0};
+    }
+    store_codes<K>(codes + 2 * row_first, x0, nx, vector_stores, code);
+    if (__any_sync(0xFFFFFFFFu, unfit || value_kinds != 0))
+      count_lane_records<U, K>(t, left, value_kinds, code_limit, row_first, x0, nx, lane, tile_counts, record_bits);
+  }
+}
+
+// p of element k from the input (classify: 0 for every special value).
+template <typename T>
+struct PFromValues {
+  const uint8_t* in;
+  Quantizer<T> quantizer;
+  __device__ __forceinline__ typename Traits<T>::U operator()(size_t k) const {
+    typename Traits<T>::I q;
+    quantizer.classify_fast(load_word<typename Traits<T>::U>(in + sizeof(T) * k), q);
+    return static_cast<typename Traits<T>::U>(q);
+  }
+};
+
+// element_info for an element whose record bit is set, from the input itself.
+template <typename T>
+__device__ ElementInfo<typename Traits<T>::U> record_info_from_values(const PFromValues<T>& p, const Grid& g, size_t i,
+                                                                      typename Traits<T>::U code_limit) {
+  using U = typename Traits<T>::U;
+  using I = typename Traits<T>::I;
+  size_t x, y, z;
+  coordinates(g, i, x, y, z);
+  const size_t sy = g.s.nx, sz = g.s.nx * g.s.ny;
+  const bool left = x > 0, up = y > 0, back = z > 0;
+  I own;
+  const uint8_t value_kind = p.quantizer.classify_fast(load_word<U>(p.in + sizeof(T) * i), own);
+  U d = static_cast<U>(own);
+  if (left) d -= p(i - 1);
+  if (up) d -= p(i - sy);
+  if (left && up) d += p(i - sy - 1);
+  if (back) {
+    d -= p(i - sz);
+    if (left) d += p(i - sz - 1);
+    if (up) d += p(i - sz - sy);
+    if (left && up) d -= p(i - sz - sy - 1);
+  }
+  ElementInfo<U> e;
+  e.delta = d;
+  const bool fits = zigzag(d) < code_limit;
+  e.code = 0;  // not used: the codes are written
+  e.kind = static_cast<uint8_t>((fits ? 0 : kHasDelta) | value_kind);
+  e.record = e.kind != 0;
+  return e;
+}
+
+// write_records for the one-pass front: the same placement (tile offset +
+// block-scan rank), each record's fields computed from the input, only where
+// its bit is set.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    write_records_from_values(const uint8_t* in, Quantizer<T> quantizer, const uint32_t* record_bits, Grid g,
+                              typename Traits<T>::U code_limit, CountArrays c, size_t tiles, uint8_t* out,
+                              size_t capacity) {
+  using U = typename Traits<T>::U;
+  using Scan = cub::BlockScan<uint64_t, kThreads>;
+  __shared__ typename Scan::TempStorage storage;
+  constexpr size_t W = sizeof(T);
+  if (c.counts[0][blockIdx.x] == 0) return;  // uniform across the block
+  const Totals t = totals_of(tiles, c.counts, c.offsets);
+  const Shape& s = g.s;
+  if (outliers_bytes(t, s.n, W) > capacity) return;  // not written: the length says why
+  const PFromValues<T> p{in, quantizer};
+  const size_t index_width = index_width_of(s.n);
+  const size_t kind_at = kHeaderBytes + t.count * index_width;
+  const size_t delta_at = kind_at + t.count;
+  const size_t raw_at = delta_at + t.deltas * W;
+  uint64_t r = c.offsets[0][blockIdx.x], a = c.offsets[1][blockIdx.x], w = c.offsets[2][blockIdx.x];
+  const size_t base = static_cast<size_t>(blockIdx.x) * kTile;
+  constexpr uint64_t kField = (1ull << 21) - 1;
+  for (unsigned round = 0; round < kRounds; ++round) {
+    const size_t first = base + round * kThreads;
+    if (first >= s.n) break;  // uniform
+    const size_t i = first + threadIdx.x;
+    ElementInfo<U> e{};
+    if (i < s.n && ((record_bits[i >> 5] >> (i & 31u)) & 1u)) e = record_info_from_values<T>(p, g, i, code_limit);
+    uint64_t rank, total;
+    Scan(storage).ExclusiveSum(packed_counts(e.record, e.kind), rank, total);
+    __syncthreads();  // storage is reused next round
+    if (e.record) {
+      const uint64_t my_r = r + (rank & kField);
+      if (index_width == 4) store_word<uint32_t>(out + kHeaderBytes + 4 * my_r, static_cast<uint32_t>(i));
+      else store_word<uint64_t>(out + kHeaderBytes + 8 * my_r, static_cast<uint64_t>(i));
+      out[kind_at + my_r] = e.kind;
+      if (e.kind & kHasDelta) store_word<U>(out + delta_at + W * (a + ((rank >> 21) & kField)), e.delta);
+      if ((e.kind & kValueMask) == kValueRaw)
+        store_word<U>(out + raw_at + W * (w + ((rank >> 42) & kField)), load_word<U>(in + W * i));
+    }
+    r += total & kField;
+    a += (total >> 21) & kField;
+    w += (total >> 42) & kField;
+  }
+}
+
+}  // namespace fz::lorenzo::cuda::detail
