@@ -10,13 +10,12 @@
 //                 2^bits), the code, and whether it is a record; per tile the
 //                 number of records, stored deltas and raw values;
 //   exclusive device scans of the three per-tile counts;
-//   write_records recomputes each element's delta and places its record at
+//   place_records recomputes each element's delta and places its record at
 //                 tile offset + block-scan rank (index order, any schedule).
 // Rows of 32 to 512 elements (256 double) take the one-pass front instead
 // (encode_fused_kernels_cuda.cuh): fused_codes reads, classifies and codes
 // each element once, with no prequantized array, and marks the records in a
-// bitmap; write_records_from_values recomputes only the marked ones from the
-// input.
+// bitmap; place_records recomputes only the marked ones, from the input.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -184,13 +183,16 @@ cudaError_t write_outliers_typed(const uint8_t* in, const Shape& s, const Config
   if (tiles > 0x7FFFFFFFu) return cudaErrorInvalidValue;
   const EncodeLayout l = encode_layout(scratch, s, sizeof(T));
   const CountArrays c = count_arrays(l);
-  if (l.fused)
-    write_records_from_values<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(
-        in, make_quantizer<T>(config, user_bound), l.record_bits, grid_of(s), static_cast<U>(2 * config.radius), c,
-        tiles, outliers, capacity);
-  else if (n > 0)
-    write_records<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(
-        in, static_cast<const U*>(l.p), grid_of(s), static_cast<U>(2 * config.radius), c, tiles, outliers, capacity);
+  const U code_limit = static_cast<U>(2 * config.radius);
+  if (l.fused) {
+    const RecordsFromValues<T> source{{in, make_quantizer<T>(config, user_bound)}, l.record_bits};
+    place_records<T><<<place_records_grid(tiles), kThreads, 0, stream>>>(in, source, grid_of(s), code_limit, c, tiles,
+                                                                        outliers, capacity);
+  } else if (n > 0) {
+    const RecordsFromPrequantized<T> source{static_cast<const U*>(l.p)};
+    place_records<T><<<place_records_grid(tiles), kThreads, 0, stream>>>(in, source, grid_of(s), code_limit, c, tiles,
+                                                                        outliers, capacity);
+  }
   outliers_header<<<1, 1, 0, stream>>>(n, sizeof(T), c, tiles, outliers, capacity);
   return cudaGetLastError();
 }

@@ -14,7 +14,7 @@
 // lane's own but for its first element, which comes from the lane before.
 // Records are rare: their per-tile counts take one atomic per tile and warp
 // step (order-free integer sums, as the two-pass path), and their positions a
-// bit each in `record_bits`, so that write_records_from_values computes only
+// bit each in `record_bits`, so that place_records computes only
 // theirs again from the input.
 #pragma once
 
@@ -276,83 +276,38 @@ struct PFromValues {
   }
 };
 
-// element_info for an element whose record bit is set, from the input itself.
+// Where the one-pass front's records come from (place_records): only the
+// elements whose bit is set, each computed again from the input (its own p
+// and its neighbours').
 template <typename T>
-__device__ ElementInfo<typename Traits<T>::U> record_info_from_values(const PFromValues<T>& p, const Grid& g, size_t i,
-                                                                      typename Traits<T>::U code_limit) {
+struct RecordsFromValues {
   using U = typename Traits<T>::U;
-  using I = typename Traits<T>::I;
-  size_t x, y, z;
-  coordinates(g, i, x, y, z);
-  const size_t sy = g.s.nx, sz = g.s.nx * g.s.ny;
-  const bool left = x > 0, up = y > 0, back = z > 0;
-  I own;
-  const uint8_t value_kind = p.quantizer.classify_fast(load_word<U>(p.in + sizeof(T) * i), own);
-  U d = static_cast<U>(own);
-  if (left) d -= p(i - 1);
-  if (up) d -= p(i - sy);
-  if (left && up) d += p(i - sy - 1);
-  if (back) {
-    d -= p(i - sz);
-    if (left) d += p(i - sz - 1);
-    if (up) d += p(i - sz - sy);
-    if (left && up) d -= p(i - sz - sy - 1);
-  }
-  ElementInfo<U> e;
-  e.delta = d;
-  const bool fits = zigzag(d) < code_limit;
-  e.code = 0;  // not used: the codes are written
-  e.kind = static_cast<uint8_t>((fits ? 0 : kHasDelta) | value_kind);
-  e.record = e.kind != 0;
-  return e;
-}
-
-// write_records for the one-pass front: the same placement (tile offset +
-// block-scan rank), each record's fields computed from the input, only where
-// its bit is set.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    write_records_from_values(const uint8_t* in, Quantizer<T> quantizer, const uint32_t* record_bits, Grid g,
-                              typename Traits<T>::U code_limit, CountArrays c, size_t tiles, uint8_t* out,
-                              size_t capacity) {
-  using U = typename Traits<T>::U;
-  using Scan = cub::BlockScan<uint64_t, kThreads>;
-  __shared__ typename Scan::TempStorage storage;
-  constexpr size_t W = sizeof(T);
-  if (c.counts[0][blockIdx.x] == 0) return;  // uniform across the block
-  const Totals t = totals_of(tiles, c.counts, c.offsets);
-  const Shape& s = g.s;
-  if (outliers_bytes(t, s.n, W) > capacity) return;  // not written: the length says why
-  const PFromValues<T> p{in, quantizer};
-  const size_t index_width = index_width_of(s.n);
-  const size_t kind_at = kHeaderBytes + t.count * index_width;
-  const size_t delta_at = kind_at + t.count;
-  const size_t raw_at = delta_at + t.deltas * W;
-  uint64_t r = c.offsets[0][blockIdx.x], a = c.offsets[1][blockIdx.x], w = c.offsets[2][blockIdx.x];
-  const size_t base = static_cast<size_t>(blockIdx.x) * kTile;
-  constexpr uint64_t kField = (1ull << 21) - 1;
-  for (unsigned round = 0; round < kRounds; ++round) {
-    const size_t first = base + round * kThreads;
-    if (first >= s.n) break;  // uniform
-    const size_t i = first + threadIdx.x;
+  PFromValues<T> p;
+  const uint32_t* record_bits;
+  __device__ ElementInfo<U> operator()(const Grid& g, size_t i, U code_limit) const {
     ElementInfo<U> e{};
-    if (i < s.n && ((record_bits[i >> 5] >> (i & 31u)) & 1u)) e = record_info_from_values<T>(p, g, i, code_limit);
-    uint64_t rank, total;
-    Scan(storage).ExclusiveSum(packed_counts(e.record, e.kind), rank, total);
-    __syncthreads();  // storage is reused next round
-    if (e.record) {
-      const uint64_t my_r = r + (rank & kField);
-      if (index_width == 4) store_word<uint32_t>(out + kHeaderBytes + 4 * my_r, static_cast<uint32_t>(i));
-      else store_word<uint64_t>(out + kHeaderBytes + 8 * my_r, static_cast<uint64_t>(i));
-      out[kind_at + my_r] = e.kind;
-      if (e.kind & kHasDelta) store_word<U>(out + delta_at + W * (a + ((rank >> 21) & kField)), e.delta);
-      if ((e.kind & kValueMask) == kValueRaw)
-        store_word<U>(out + raw_at + W * (w + ((rank >> 42) & kField)), load_word<U>(in + W * i));
+    if (!((record_bits[i >> 5] >> (i & 31u)) & 1u)) return e;
+    size_t x, y, z;
+    coordinates(g, i, x, y, z);
+    const size_t sy = g.s.nx, sz = g.s.nx * g.s.ny;
+    const bool left = x > 0, up = y > 0, back = z > 0;
+    typename Traits<T>::I own;
+    const uint8_t value_kind = p.quantizer.classify_fast(load_word<U>(p.in + sizeof(T) * i), own);
+    U d = static_cast<U>(own);
+    if (left) d -= p(i - 1);
+    if (up) d -= p(i - sy);
+    if (left && up) d += p(i - sy - 1);
+    if (back) {
+      d -= p(i - sz);
+      if (left) d += p(i - sz - 1);
+      if (up) d += p(i - sz - sy);
+      if (left && up) d -= p(i - sz - sy - 1);
     }
-    r += total & kField;
-    a += (total >> 21) & kField;
-    w += (total >> 42) & kField;
+    e.delta = d;
+    e.kind = static_cast<uint8_t>((zigzag(d) < code_limit ? 0 : kHasDelta) | value_kind);
+    e.record = e.kind != 0;
+    return e;
   }
-}
+};
 
 }  // namespace fz::lorenzo::cuda::detail

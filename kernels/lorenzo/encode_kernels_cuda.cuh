@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(kThreads)
 // neighbouring warp at about the same time) and one shuffle, no index
 // arithmetic; 2K loads of a row are in flight together. Records are
 // rare: their per-tile counts are added with one atomic per tile and warp
-// step (order-free integer sums), for scans and write_records as before.
+// step (order-free integer sums), for scans and place_records as before.
 template <typename U>
 __device__ __noinline__ void count_records(bool record, uint8_t kind, size_t i, unsigned lane,
                                               unsigned long long* tile_counts) {
@@ -210,15 +210,29 @@ __device__ inline uint64_t outliers_bytes(const Totals& t, size_t n, unsigned wi
   return kHeaderBytes + t.count * (index_width_of(n) + 1) + (t.deltas + t.raws) * width;
 }
 
+// Where an element's record comes from: the two-pass path recomputes every
+// element's delta from the prequantized words.
 template <typename T>
+struct RecordsFromPrequantized {
+  using U = typename Traits<T>::U;
+  const U* p;
+  __device__ __forceinline__ ElementInfo<U> operator()(const Grid& g, size_t i, U code_limit) const {
+    return element_info(p, g, i, code_limit);
+  }
+};
+
+// The tiles' records, in index order: each tile's at its offsets from the
+// scans plus a block-scan rank. A grid-stride loop over the tiles, since most
+// hold no record at all: one block a tile would spend more launching them than
+// placing the records.
+template <typename T, typename Source>
 __global__ void __launch_bounds__(kThreads)
-    write_records(const uint8_t* in, const typename Traits<T>::U* p, Grid g, typename Traits<T>::U code_limit,
-                  CountArrays c, size_t tiles, uint8_t* out, size_t capacity) {
+    place_records(const uint8_t* in, Source source, Grid g, typename Traits<T>::U code_limit, CountArrays c,
+                  size_t tiles, uint8_t* out, size_t capacity) {
   using U = typename Traits<T>::U;
   using Scan = cub::BlockScan<uint64_t, kThreads>;
   __shared__ typename Scan::TempStorage storage;
   constexpr size_t W = sizeof(T);
-  if (c.counts[0][blockIdx.x] == 0) return;  // uniform across the block
   const Totals t = totals_of(tiles, c.counts, c.offsets);
   const Shape& s = g.s;
   if (outliers_bytes(t, s.n, W) > capacity) return;  // not written: the length says why
@@ -226,31 +240,39 @@ __global__ void __launch_bounds__(kThreads)
   const size_t kind_at = kHeaderBytes + t.count * index_width;
   const size_t delta_at = kind_at + t.count;
   const size_t raw_at = delta_at + t.deltas * W;
-  uint64_t r = c.offsets[0][blockIdx.x], a = c.offsets[1][blockIdx.x], w = c.offsets[2][blockIdx.x];
-  const size_t base = static_cast<size_t>(blockIdx.x) * kTile;
   constexpr uint64_t kField = (1ull << 21) - 1;
-  for (unsigned round = 0; round < kRounds; ++round) {
-    const size_t first = base + round * kThreads;
-    if (first >= s.n) break;  // uniform
-    const size_t i = first + threadIdx.x;
-    ElementInfo<U> e{};
-    if (i < s.n) e = element_info(p, g, i, code_limit);
-    uint64_t rank, total;
-    Scan(storage).ExclusiveSum(packed_counts(e.record, e.kind), rank, total);
-    __syncthreads();  // storage is reused next round
-    if (e.record) {
-      const uint64_t my_r = r + (rank & kField);
-      if (index_width == 4) store_word<uint32_t>(out + kHeaderBytes + 4 * my_r, static_cast<uint32_t>(i));
-      else store_word<uint64_t>(out + kHeaderBytes + 8 * my_r, static_cast<uint64_t>(i));
-      out[kind_at + my_r] = e.kind;
-      if (e.kind & kHasDelta) store_word<U>(out + delta_at + W * (a + ((rank >> 21) & kField)), e.delta);
-      if ((e.kind & kValueMask) == kValueRaw)
-        store_word<U>(out + raw_at + W * (w + ((rank >> 42) & kField)), load_word<U>(in + W * i));
+  for (size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    if (c.counts[0][tile] == 0) continue;  // uniform across the block
+    uint64_t r = c.offsets[0][tile], a = c.offsets[1][tile], w = c.offsets[2][tile];
+    const size_t base = tile * kTile;
+    for (unsigned round = 0; round < kRounds; ++round) {
+      const size_t first = base + round * kThreads;
+      if (first >= s.n) break;  // uniform
+      const size_t i = first + threadIdx.x;
+      ElementInfo<U> e{};
+      if (i < s.n) e = source(g, i, code_limit);
+      uint64_t rank, total;
+      Scan(storage).ExclusiveSum(packed_counts(e.record, e.kind), rank, total);
+      __syncthreads();  // storage is reused next round
+      if (e.record) {
+        const uint64_t my_r = r + (rank & kField);
+        if (index_width == 4) store_word<uint32_t>(out + kHeaderBytes + 4 * my_r, static_cast<uint32_t>(i));
+        else store_word<uint64_t>(out + kHeaderBytes + 8 * my_r, static_cast<uint64_t>(i));
+        out[kind_at + my_r] = e.kind;
+        if (e.kind & kHasDelta) store_word<U>(out + delta_at + W * (a + ((rank >> 21) & kField)), e.delta);
+        if ((e.kind & kValueMask) == kValueRaw)
+          store_word<U>(out + raw_at + W * (w + ((rank >> 42) & kField)), load_word<U>(in + W * i));
+      }
+      r += total & kField;
+      a += (total >> 21) & kField;
+      w += (total >> 42) & kField;
     }
-    r += total & kField;
-    a += (total >> 21) & kField;
-    w += (total >> 42) & kField;
   }
+}
+
+// Blocks for place_records: a few waves over the GPU at most.
+inline unsigned place_records_grid(size_t tiles) {
+  return static_cast<unsigned>(tiles < 4096 ? (tiles > 0 ? tiles : 1) : 4096);
 }
 
 static __global__ void outliers_length(size_t n, unsigned width, CountArrays c, size_t tiles,
@@ -258,7 +280,7 @@ static __global__ void outliers_length(size_t n, unsigned width, CountArrays c, 
   *outliers_size = outliers_bytes(totals_of(tiles, c.counts, c.offsets), n, width);
 }
 
-// The header, when the stream fits `capacity` (write_records wrote it then).
+// The header, when the stream fits `capacity` (place_records wrote it then).
 static __global__ void outliers_header(size_t n, unsigned width, CountArrays c, size_t tiles, uint8_t* out,
                                        size_t capacity) {
   const Totals t = totals_of(tiles, c.counts, c.offsets);

@@ -157,6 +157,9 @@ struct Quantizer {
   // the real |x - y| < next(accept_below) <= bound (round to nearest: a real
   // that rounds to d lies below next(d)), so the exact test would accept.
   T accept_below;
+  // The fill value's bits, or (no fill value) an infinity's, which
+  // classify_common never takes anyway: one compare, no flag.
+  U fill_or_never;
 
   FZ_HOST_DEVICE bool accept(T x, I c) const {
     if (c > Traits<T>::kPMax || c < -Traits<T>::kPMax) return false;
@@ -203,21 +206,25 @@ struct Quantizer {
   // |x * inv| < 2^(mantissa bits), whose rounded q passes the first test as
   // decided in T by accept_below; false (p unspecified) leaves the element to
   // classify. Same q (the truncation as T arithmetic, exact in that range),
-  // same y = (T)q * eb2, and only an accept that the exact test would also
-  // give. No conversion to double or between integer and T: on a GPU those
-  // run at a quarter of the rate of arithmetic.
+  // the same y = (T)q * eb2 up to the sign of a zero, which does not change
+  // x - y, and only an accept that the exact test would also give. No
+  // conversion to double or between integer and T: on a GPU those run at a
+  // quarter of the rate of arithmetic.
   FZ_HOST_DEVICE bool classify_common(U bits, I& p) const {
     constexpr unsigned kM = Traits<T>::kMantissaBits;
-    const U exponent = (bits >> kM) & Traits<T>::kExponentMask;
+    constexpr U kSign = U{1} << (8 * sizeof(U) - 1);
+    constexpr U kMinNormal = U{1} << kM;  // the bits of the smallest normal
+    constexpr U kInfinity = static_cast<U>(Traits<T>::kExponentMask) << kM;
+    constexpr T kExactBelow = static_cast<T>(U{1} << kM);  // 2^23 (2^52)
     // exponent 1 .. max-1 (normal), or +0 (which the arithmetic below takes to p = 0)
-    const bool ordinary = static_cast<U>(exponent - 1) < static_cast<U>(Traits<T>::kExponentMask - 1) || bits == 0;
+    const bool ordinary =
+        static_cast<U>((bits & ~kSign) - kMinNormal) < static_cast<U>(kInfinity - kMinNormal) || bits == 0;
     T x;
     memcpy(&x, &bits, sizeof(T));
     const T s = x * inv;
-    const T a = magnitude(s);
-    constexpr T kExactBelow = static_cast<T>(U{1} << kM);  // 2^23 (2^52)
-    // t = trunc(a): a + 2^m rounded toward zero has ulp 1 and 2^m + floor(a)
-    // as its value, so its low mantissa bits are the integer itself.
+    const T a = std::fabs(s);
+    // trunc(a) + 2^m: a + 2^m rounded toward zero has ulp 1, so its value is
+    // 2^m + floor(a) and its low mantissa bits are that integer.
 #if defined(__CUDA_ARCH__)
     T biased;
     if constexpr (sizeof(T) == 4) biased = __fadd_rz(a, kExactBelow);
@@ -225,15 +232,23 @@ struct Quantizer {
 #else
     const T biased = a < kExactBelow ? std::trunc(a) + kExactBelow : kExactBelow;  // exact: the same value
 #endif
-    U biased_bits;
-    memcpy(&biased_bits, &biased, sizeof(T));
     const T t = biased - kExactBelow;
-    const bool up = a - t >= static_cast<T>(0.5);
-    const T m = up ? t + static_cast<T>(1) : t;  // exact: an integer <= 2^m
-    const T y = (s < 0 ? -m : m) * eb2;
-    const I magnitude_q = static_cast<I>(biased_bits & ((U{1} << kM) - 1)) + (up ? 1 : 0);
-    p = s < 0 ? -magnitude_q : magnitude_q;
-    return ordinary && !(has_fill && bits == fill) && a < kExactBelow && magnitude(x - y) <= accept_below;
+    // 2^m + t + the half-up step, exact (at most 2^(m+1)): the integer q's
+    // magnitude is its distance from 2^m, in bits as in value.
+    const T rounded = biased + (a - t >= static_cast<T>(0.5) ? static_cast<T>(1) : static_cast<T>(0));
+    const T m = rounded - kExactBelow;
+    U s_bits, m_bits, rounded_bits, bias_bits;
+    memcpy(&s_bits, &s, sizeof(T));
+    memcpy(&m_bits, &m, sizeof(T));
+    memcpy(&rounded_bits, &rounded, sizeof(T));
+    memcpy(&bias_bits, &kExactBelow, sizeof(T));
+    const U signed_m_bits = m_bits | (s_bits & kSign);  // q as T: m with the sign of s
+    T signed_m;
+    memcpy(&signed_m, &signed_m_bits, sizeof(T));
+    const T y = signed_m * eb2;
+    const I magnitude_q = static_cast<I>(rounded_bits - bias_bits);
+    p = (s_bits & kSign) != 0 ? -magnitude_q : magnitude_q;
+    return ordinary && bits != fill_or_never && a < kExactBelow && std::fabs(x - y) <= accept_below;
   }
 
   // classify, through classify_common where it decides.
@@ -262,6 +277,9 @@ Quantizer<T> make_quantizer(const Config& config, double user_bound) {
       at_most > 0 && std::isfinite(at_most) ? std::nextafter(at_most, static_cast<T>(0)) : static_cast<T>(-1);
   quantizer.has_fill = config.has_fill;
   quantizer.fill = static_cast<typename Traits<T>::U>(config.fill_bits);
+  quantizer.fill_or_never = quantizer.has_fill ? quantizer.fill
+                                               : static_cast<typename Traits<T>::U>(Traits<T>::kExponentMask)
+                                                     << Traits<T>::kMantissaBits;
   return quantizer;
 }
 
