@@ -58,6 +58,13 @@ inline size_t rows_per_segment(const Shape& s) {
 
 inline bool decodes_by_rows(const Shape& s) { return s.n > 0 && s.nx <= kMaxRowLength; }
 
+// Rows that the kernels with each lane's elements side by side take
+// (lanes_cuda.cuh: the encoder's one-pass front): 32 to 512 elements (256 of
+// 8 bytes). Narrower rows leave most lanes idle; a lane's 16
+// words (8 of 8 bytes) keep their registers and shared memory within bounds.
+constexpr size_t kLaneRowsMin = 32;
+inline size_t lane_rows_max(unsigned width) { return width == 4 ? 512 : 256; }
+
 // Depth segments for depth_sums: enough for about 64 Ki threads in all, each
 // walking at least 16 planes (1 when the planes alone are that many columns).
 inline size_t depth_segments_of(const Shape& s) {

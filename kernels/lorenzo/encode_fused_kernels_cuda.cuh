@@ -27,6 +27,7 @@
 #include "lorenzo/common_cuda.cuh"
 #include "lorenzo/encode_elements_cuda.cuh"
 #include "lorenzo/encode_kernels_cuda.cuh"
+#include "lorenzo/lanes_cuda.cuh"
 
 namespace fz::lorenzo::cuda::detail {
 
@@ -36,20 +37,14 @@ using namespace rules;
 constexpr unsigned kFusedWarps = 9;  // 8 rows of codes and the row above them
 constexpr unsigned kFusedRows = kFusedWarps - 1;
 constexpr unsigned kFusedThreads = kFusedWarps * 32;
-constexpr size_t kFusedMinRow = 32;
-// A lane holds at most 16 elements (its record kinds are packed 3 bits each
-// into 64), and a block's two buffers of r stay within 48 KiB of shared memory.
-inline size_t fused_max_row(unsigned width) { return width == 4 ? 512 : 256; }
 // Blocks to aim for: several waves over every SM, each block still walking
 // several planes (its first plane is read twice: the one before, then its own).
 constexpr size_t kFusedBlocks = 2048;
 constexpr size_t kFusedMinDepth = 4;
 
-// Whether the one-pass front encodes this shape (rows of 32 to 512 float or
-// 256 double elements; narrower rows leave most lanes idle, wider ones would
-// not fit in registers).
+// Whether the one-pass front encodes this shape (common_cuda.cuh's lane rows).
 inline bool fused_front(const Shape& s, unsigned width) {
-  return s.n > 0 && s.nx >= kFusedMinRow && s.nx <= fused_max_row(width);
+  return s.n > 0 && s.nx >= kLaneRowsMin && s.nx <= lane_rows_max(width);
 }
 
 struct FusedGrid {
@@ -66,34 +61,6 @@ inline FusedGrid fused_grid(const Shape& s) {
   f.depth = (s.nz + segments - 1) / segments;
   f.segments = (s.nz + f.depth - 1) / f.depth;  // none of them empty
   return f;
-}
-
-// The lane's K elements of one row into `bits`, those past the row's end
-// as copies of its last element: the row's last r and t are then repeated,
-// so the deltas there are 0 and no spurious record appears (they are never
-// stored). 16-byte vectors when every vector lies wholly inside or outside
-// the row.
-template <typename U, unsigned K>
-__device__ __forceinline__ void load_lane(const uint8_t* row, unsigned x0, unsigned nx, bool vectors, U (&bits)[K]) {
-  constexpr unsigned kPer = 16 / sizeof(U);
-  if constexpr (K % kPer == 0) {
-    if (vectors) {
-#pragma unroll
-      for (unsigned v = 0; v < K / kPer; ++v) {
-        if (x0 + v * kPer < nx) {
-          const uint4 w = *reinterpret_cast<const uint4*>(row + sizeof(U) * (x0 + v * kPer));
-          memcpy(&bits[v * kPer], &w, 16);
-        } else {
-          const U last = *reinterpret_cast<const U*>(row + sizeof(U) * (nx - 1));
-#pragma unroll
-          for (unsigned k = 0; k < kPer; ++k) bits[v * kPer + k] = last;
-        }
-      }
-      return;
-    }
-  }
-#pragma unroll
-  for (unsigned j = 0; j < K; ++j) bits[j] = load_word<U>(row + sizeof(U) * min(x0 + j, nx - 1));
 }
 
 // classify for the elements classify_common leaves (specials, ties near the
@@ -135,28 +102,6 @@ __device__ __forceinline__ uint64_t prequantize_lane(const Quantizer<T>& quantiz
     }
   }
   return value_kinds;
-}
-
-// The lane's K codes into their row: 16-byte vectors when the row allows.
-template <unsigned K>
-__device__ __forceinline__ void store_codes(uint8_t* row, unsigned x0, unsigned nx, bool vectors,
-                                            const uint16_t (&code)[K]) {
-  if constexpr (K % 8 == 0) {
-    if (vectors) {
-#pragma unroll
-      for (unsigned v = 0; v < K / 8; ++v) {
-        if (x0 + 8 * v < nx) {
-          uint4 w;
-          memcpy(&w, &code[8 * v], 16);
-          *reinterpret_cast<uint4*>(row + 2 * (x0 + 8 * v)) = w;
-        }
-      }
-      return;
-    }
-  }
-#pragma unroll
-  for (unsigned j = 0; j < K; ++j)
-    if (x0 + j < nx) store_word<uint16_t>(row + 2 * (x0 + j), code[j]);
 }
 
 // The records among a lane's K elements of a row (t in `t`, the t before
@@ -258,7 +203,7 @@ __global__ void __launch_bounds__(kFusedThreads, 3)
       unfit |= !(zz < code_limit);
       code[j] = zz < code_limit ? static_cast<uint16_t>(zz) : uint16_t{0};
     }
-    store_codes<K>(codes + 2 * row_first, x0, nx, vector_stores, code);
+    store_lane<uint16_t, K>(codes + 2 * row_first, x0, nx, vector_stores, code);
     if (__any_sync(0xFFFFFFFFu, unfit || value_kinds != 0))
       count_lane_records<U, K>(t, left, value_kinds, code_limit, row_first, x0, nx, lane, tile_counts, record_bits);
   }

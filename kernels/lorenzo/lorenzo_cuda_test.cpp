@@ -104,23 +104,29 @@ bool gpu_encode(const Bytes& in, const Dims& dims, const lorenzo::Config& c, dou
   return guards;
 }
 
-// GPU decode; returns the status word (~0 when a call failed).
+// GPU decode; returns the status word (~0 when a call failed). codes_offset
+// and out_offset place the codes and the output that many bytes past an
+// allocation's start.
 uint32_t gpu_decode(const Bytes& codes, const Bytes& outliers, const Dims& dims, const lorenzo::Config& c,
-                    Bytes& out) {
+                    Bytes& out, size_t codes_offset = 0, size_t out_offset = 0) {
   const size_t n = product(dims);
-  const DeviceBuffer d_codes = testing::to_device(codes);
+  Bytes placed(codes_offset, 0xA5);
+  placed.insert(placed.end(), codes.begin(), codes.end());
+  const DeviceBuffer d_codes = testing::to_device(placed);
   const DeviceBuffer d_outliers = testing::to_device(outliers);
-  const DeviceBuffer d_out(n * c.width + kGuardBytes);
+  const DeviceBuffer d_out(out_offset + n * c.width + kGuardBytes);
   const DeviceBuffer status(4);
   const DeviceBuffer scratch(lorenzo::cuda::decode_scratch_bytes(dims, c.width, outliers.size()));
   EXPECT_TRUE(d_codes.ok() && d_outliers.ok() && d_out.ok() && status.ok() && scratch.ok());
-  const cudaError_t err = lorenzo::cuda::decode(d_codes.data(), d_outliers.data(), outliers.size(), dims, c,
-                                                d_out.data(), status.as<uint32_t>(), scratch.data(), nullptr);
+  const cudaError_t err =
+      lorenzo::cuda::decode(d_codes.data() + codes_offset, d_outliers.data(), outliers.size(), dims, c,
+                            d_out.data() + out_offset, status.as<uint32_t>(), scratch.data(), nullptr);
   EXPECT_EQ(err, cudaSuccess) << cudaGetErrorString(err);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   if (err != cudaSuccess) return ~0u;
-  EXPECT_TRUE(guard_intact(d_out, n * c.width)) << "write past the end";
-  out = d_out.download(n * c.width);
+  EXPECT_TRUE(guard_intact(d_out, out_offset + n * c.width)) << "write past the end";
+  out = d_out.download(out_offset + n * c.width);
+  out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(out_offset));
   return status.read<uint32_t>();
 }
 
@@ -290,6 +296,13 @@ void sweep_one_pass_front(const std::vector<Dims>& shapes) {
         ASSERT_TRUE(gpu.codes == cpu.codes) << what << ": codes differ";
         ASSERT_TRUE(gpu.outliers == cpu.outliers) << what << ": outliers differ (" << gpu.outliers.size() << " vs "
                                                   << cpu.outliers.size() << " bytes)";
+        // And back: in the output, beside it (output misaligned), from codes
+        // misaligned for vectors (offset 2) and for words (offset 1: the
+        // general path).
+        Bytes expected, got;
+        lorenzo::decode(cpu.codes, cpu.outliers, dims, c, expected);
+        ASSERT_EQ(gpu_decode(cpu.codes, cpu.outliers, dims, c, got, offset[1], offset[0]), 0u) << what;
+        ASSERT_TRUE(got == expected) << what << ": decoded bytes differ";
       }
     }
 }
