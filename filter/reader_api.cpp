@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "c_api_internal.hpp"
 #include "environment.hpp"
 #include "filter_totals.hpp"
 #include "frame_check.hpp"
@@ -21,32 +22,8 @@
 
 namespace {
 
-void copy_text(char* out, size_t capacity, const std::string& text) {
-  if (out != nullptr && capacity > 0) {
-    const size_t n = std::min(capacity - 1, text.size());
-    std::memcpy(out, text.data(), n);
-    out[n] = '\0';
-  }
-}
-
-int fail(char* error, size_t capacity, const std::string& message) {
-  copy_text(error, capacity, message);
-  return -1;
-}
-
-template <typename Body>
-int guarded(char* error, size_t capacity, Body body) noexcept {
-  try {
-    body();
-    return 0;
-  } catch (const std::bad_alloc&) {
-    return fail(error, capacity, "out of memory");
-  } catch (const std::exception& e) {
-    return fail(error, capacity, e.what());
-  } catch (...) {
-    return fail(error, capacity, "unknown failure");
-  }
-}
+using fz::filter::c_api::copy_text;
+using fz::filter::c_api::guarded;
 
 std::vector<fz::FrameView> frame_views(size_t count, const void* const* frames, const size_t* frame_bytes,
                                        void* const* outputs, const size_t* capacities) {

@@ -26,7 +26,8 @@ compression_opts layout (the "user layout", see docs/CD_VALUES.md):
 The code sits in private modules, one seam each: _options (presets, modes,
 compression_opts, parse_opts), _dataset (chunks, global_abs_bound),
 _register (finding and registering the plugin), _fz (FZ), _inspect (the
-stored layout, filter_values, inspect), _read (read) and _compare (compare).
+stored layout, filter_values, inspect), _read (read), _write (write) and
+_compare (compare).
 Import from h5fz itself: those module names are not an interface.
 """
 
@@ -52,7 +53,7 @@ __all__ = [
     "compression_opts", "missing_value_for", "parse_opts", "h5repack_filter", "plugin_dir", "plugin_path",
     "register", "is_available", "STORED_MARKER", "STORED_LAYOUT_VERSION", "is_stored_layout", "parse_stored",
     "filter_values", "chunks", "SUGGESTED_CHUNK_BYTES", "FZ", "inspect", "global_abs_bound", "compare", "row_blocks",
-    "read",
+    "read", "write",
 ]
 
 
@@ -69,6 +70,21 @@ def read(dataset, selection=None, device=None, threads=0):
     """
     from ._read import read as _read
     return _read(dataset, selection=selection, device=device, threads=threads)
+
+
+def write(dataset, data, selection=None, threads=0, device="cpu"):
+    """``dataset[selection] = data`` for an H5Z-FZ dataset, encoded many chunks at a time.
+
+    Encodes the chunks the selection covers together through the plugin's
+    engine (all cores; ``threads``, 0 = all) into the very frames the filter
+    writes for them, and stores them with write_direct_chunk, so every reader
+    reads what ``dataset[selection] = data`` would have stored. This version
+    writes whole chunks (edge chunks padded with the fill value, as HDF5 pads
+    them) from host arrays on the CPU; anything else is refused with a
+    message. See h5fz._write.
+    """
+    from ._write import write as _write
+    return _write(dataset, data, selection=selection, threads=threads, device=device)
 
 
 def compare(path_a, path_b, plot=None):

@@ -1,0 +1,112 @@
+// The writing half of the plugin's C interface (reader_api.cpp is the reading
+// half), for writers that store a dataset's chunks themselves
+// (H5Dwrite_chunk / h5py's write_direct_chunk): many chunks encoded at once,
+// all cores or the GPU, into the very frames the filter writes for the same
+// chunks of that dataset (its stored cd_values say how), so every reader
+// reads them as if HDF5 had filtered them. No HDF5 here: chunks in, frames
+// out. The Python package's h5fz.write calls these through ctypes.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "c_api_internal.hpp"
+#include "cd_values.hpp"
+#include "fz/fz.hpp"
+
+namespace {
+
+using fz::filter::c_api::guarded;
+
+// The dataset's options and chunk shape from its stored cd_values, refused
+// where the filter would not compress elements (set_local never ran, or
+// another filter runs before it).
+struct DatasetChunks {
+  fz::Options options;
+  fz::DataType dtype;
+  std::vector<uint64_t> dims;
+  uint64_t bytes = 0;
+};
+
+DatasetChunks dataset_chunks(size_t cd_count, const unsigned* cd) {
+  if (cd == nullptr) throw fz::Error("null cd_values");
+  if (!fz::filter::is_stored_layout(cd, cd_count))
+    throw fz::Error("these cd_values are a user's choice, not a dataset's stored parameters: pass those of a "
+                    "dataset created with the filter (H5Pget_filter2 / h5py's get_filter after creation)");
+  const fz::filter::StoredParams params = fz::filter::decode_stored(cd, cd_count);
+  if (!params.dataset.first_filter)
+    throw fz::Error("the dataset filters its chunks before H5Z-FZ: its chunks reach the filter as bytes, which "
+                    "only HDF5's own write path gives it");
+  DatasetChunks c;
+  c.options = fz::filter::dataset_options(params);
+  c.dtype = params.dataset.dtype;
+  c.dims.assign(params.dataset.chunk_dims.begin(), params.dataset.chunk_dims.end());
+  if (c.dims.empty()) throw fz::Error("the stored cd_values hold no chunk shape");
+  uint64_t bytes = c.dtype.size;
+  for (uint64_t d : c.dims) {
+    if (d != 0 && bytes > std::numeric_limits<uint64_t>::max() / d) throw fz::Error("chunk size overflows");
+    bytes *= d;
+  }
+  c.bytes = bytes;
+  return c;
+}
+
+}  // namespace
+
+extern "C" {
+
+// This interface's version: a caller checks it before anything else.
+__attribute__((visibility("default"))) int h5z_fz_writer_version(void) { return 1; }
+
+// A frame capacity that always suffices for a chunk of `chunk_bytes` bytes
+// and rank `rank`.
+__attribute__((visibility("default"))) size_t h5z_fz_max_frame_bytes(size_t chunk_bytes, size_t rank) {
+  try {
+    return fz::max_frame_bytes(chunk_bytes, rank);
+  } catch (...) {
+    return 0;
+  }
+}
+
+// Encodes `count` chunks of one dataset (host memory; each exactly the
+// dataset's chunk size, in its element type and byte order, edge chunks
+// padded as HDF5 pads them) into frames (host buffers of capacities[i]
+// bytes; h5z_fz_max_frame_bytes always suffices); encoded[i] receives each
+// frame's length. The frames are byte for byte those the filter writes for
+// the same chunks under the dataset's stored cd_values. `device`: "auto",
+// "cpu", "cuda", "cuda:N" (null = "auto"); `threads`: CPU threads, 0 = all.
+__attribute__((visibility("default"))) int h5z_fz_encode_dataset_batch(
+    size_t cd_count, const unsigned* cd_values, size_t count, const void* const* chunks, const size_t* chunk_bytes,
+    void* const* frames, const size_t* capacities, size_t* encoded, const char* device, unsigned threads,
+    char* error, size_t error_capacity) {
+  return guarded(error, error_capacity, [&] {
+    DatasetChunks d = dataset_chunks(cd_count, cd_values);
+    if (count > 0 && (chunks == nullptr || chunk_bytes == nullptr || frames == nullptr || capacities == nullptr ||
+                      encoded == nullptr))
+      throw fz::Error("null array argument");
+    std::vector<fz::ChunkView> views(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (chunks[i] == nullptr || frames[i] == nullptr) throw fz::Error("null buffer for chunk " + std::to_string(i));
+      if (chunk_bytes[i] != d.bytes)
+        throw fz::Error("chunk " + std::to_string(i) + " is " + std::to_string(chunk_bytes[i]) +
+                        " bytes; this dataset's chunks are " + std::to_string(d.bytes));
+      views[i] = {chunks[i], chunk_bytes[i], d.dims};
+    }
+    if (device != nullptr) d.options.device = device;
+    d.options.threads = threads;
+    d.options.log = [](fz::LogLevel, const std::string&) {};
+    const std::vector<fz::Bytes> written = fz::compress_batch(views, d.dtype, d.options);
+    for (size_t i = 0; i < count; ++i) {
+      if (written[i].size() > capacities[i])
+        throw fz::Error("the frame of chunk " + std::to_string(i) + " is " + std::to_string(written[i].size()) +
+                        " bytes, its buffer " + std::to_string(capacities[i]));
+    }
+    for (size_t i = 0; i < count; ++i) {
+      std::copy(written[i].begin(), written[i].end(), static_cast<uint8_t*>(frames[i]));
+      encoded[i] = written[i].size();
+    }
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,146 @@
+"""h5fz.write (issue 32, first part): whole chunks encoded many at once by the
+plugin's C encoding interface (h5z_fz_encode_dataset_batch) and stored with
+write_direct_chunk are byte for byte the frames the filter writes for the
+same data: every preset, lossy modes, float32, float64 and integers, ragged
+edge chunks padded with the fill value; selections of whole chunks;
+refusals that write nothing."""
+
+import ctypes
+
+import numpy as np
+import pytest
+import h5py
+
+import h5fz
+import fz_samples
+
+pytestmark = pytest.mark.usefixtures("plugin")
+
+PRESETS = [name for name, pid in sorted(h5fz.PRESETS.items(), key=lambda kv: kv[1])
+           if pid in h5fz.AVAILABLE_PRESETS and name != "default"]
+
+
+def options_for(preset, mode="noa", bound=1e-3):
+    if h5fz.PRESETS[preset] in h5fz.LOSSY_PRESETS:
+        return h5fz.compression_opts(preset, mode, bound)
+    return h5fz.compression_opts(preset)
+
+
+def stored_chunks(dataset):
+    """{offset: (filter mask, stored bytes)} of every chunk written."""
+    out = {}
+    for i in range(dataset.id.get_num_chunks()):
+        info = dataset.id.get_chunk_info(i)
+        out[info.chunk_offset] = dataset.id.read_direct_chunk(info.chunk_offset)
+    return out
+
+
+def same_as_filter(f, name, data, chunks, opts, fillvalue=None, selection=None):
+    """Writes data through the filter (h5py) and with h5fz.write into two
+    datasets of the same creation properties; asserts the same chunks, the
+    same frames and the same values."""
+    kw = {} if fillvalue is None else {"fillvalue": fillvalue}
+    a = f.create_dataset(name + "_filter", shape=data.shape, dtype=data.dtype, chunks=chunks,
+                         compression=h5fz.FILTER_ID, compression_opts=opts, **kw)
+    b = f.create_dataset(name + "_write", shape=data.shape, dtype=data.dtype, chunks=chunks,
+                         compression=h5fz.FILTER_ID, compression_opts=opts, **kw)
+    sel = np.s_[...] if selection is None else selection
+    a[sel] = data[sel]
+    h5fz.write(b, data[sel], selection)
+    ca, cb = stored_chunks(a), stored_chunks(b)
+    assert sorted(ca) == sorted(cb), name
+    for offset in ca:
+        assert ca[offset][0] == 0 and cb[offset][0] == 0, (name, offset)
+        assert ca[offset][1] == cb[offset][1], (name, offset, len(ca[offset][1]), len(cb[offset][1]))
+    assert a[()].tobytes() == b[()].tobytes(), name
+
+
+@pytest.fixture(scope="module")
+def wmag():
+    w = fz_samples.load_real("wmag91.float").copy()
+    w[0, 0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    return w
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_frames_equal_the_filters(tmp_path, wmag, preset):
+    with h5py.File(tmp_path / "w.h5", "w") as f:
+        # (10, 40, 91): edge chunks on two axes, padded with HDF5's fill value.
+        same_as_filter(f, preset, wmag, (10, 40, 91), options_for(preset))
+        same_as_filter(f, preset + "_fill", wmag, (10, 40, 91), options_for(preset), fillvalue=-5.0)
+
+
+@pytest.mark.parametrize("mode,bound", [("abs", 0.01), ("rel", 1e-3)])
+def test_frames_equal_the_filters_other_modes(tmp_path, wmag, mode, bound):
+    with h5py.File(tmp_path / "m.h5", "w") as f:
+        for preset in PRESETS:
+            pid = h5fz.PRESETS[preset]
+            if pid in h5fz.LOSSY_PRESETS and mode in h5fz.PRESET_MODES[pid]:
+                same_as_filter(f, preset + "_" + mode, wmag, (16, 91, 91), options_for(preset, mode, bound))
+
+
+def test_frames_equal_the_filters_float64_and_integers(tmp_path):
+    p = fz_samples.load_real("pressure.384_384.f64")
+    ints = (np.arange(91 ** 3) % 1000).astype(np.int16).reshape(91, 91, 91)
+    with h5py.File(tmp_path / "t.h5", "w") as f:
+        same_as_filter(f, "f64_cr", p, (100, 384), options_for("cuszhi-cr", "abs", 1e-6))
+        same_as_filter(f, "f64_fzgpu", p, (100, 100), options_for("fzgpu", "noa", 1e-4))
+        same_as_filter(f, "ints", ints, (7, 91, 50), options_for("fzgpu", "abs", 1))
+        same_as_filter(f, "ints_lossless", ints, (7, 91, 50), options_for("lossless"))
+
+
+def test_selections_of_whole_chunks(tmp_path, wmag):
+    with h5py.File(tmp_path / "s.h5", "w") as f:
+        # Chunks from the middle, a block ending at the dataset's edge, one
+        # plane of chunks through an integer index's chunk.
+        same_as_filter(f, "middle", wmag, (10, 40, 91), options_for("fzgpu"), selection=np.s_[10:30, 40:80, :])
+        same_as_filter(f, "edge", wmag, (10, 40, 91), options_for("cusz"), selection=np.s_[80:, 40:, ...])
+        d = f.create_dataset("scalar", shape=(20, 20), dtype="f4", chunks=(10, 10), compression=h5fz.FILTER_ID,
+                             compression_opts=options_for("lossless"))
+        h5fz.write(d, 2.5)
+        assert (d[()] == 2.5).all()
+        h5fz.write(d, np.arange(100, dtype="f8").reshape(10, 10), np.s_[10:, :10])   # converted as h5py does
+        assert (d[10:, :10] == np.arange(100, dtype="f4").reshape(10, 10)).all() and (d[:10] == 2.5).all()
+
+
+def test_refusals_write_nothing(tmp_path, wmag):
+    with h5py.File(tmp_path / "r.h5", "w") as f:
+        d = f.create_dataset("d", shape=wmag.shape, dtype="f4", chunks=(10, 40, 91), compression=h5fz.FILTER_ID,
+                             compression_opts=options_for("fzgpu"))
+        with pytest.raises(NotImplementedError, match="part of a chunk on axis 0"):
+            h5fz.write(d, wmag[5:30], np.s_[5:30])
+        with pytest.raises(NotImplementedError, match="part of a chunk on axis 1"):
+            h5fz.write(d, wmag[:, :50], np.s_[:, :50])
+        with pytest.raises(ValueError, match="does not fit"):
+            h5fz.write(d, wmag[:10])
+        with pytest.raises(NotImplementedError, match="CPU only"):
+            h5fz.write(d, wmag, device="cuda")
+        assert d.id.get_num_chunks() == 0
+        plain = f.create_dataset("plain", data=wmag[:10])
+        with pytest.raises(TypeError, match="only filter"):
+            h5fz.write(plain, wmag[:10])
+        gz = f.create_dataset("gz", data=wmag[:10], chunks=(10, 40, 91), compression="gzip")
+        with pytest.raises(TypeError, match="only filter"):
+            h5fz.write(gz, wmag[:10])
+
+
+def test_c_interface_refuses_bad_arguments(tmp_path, wmag):
+    from h5fz import _write
+    lib = _write._library()
+    error = ctypes.create_string_buffer(512)
+    chunk = np.ascontiguousarray(wmag[:10, :40])
+    frame = ctypes.create_string_buffer(lib.h5z_fz_max_frame_bytes(chunk.nbytes, 3))
+    args = lambda cd, nbytes: (len(cd), (ctypes.c_uint * len(cd))(*cd), 1,  # noqa: E731
+                               (ctypes.c_void_p * 1)(chunk.ctypes.data), (ctypes.c_size_t * 1)(nbytes),
+                               (ctypes.c_void_p * 1)(ctypes.addressof(frame)), (ctypes.c_size_t * 1)(len(frame)),
+                               (ctypes.c_size_t * 1)(), b"cpu", 0, error, len(error))
+    user = h5fz.compression_opts("fzgpu", "noa", 1e-3)
+    assert lib.h5z_fz_encode_dataset_batch(*args(user, chunk.nbytes)) == -1
+    assert b"stored parameters" in error.value
+    with h5py.File(tmp_path / "c.h5", "w") as f:
+        d = f.create_dataset("d", shape=wmag.shape, dtype="f4", chunks=(10, 40, 91), compression=h5fz.FILTER_ID,
+                             compression_opts=user)
+        stored = d.id.get_create_plist().get_filter(0)[2]
+        assert lib.h5z_fz_encode_dataset_batch(*args(stored, chunk.nbytes - 4)) == -1
+        assert b"this dataset's chunks are" in error.value
+        assert lib.h5z_fz_encode_dataset_batch(*args(stored, chunk.nbytes)) == 0

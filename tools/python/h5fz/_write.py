@@ -1,0 +1,154 @@
+"""h5fz.write: the mirror of h5fz.read. The chunks a selection covers are
+encoded many at once by the engine (all cores) and stored as they are with
+write_direct_chunk, instead of HDF5 handing the filter one chunk at a time.
+
+The encoder is the plugin itself: libH5Zfz.so exports a small C interface
+(filter/writer_api.cpp) that encodes chunks under a dataset's stored
+parameters into the very frames the filter writes, so h5py, h5dump, netCDF
+and h5fz.read read the dataset as if HDF5 had filtered every chunk.
+
+This first version writes whole chunks: a selection's start on each axis is
+a multiple of the chunk, and its stop is one too or the dataset's edge (edge
+chunks are padded with the fill value, as HDF5 pads them). Selections that
+cover part of a chunk, GPU arrays and devices other than the CPU are refused
+with a message that says so.
+"""
+
+import ctypes
+import itertools
+import math
+
+from ._read import _fz_cd_values, _normalize
+
+# 1: h5z_fz_encode_dataset_batch, h5z_fz_max_frame_bytes.
+_WRITER_VERSION = 1
+_LIB = None
+# Chunk bytes handed to the encoder at once: enough chunks for every core,
+# and a bounded amount of memory (the group's chunks and their frames).
+_GROUP_BYTES = 256 << 20
+
+
+def _library():
+    """The plugin loaded for its encoding interface (once per process)."""
+    global _LIB
+    if _LIB is None:
+        from ._read import _library as reader_library
+        lib = reader_library()
+        try:
+            version = lib.h5z_fz_writer_version()
+        except AttributeError:
+            raise RuntimeError("h5fz.write: the plugin has no encoding interface (built before it existed); "
+                               "rebuild it") from None
+        if version < _WRITER_VERSION:
+            raise RuntimeError("h5fz.write: the plugin has encoding interface %d, this package needs %d"
+                               % (version, _WRITER_VERSION))
+        sizes = ctypes.POINTER(ctypes.c_size_t)
+        pointers = ctypes.POINTER(ctypes.c_void_p)
+        words = ctypes.POINTER(ctypes.c_uint)
+        lib.h5z_fz_encode_dataset_batch.argtypes = [ctypes.c_size_t, words, ctypes.c_size_t, pointers, sizes,
+                                                    pointers, sizes, sizes, ctypes.c_char_p, ctypes.c_uint,
+                                                    ctypes.c_char_p, ctypes.c_size_t]
+        lib.h5z_fz_encode_dataset_batch.restype = ctypes.c_int
+        lib.h5z_fz_max_frame_bytes.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+        lib.h5z_fz_max_frame_bytes.restype = ctypes.c_size_t
+        _LIB = lib
+    return _LIB
+
+
+def _whole_chunk_bounds(starts, stops, shape, chunks):
+    """Raises unless the selection covers whole chunks (its stop may be the
+    dataset's edge)."""
+    for axis, (a, b, n, c) in enumerate(zip(starts, stops, shape, chunks)):
+        if a % c != 0 or (b % c != 0 and b != n):
+            raise NotImplementedError(
+                "h5fz.write: the selection covers part of a chunk on axis %d ([%d, %d) with chunks of %d, "
+                "extent %d); this version writes whole chunks only: start and stop at multiples of the chunk, "
+                "or stop at the dataset's edge (use dataset[...] = data for the rest)" % (axis, a, b, c, n))
+
+
+def write(dataset, data, selection=None, threads=0, device="cpu"):
+    """Write ``data`` to ``dataset[selection]`` of an H5Z-FZ dataset many
+    chunks at a time.
+
+    ``dataset``: an h5py Dataset created with the filter as its only filter
+    (``h5fz.FZ(...)`` or ``compression=32850``). ``data``: anything NumPy
+    takes as an array of the selection's shape (or one that broadcasts to
+    it), converted to the dataset's type as h5py converts it. ``selection``:
+    None (everything), or slices with step 1, integers and one Ellipsis,
+    covering whole chunks (see the module). ``threads``: CPU threads, 0 = all.
+    The chunks are encoded by the plugin into the frames the filter writes
+    for them and stored with write_direct_chunk: every reader reads what
+    ``dataset[selection] = data`` would have stored. Every chunk is checked
+    before the first is written; an encoding error raises OSError naming the
+    dataset, and chunks of groups already stored stay written.
+    """
+    import numpy as np
+    if device not in (None, "cpu"):
+        raise NotImplementedError("h5fz.write: device=%r: this version encodes on the CPU only" % (device,))
+    dlpack_device = getattr(data, "__dlpack_device__", None)
+    if hasattr(data, "__cuda_array_interface__") or (
+            dlpack_device is not None and not isinstance(data, np.ndarray) and dlpack_device()[0] != 1):
+        raise NotImplementedError("h5fz.write: GPU arrays are not written yet; copy to the host first "
+                                  "(cupy.asnumpy(x), x.cpu().numpy())")
+    cd_values = _fz_cd_values(dataset)
+    if cd_values is None:
+        raise TypeError("h5fz.write: %s is not a chunked dataset with H5Z-FZ as its only filter; write it "
+                        "with dataset[...] = data" % dataset.name)
+    dtype = np.dtype(dataset.dtype)
+    if dtype.hasobject or dtype.kind in "OUSV":
+        raise TypeError("h5fz.write: %s has elements of type %s, which the filter leaves unfiltered"
+                        % (dataset.name, dtype))
+    shape = tuple(dataset.shape)
+    chunks = tuple(dataset.chunks)
+    starts, stops, dropped = _normalize(selection, shape)
+    region = tuple(b - a for a, b in zip(starts, stops))
+    _whole_chunk_bounds(starts, stops, shape, chunks)
+    kept_shape = tuple(n for axis, n in enumerate(region) if axis not in dropped)
+    values = np.asarray(data)
+    try:
+        values = np.broadcast_to(values, kept_shape)
+    except ValueError:
+        raise ValueError("h5fz.write: data of shape %s does not fit the selection's shape %s"
+                         % (values.shape, kept_shape)) from None
+    values = values.reshape(region).astype(dtype, copy=False)
+    if 0 in region:
+        return
+    lib = _library()
+    cd = (ctypes.c_uint * len(cd_values))(*cd_values)
+    chunk_elements = math.prod(chunks)
+    chunk_bytes = chunk_elements * dtype.itemsize
+    frame_capacity = lib.h5z_fz_max_frame_bytes(chunk_bytes, len(chunks))
+    if frame_capacity == 0:
+        raise OSError("h5fz.write: %s: no frame size for chunks of %d bytes" % (dataset.name, chunk_bytes))
+    fill = dataset.fillvalue
+    per_group = max(1, _GROUP_BYTES // chunk_bytes)
+    grid = [range(a // c, (b - 1) // c + 1) for a, b, c in zip(starts, stops, chunks)]
+    places = (tuple(i * c for i, c in zip(index, chunks)) for index in itertools.product(*grid))
+    error = ctypes.create_string_buffer(1024)
+    dsid = dataset.id
+    while True:
+        group = list(itertools.islice(places, per_group))
+        if not group:
+            break
+        buffers = []
+        for offset in group:
+            src = tuple(slice(o - a, min(o + c, b) - a) for o, a, b, c in zip(offset, starts, stops, chunks))
+            part = values[src]
+            if part.shape == chunks:
+                chunk = np.ascontiguousarray(part)
+            else:  # an edge chunk: HDF5 pads it with the fill value
+                chunk = np.full(chunks, fill, dtype=dtype)
+                chunk[tuple(slice(0, n) for n in part.shape)] = part
+            buffers.append(chunk)
+        n = len(group)
+        frames = [ctypes.create_string_buffer(frame_capacity) for _ in range(n)]
+        encoded = (ctypes.c_size_t * n)()
+        status = lib.h5z_fz_encode_dataset_batch(
+            len(cd_values), cd, n, (ctypes.c_void_p * n)(*[b.ctypes.data for b in buffers]),
+            (ctypes.c_size_t * n)(*([chunk_bytes] * n)),
+            (ctypes.c_void_p * n)(*[ctypes.addressof(f) for f in frames]),
+            (ctypes.c_size_t * n)(*([frame_capacity] * n)), encoded, b"cpu", threads, error, len(error))
+        if status != 0:
+            raise OSError("h5fz.write: %s: %s" % (dataset.name, error.value.decode(errors="replace")))
+        for offset, frame, length in zip(group, frames, encoded):
+            dsid.write_direct_chunk(offset, frame.raw[:length], filter_mask=0)
