@@ -7,18 +7,19 @@ The encoder is the plugin itself: libH5Zfz.so exports a small C interface
 parameters into the very frames the filter writes, so h5py, h5dump, netCDF
 and h5fz.read read the dataset as if HDF5 had filtered every chunk.
 
-This first version writes whole chunks: a selection's start on each axis is
-a multiple of the chunk, and its stop is one too or the dataset's edge (edge
-chunks are padded with the fill value, as HDF5 pads them). Selections that
-cover part of a chunk, GPU arrays and devices other than the CPU are refused
-with a message that says so.
+Chunks are built as HDF5 builds them before its filter runs: a chunk the
+selection covers whole is the data (an edge chunk padded with the fill
+value); a chunk it covers in part is the stored chunk decoded whole (its
+padding included; the fill value for a chunk never written, the stored bytes
+for one HDF5 stored unfiltered) with the data merged in. GPU arrays and
+devices other than the CPU are refused with a message that says so.
 """
 
 import ctypes
 import itertools
 import math
 
-from ._read import _fz_cd_values, _normalize
+from ._read import _fz_cd_values, _normalize, _read_frame
 
 # 1: h5z_fz_encode_dataset_batch, h5z_fz_max_frame_bytes.
 _WRITER_VERSION = 1
@@ -55,15 +56,29 @@ def _library():
     return _LIB
 
 
-def _whole_chunk_bounds(starts, stops, shape, chunks):
-    """Raises unless the selection covers whole chunks (its stop may be the
-    dataset's edge)."""
-    for axis, (a, b, n, c) in enumerate(zip(starts, stops, shape, chunks)):
-        if a % c != 0 or (b % c != 0 and b != n):
-            raise NotImplementedError(
-                "h5fz.write: the selection covers part of a chunk on axis %d ([%d, %d) with chunks of %d, "
-                "extent %d); this version writes whole chunks only: start and stop at multiples of the chunk, "
-                "or stop at the dataset's edge (use dataset[...] = data for the rest)" % (axis, a, b, c, n))
+def _decode_into(dataset, cd, cd_count, stored, chunk_bytes, threads):
+    """Decodes the stored frames of `stored` ((chunk array, frame) pairs)
+    into their arrays, checked against the dataset's cd_values as the filter
+    checks them."""
+    if not stored:
+        return
+    from ._read import _library as reader_library
+    lib = reader_library()
+    n = len(stored)
+    keep = [ctypes.create_string_buffer(frame, len(frame)) for _, frame in stored]
+    decoded = (ctypes.c_size_t * n)()
+    error = ctypes.create_string_buffer(1024)
+    status = lib.h5z_fz_decode_dataset_batch(
+        cd_count, cd, n, (ctypes.c_void_p * n)(*[ctypes.addressof(k) for k in keep]),
+        (ctypes.c_size_t * n)(*[len(frame) for _, frame in stored]),
+        (ctypes.c_void_p * n)(*[chunk.ctypes.data for chunk, _ in stored]),
+        (ctypes.c_size_t * n)(*([chunk_bytes] * n)), decoded, b"cpu", threads, error, len(error))
+    if status != 0:
+        raise OSError("h5fz.write: %s: a stored chunk to merge into: %s"
+                      % (dataset.name, error.value.decode(errors="replace")))
+    if any(d != chunk_bytes for d in decoded):
+        raise OSError("h5fz.write: %s: a stored chunk decodes to %d bytes, not %d"
+                      % (dataset.name, min(decoded), chunk_bytes))
 
 
 def write(dataset, data, selection=None, threads=0, device="cpu"):
@@ -74,8 +89,9 @@ def write(dataset, data, selection=None, threads=0, device="cpu"):
     (``h5fz.FZ(...)`` or ``compression=32850``). ``data``: anything NumPy
     takes as an array of the selection's shape (or one that broadcasts to
     it), converted to the dataset's type as h5py converts it. ``selection``:
-    None (everything), or slices with step 1, integers and one Ellipsis,
-    covering whole chunks (see the module). ``threads``: CPU threads, 0 = all.
+    None (everything), or slices with step 1, integers and one Ellipsis;
+    chunks it covers in part are merged with what they hold (see the module).
+    ``threads``: CPU threads, 0 = all.
     The chunks are encoded by the plugin into the frames the filter writes
     for them and stored with write_direct_chunk: every reader reads what
     ``dataset[selection] = data`` would have stored. Every chunk is checked
@@ -102,7 +118,6 @@ def write(dataset, data, selection=None, threads=0, device="cpu"):
     chunks = tuple(dataset.chunks)
     starts, stops, dropped = _normalize(selection, shape)
     region = tuple(b - a for a, b in zip(starts, stops))
-    _whole_chunk_bounds(starts, stops, shape, chunks)
     kept_shape = tuple(n for axis, n in enumerate(region) if axis not in dropped)
     values = np.asarray(data)
     try:
@@ -130,16 +145,36 @@ def write(dataset, data, selection=None, threads=0, device="cpu"):
         group = list(itertools.islice(places, per_group))
         if not group:
             break
-        buffers = []
+        buffers, merges, stored = [], [], []
         for offset in group:
-            src = tuple(slice(o - a, min(o + c, b) - a) for o, a, b, c in zip(offset, starts, stops, chunks))
-            part = values[src]
+            lo = [max(a, o) for a, o in zip(starts, offset)]
+            hi = [min(b, o + c) for b, o, c in zip(stops, offset, chunks)]
+            part = values[tuple(slice(l - a, h - a) for l, h, a in zip(lo, hi, starts))]
+            inside = tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, offset))
+            extent = [min(c, n - o) for c, n, o in zip(chunks, shape, offset)]
             if part.shape == chunks:
                 chunk = np.ascontiguousarray(part)
-            else:  # an edge chunk: HDF5 pads it with the fill value
+            elif all(l == o and h - o == e for l, h, o, e in zip(lo, hi, offset, extent)):
+                # Every element of an edge chunk: HDF5 pads the rest with the fill value.
                 chunk = np.full(chunks, fill, dtype=dtype)
-                chunk[tuple(slice(0, n) for n in part.shape)] = part
+                chunk[inside] = part
+            else:
+                # Part of a chunk: merged into what is stored, as HDF5 merges
+                # (the chunk decoded whole, its padding included, and encoded
+                # again; the fill value where it was never written).
+                got = _read_frame(dsid, offset)
+                if got is None:
+                    chunk = np.full(chunks, fill, dtype=dtype)
+                elif got[0] & 1:  # stored unfiltered by HDF5: its bytes are the chunk
+                    chunk = np.frombuffer(got[1], dtype=dtype, count=chunk_elements).reshape(chunks).copy()
+                else:
+                    chunk = np.empty(chunks, dtype=dtype)
+                    stored.append((chunk, got[1]))
+                merges.append((chunk, inside, part))
             buffers.append(chunk)
+        _decode_into(dataset, cd, len(cd_values), stored, chunk_bytes, threads)
+        for chunk, inside, part in merges:
+            chunk[inside] = part
         n = len(group)
         frames = [ctypes.create_string_buffer(frame_capacity) for _ in range(n)]
         encoded = (ctypes.c_size_t * n)()
