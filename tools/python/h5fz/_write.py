@@ -15,6 +15,7 @@ for one HDF5 stored unfiltered) with the data merged in. GPU arrays and
 devices other than the CPU are refused with a message that says so.
 """
 
+import concurrent.futures
 import ctypes
 import itertools
 import math
@@ -116,7 +117,10 @@ def write(dataset, data, selection=None, threads=0, device="cpu"):
                         % (dataset.name, dtype))
     shape = tuple(dataset.shape)
     chunks = tuple(dataset.chunks)
-    starts, stops, dropped = _normalize(selection, shape)
+    try:
+        starts, stops, dropped = _normalize(selection, shape)
+    except (IndexError, TypeError) as e:  # the reader's words for the same rule
+        raise type(e)(str(e).replace("h5fz.read", "h5fz.write")) from None
     region = tuple(b - a for a, b in zip(starts, stops))
     kept_shape = tuple(n for axis, n in enumerate(region) if axis not in dropped)
     values = np.asarray(data)
@@ -139,12 +143,10 @@ def write(dataset, data, selection=None, threads=0, device="cpu"):
     per_group = max(1, _GROUP_BYTES // chunk_bytes)
     grid = [range(a // c, (b - 1) // c + 1) for a, b, c in zip(starts, stops, chunks)]
     places = (tuple(i * c for i, c in zip(index, chunks)) for index in itertools.product(*grid))
-    error = ctypes.create_string_buffer(1024)
     dsid = dataset.id
-    while True:
-        group = list(itertools.islice(places, per_group))
-        if not group:
-            break
+
+    def build(group):
+        """The group's chunks as HDF5 would hand them to the filter."""
         buffers, merges, stored = [], [], []
         for offset in group:
             lo = [max(a, o) for a, o in zip(starts, offset)]
@@ -175,15 +177,39 @@ def write(dataset, data, selection=None, threads=0, device="cpu"):
         _decode_into(dataset, cd, len(cd_values), stored, chunk_bytes, threads)
         for chunk, inside, part in merges:
             chunk[inside] = part
-        n = len(group)
-        frames = [ctypes.create_string_buffer(frame_capacity) for _ in range(n)]
+        return buffers
+
+    def encode(buffers):
+        """The buffers' frames (bytes), as the filter writes them."""
+        n = len(buffers)
+        room = np.empty(n * frame_capacity, dtype=np.uint8)  # not zeroed: only frame bytes are read back
+        base = room.ctypes.data
         encoded = (ctypes.c_size_t * n)()
+        error = ctypes.create_string_buffer(1024)
         status = lib.h5z_fz_encode_dataset_batch(
             len(cd_values), cd, n, (ctypes.c_void_p * n)(*[b.ctypes.data for b in buffers]),
             (ctypes.c_size_t * n)(*([chunk_bytes] * n)),
-            (ctypes.c_void_p * n)(*[ctypes.addressof(f) for f in frames]),
+            (ctypes.c_void_p * n)(*[base + i * frame_capacity for i in range(n)]),
             (ctypes.c_size_t * n)(*([frame_capacity] * n)), encoded, b"cpu", threads, error, len(error))
         if status != 0:
             raise OSError("h5fz.write: %s: %s" % (dataset.name, error.value.decode(errors="replace")))
-        for offset, frame, length in zip(group, frames, encoded):
-            dsid.write_direct_chunk(offset, frame.raw[:length], filter_mask=0)
+        return [room[i * frame_capacity:i * frame_capacity + length] for i, length in enumerate(encoded)]
+
+    def store(group, frames):
+        for offset, frame in zip(group, frames):
+            dsid.write_direct_chunk(offset, frame, filter_mask=0)
+
+    # One group is stored while the next is built and encoded (the encoder
+    # releases the GIL): at most two groups of frames and one of chunks.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as writer:
+        pending = None
+        while True:
+            group = list(itertools.islice(places, per_group))
+            if not group:
+                break
+            frames = encode(build(group))
+            if pending is not None:
+                pending.result()
+            pending = writer.submit(store, group, frames)
+        if pending is not None:
+            pending.result()

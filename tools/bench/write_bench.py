@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Writes of a dataset through HDF5's one-chunk-at-a-time filter against
+h5fz.write (issue 32), in one run.
+
+A benchmark program, not a test: it prints a markdown table (recorded in
+docs/PERFORMANCE.md). A 1 GiB float32 field (wmag91 tiled by mirroring, as
+h5py_bench.py makes it) is written, per preset, into a new file in 4 MiB
+chunks of whole planes:
+
+- h5py, uncompressed (the floor: HDF5 and the page cache alone);
+- h5py through the filter (``dataset[...] = x``: HDF5 calls the filter chunk
+  by chunk, threads as H5Z_FZ_THREADS says);
+- h5fz.write (chunks encoded many at once on all cores, stored with
+  write_direct_chunk).
+
+Each is timed from creating the file to closing it, in a child process of
+its own, best of --reps; the peak memory the write added to the process
+(VmHWM after the write, its peak reset just before, minus VmRSS then) is
+the child's too. The two compressed files are compared chunk by chunk (the
+same frames) and their values read back.
+
+    python3 tools/bench/write_bench.py [--plugin-dir build/plugin] [--gib 1] [--chunk-mib 4]
+        [--presets fzgpu,cuszhi-cr] [--bound 1e-3] [--reps 3] [--dir /tmp]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tools", "python"))
+sys.path.insert(0, HERE)
+import h5fz  # noqa: E402
+from h5py_bench import PLANE, tiled_field, find_plugin_dir, cpu_model  # noqa: E402
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--plugin-dir", default=None)
+parser.add_argument("--data", default=os.environ.get("FZ_DATA", os.path.join(REPO, "..", "shared", "data")))
+parser.add_argument("--gib", type=float, default=1.0)
+parser.add_argument("--chunk-mib", type=int, default=4)
+parser.add_argument("--presets", default="fzgpu,cuszhi-cr")
+parser.add_argument("--bound", type=float, default=1e-3)
+parser.add_argument("--reps", type=int, default=3)
+parser.add_argument("--dir", default=None)
+parser.add_argument("--child", default=None, help=argparse.SUPPRESS)   # method,preset,path
+
+
+def memory_kib(field):
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def child(args):
+    """One write in this process: prints {"seconds", "extra_mib"} as JSON."""
+    import h5py
+    method, preset, path = args.child.split(",", 2)
+    plane_bytes = PLANE[0] * PLANE[1] * 4
+    planes = int(args.gib * (1 << 30)) // plane_bytes
+    chunk_planes = max(1, (args.chunk_mib << 20) // plane_bytes)
+    array = np.ascontiguousarray(tiled_field(args.data, planes))
+    kwargs = {} if method == "plain" else dict(h5fz.FZ(preset=preset, noa=args.bound))
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")  # resets VmHWM to the current RSS
+    except OSError:
+        pass
+    rss = memory_kib("VmRSS")
+    start = time.perf_counter()
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("field", shape=array.shape, dtype="f4", chunks=(chunk_planes,) + PLANE, **kwargs)
+        if method == "write":
+            h5fz.write(d, array)
+        else:
+            d[...] = array
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "extra_mib": (memory_kib("VmHWM") - rss) / 1024}))
+
+
+def run_child(args, method, preset, path):
+    best = None
+    for _ in range(args.reps):
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "%s,%s,%s" % (method, preset, path),
+                              "--gib", str(args.gib), "--chunk-mib", str(args.chunk_mib), "--bound", str(args.bound),
+                              "--data", args.data], check=True, capture_output=True, text=True)
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        best = result if best is None or result["seconds"] < best["seconds"] else best
+    return best
+
+
+def same_frames(h5py, a_path, b_path):
+    with h5py.File(a_path, "r") as a, h5py.File(b_path, "r") as b:
+        da, db = a["field"], b["field"]
+        if da.id.get_num_chunks() != db.id.get_num_chunks():
+            return False
+        for i in range(da.id.get_num_chunks()):
+            offset = da.id.get_chunk_info(i).chunk_offset
+            if da.id.read_direct_chunk(offset) != db.id.read_direct_chunk(offset):
+                return False
+        return bool((da[()] == db[()]).all())
+
+
+def main():
+    args = parser.parse_args()
+    plugin = find_plugin_dir(args.plugin_dir)
+    os.environ["HDF5_PLUGIN_PATH"] = plugin
+    if args.child:
+        return child(args)
+    import h5py
+    folder = tempfile.mkdtemp(prefix="fz-write-", dir=args.dir)
+    plane_bytes = PLANE[0] * PLANE[1] * 4
+    planes = int(args.gib * (1 << 30)) // plane_bytes
+    chunk_planes = max(1, (args.chunk_mib << 20) // plane_bytes)
+    raw_mb = planes * plane_bytes / 1e6
+    print("# writes: %.0f MB float32 (%d x %d x %d), chunks %d x %d x %d (%.1f MiB), NOA %g; best of %d"
+          % (raw_mb, planes, PLANE[0], PLANE[1], chunk_planes, PLANE[0], PLANE[1],
+             chunk_planes * plane_bytes / 2 ** 20, args.bound, args.reps))
+    print("# host: %s, %d cores; h5py %s, HDF5 %s; H5Z_FZ_DEVICE=%s, files in %s"
+          % (cpu_model(), os.cpu_count(), h5py.version.version, h5py.version.hdf5_version,
+             os.environ.get("H5Z_FZ_DEVICE", "(unset: auto)"), folder))
+    print()
+    print("| preset | write | seconds | MB/s | vs h5py through the filter | extra memory, MiB | same frames |")
+    print("|---|---|---|---|---|---|---|")
+    plain = run_child(args, "plain", "none", os.path.join(folder, "plain.h5"))
+    print("| (none) | h5py, uncompressed | %.2f | %.0f | | %.0f | |"
+          % (plain["seconds"], raw_mb / plain["seconds"], plain["extra_mib"]))
+    for preset in args.presets.split(","):
+        filtered_path = os.path.join(folder, preset + "-filter.h5")
+        written_path = os.path.join(folder, preset + "-write.h5")
+        filtered = run_child(args, "filter", preset, filtered_path)
+        written = run_child(args, "write", preset, written_path)
+        same = same_frames(h5py, filtered_path, written_path)
+        print("| %s | h5py through the filter | %.2f | %.0f | 1.00x | %.0f | |"
+              % (preset, filtered["seconds"], raw_mb / filtered["seconds"], filtered["extra_mib"]))
+        print("| %s | h5fz.write | %.2f | %.0f | %.2fx | %.0f | %s |"
+              % (preset, written["seconds"], raw_mb / written["seconds"], filtered["seconds"] / written["seconds"],
+                 written["extra_mib"], "yes" if same else "**no**"))
+        for p in (filtered_path, written_path):
+            os.remove(p)
+    os.remove(os.path.join(folder, "plain.h5"))
+    os.rmdir(folder)
+
+
+if __name__ == "__main__":
+    main()
