@@ -7,11 +7,12 @@
 // (neighbours outside the data 0), the Lorenzo delta is t(x) - t(x-1). A block
 // of kFusedWarps warps walks a segment of planes: warp w holds row
 // y = first row - 1 + w of each plane (warp 0 the row above the block's first,
-// whose r only its neighbour reads), lane l the K consecutive elements from
-// x = l K. Along z each lane keeps its elements' p of the plane before in
-// registers, so r costs no load; t needs the row above, whose r that warp
-// leaves in shared memory (two buffers, one barrier a plane); t(x-1) is the
-// lane's own but for its first element, which comes from the lane before.
+// whose p only its neighbour reads), lane l the K consecutive elements from
+// x = l K. Shared memory holds the p of the block's rows in this plane and
+// the one before: t = p(z, y) - p(z-1, y) - p(z, y-1) + p(z-1, y-1), all but
+// p(z, y-1) read before the plane's one barrier, which makes the row above's
+// p of this plane visible. t(x-1) is the lane's own but for its first
+// element, which comes from the lane before (a shuffle).
 // Records are rare: their per-tile counts take one atomic per tile and warp
 // step (order-free integer sums, as the two-pass path), and their positions a
 // bit each in `record_bits`, so that place_records computes only
