@@ -4,7 +4,8 @@
 # Debian's parallel HDF5 (libhdf5-openmpi-dev) and Open MPI, or the unpacked
 # copies that tools/setup/mpi_devdeps.sh prepares for the GPU machines
 # (FZ_MPI_* and FZ_PHDF5_* from .mpideps/env.sh).
-#     bash tools/mpi/build.sh [OUTDIR]     -> OUTDIR/fz_mpi (default build-mpi)
+#     bash tools/mpi/build.sh [OUTDIR]     -> OUTDIR/fz_mpi (default build-mpi), and
+#                                             OUTDIR/direct_chunk_probe (issue 32 item 3)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-build-mpi}
@@ -24,4 +25,7 @@ done
 ${CC:-cc} -std=c11 -O2 -Wall -Wextra -Wno-unused-parameter -o "$out/fz_mpi" "${sources[@]}" \
   -I"$mpi_include" -I"$phdf5_include" -L"$mpi_lib" -L"$phdf5_lib" \
   -Wl,-rpath,"$phdf5_lib" -Wl,-rpath,"$mpi_lib" -lhdf5 -lmpi -ldl -lm
-echo "built $out/fz_mpi"
+${CC:-cc} -std=c11 -O2 -Wall -Wextra -o "$out/direct_chunk_probe" "$here/direct_chunk_probe.c" \
+  -I"$mpi_include" -I"$phdf5_include" -L"$mpi_lib" -L"$phdf5_lib" \
+  -Wl,-rpath,"$phdf5_lib" -Wl,-rpath,"$mpi_lib" -lhdf5 -lmpi -lz
+echo "built $out/fz_mpi $out/direct_chunk_probe"
