@@ -1,6 +1,8 @@
 #include "chunk_reader.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -16,24 +18,6 @@
 namespace h5fz {
 
 namespace {
-
-std::string name_of(hid_t dataset) {
-  char name[1024] = {};
-  H5Iget_name(dataset, name, sizeof name);
-  return name;
-}
-
-// The filter's stored cd_values when H5Z-FZ is the dataset's only filter
-// (then its chunks are decoded here), else nothing.
-std::optional<std::vector<unsigned>> fz_alone(hid_t dcpl) {
-  if (H5Pget_layout(dcpl) != H5D_CHUNKED || H5Pget_nfilters(dcpl) != 1) return std::nullopt;
-  unsigned flags = 0;
-  std::vector<unsigned> cd(256);
-  size_t n = cd.size();
-  if (H5Pget_filter2(dcpl, 0, &flags, &n, cd.data(), 0, nullptr, nullptr) != kFzFilterId) return std::nullopt;
-  cd.resize(std::min(n, cd.size()));
-  return cd;
-}
 
 // Variable-length elements (strings, sequences, anywhere in the type) are
 // references to a heap, not data: their stored chunks hold heap IDs, which
@@ -127,6 +111,36 @@ uint64_t box_bytes(const std::vector<hsize_t>& count, size_t element, const std:
   return bytes;
 }
 
+std::string dataset_name(hid_t dataset) {
+  char name[1024] = {};
+  H5Iget_name(dataset, name, sizeof name);
+  return name;
+}
+
+std::optional<std::vector<unsigned>> fz_alone(hid_t dcpl) {
+  if (H5Pget_layout(dcpl) != H5D_CHUNKED || H5Pget_nfilters(dcpl) != 1) return std::nullopt;
+  unsigned flags = 0;
+  std::vector<unsigned> cd(256);
+  size_t n = cd.size();
+  if (H5Pget_filter2(dcpl, 0, &flags, &n, cd.data(), 0, nullptr, nullptr) != kFzFilterId) return std::nullopt;
+  cd.resize(std::min(n, cd.size()));
+  return cd;
+}
+
+std::vector<hsize_t> parse_box_numbers(const std::string& option, const std::string& text) {
+  std::vector<hsize_t> values;
+  for (const std::string& item : split_commas(text)) {
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(item.c_str(), &end, 10);
+    if (item.empty() || item[0] == '-' || item[0] == '+' || *end != '\0' || errno == ERANGE)
+      throw UsageError(option + " needs whole numbers below 2^64, got '" + item + "'");
+    values.push_back(static_cast<hsize_t>(value));
+  }
+  if (values.empty()) throw UsageError(option + " needs comma-separated whole numbers");
+  return values;
+}
+
 std::string variable_length_refusal(const std::string& name) {
   return name + " has a variable-length type (strings or sequences): its chunks hold references into the file's "
          "heap, not values, and no raw bytes stand for it; read it with h5py or h5dump";
@@ -135,7 +149,7 @@ std::string variable_length_refusal(const std::string& name) {
 bool has_variable_length(hid_t type) { return variable_length(type); }
 
 ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, const fz::Options& policy) {
-  const std::string name = name_of(dataset);
+  const std::string name = dataset_name(dataset);
   Handle space(H5Dget_space(dataset), H5Sclose);
   Handle type(H5Dget_type(dataset), H5Tclose);
   Handle dcpl(H5Dget_create_plist(dataset), H5Pclose);

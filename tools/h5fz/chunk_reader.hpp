@@ -8,6 +8,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,17 @@ struct ReadStats {
   uint64_t frame_bytes = 0;   // bytes read as stored
   bool through_filter = false;  // not H5Z-FZ alone: read with H5Dread instead
 };
+
+// The dataset's name in its file, for messages.
+std::string dataset_name(hid_t dataset);
+
+// The filter's stored cd_values when H5Z-FZ is the dataset's only filter
+// (its chunks are then decoded or encoded by the engine), else nothing.
+std::optional<std::vector<unsigned>> fz_alone(hid_t dcpl);
+
+// "5,3,7" for --start and --count: whole numbers up to 2^64 - 1 (a dataset's
+// extent may be that large), zero allowed (unlike a shape); UsageError else.
+std::vector<hsize_t> parse_box_numbers(const std::string& option, const std::string& text);
 
 // The bytes of a box of `count` elements of `element` bytes, overflow
 // checked: ToolError naming `name` when the product passes 2^64 (or size_t)

@@ -106,6 +106,7 @@ int run_params(const std::vector<std::string>& args);
 int run_compare(const std::vector<std::string>& args);
 int run_repack(const std::vector<std::string>& args);
 int run_read(const std::vector<std::string>& args);
+int run_write(const std::vector<std::string>& args);
 
 // inspect's two halves.
 int inspect_frame_file(const std::string& path, const fz::Bytes& bytes);

@@ -40,22 +40,6 @@ const char* kHelp =
     "  --threads N      CPU threads (default: H5Z_FZ_THREADS, else all cores)\n"
     "  --device D       auto (default), cpu, cuda or cuda:N\n";
 
-// "5,3,7": whole numbers up to 2^64 - 1 (a dataset's extent may be that
-// large), zero allowed (unlike a shape).
-std::vector<hsize_t> parse_numbers(const std::string& option, const std::string& text) {
-  std::vector<hsize_t> values;
-  for (const std::string& item : split_commas(text)) {
-    errno = 0;
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(item.c_str(), &end, 10);
-    if (item.empty() || item[0] == '-' || item[0] == '+' || *end != '\0' || errno == ERANGE)
-      throw UsageError(option + " needs whole numbers below 2^64, got '" + item + "'");
-    values.push_back(static_cast<hsize_t>(value));
-  }
-  if (values.empty()) throw UsageError(option + " needs comma-separated whole numbers");
-  return values;
-}
-
 }  // namespace
 
 int run_read(const std::vector<std::string>& args) {
@@ -85,13 +69,13 @@ int run_read(const std::vector<std::string>& args) {
   ReadBox box;
   box.start.assign(dims.size(), 0);
   if (parsed.has("--start")) {
-    box.start = parse_numbers("--start", parsed.get("--start"));
+    box.start = parse_box_numbers("--start", parsed.get("--start"));
   }
   if (box.start.size() != dims.size()) throw UsageError("--start needs " + std::to_string(rank) + " values");
   box.count.resize(dims.size());
   for (size_t a = 0; a < dims.size(); ++a) box.count[a] = box.start[a] <= dims[a] ? dims[a] - box.start[a] : 0;
   if (parsed.has("--count")) {
-    box.count = parse_numbers("--count", parsed.get("--count"));
+    box.count = parse_box_numbers("--count", parsed.get("--count"));
     if (box.count.size() != dims.size()) throw UsageError("--count needs " + std::to_string(rank) + " values");
   }
   const size_t element = H5Tget_size(type.get());

@@ -29,6 +29,8 @@ std::string usage_text() {
     "              dataset, --verify\n"
     "  read        a box of a dataset, many chunks decoded at a time (as h5fz.read);\n"
     "              --compare with HDF5's read through the filter\n"
+    "  write       a box of a dataset from a raw file, many chunks encoded at a time\n"
+    "              (as h5fz.write): the filter's own frames, stored directly\n"
     "  compare     two HDF5 files, dataset by dataset: errors, PSNR, ratios (--plot: a\n"
     "              picture); runs the Python package h5fz\n"
     "\n"
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
     if (command == "compare") return h5fz::run_compare(rest);
     if (command == "repack") return h5fz::run_repack(rest);
     if (command == "read") return h5fz::run_read(rest);
+    if (command == "write") return h5fz::run_write(rest);
     throw h5fz::UsageError("unknown command '" + command + "'");
   } catch (const h5fz::UsageError& e) {
     std::fprintf(stderr, "h5fz: %s\n(try 'h5fz --help' or 'h5fz <command> --help')\n", e.what());
