@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli.hpp"
+#include "environment.hpp"
 #include "filter_params.hpp"
 #include "frame_check.hpp"
 #include "hdf5_handle.hpp"
@@ -141,6 +142,114 @@ std::vector<hsize_t> parse_box_numbers(const std::string& option, const std::str
   return values;
 }
 
+std::vector<hsize_t> dataset_dims(hid_t dataset, const std::string& name) {
+  Handle space(H5Dget_space(dataset), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank <= 0) throw ToolError(name + ": not an array dataset");
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return dims;
+}
+
+void resolve_box(const std::vector<hsize_t>& dims, std::vector<hsize_t>& start, std::vector<hsize_t>& count,
+                 const std::string& name) {
+  if (start.empty() && count.empty()) {
+    start.assign(dims.size(), 0);
+    count = dims;
+  }
+  if (start.size() != dims.size() || count.size() != dims.size())
+    throw ToolError(name + ": the box has " + std::to_string(start.size()) + " axes, the dataset " +
+                    std::to_string(dims.size()));
+  for (size_t a = 0; a < dims.size(); ++a) {
+    if (start[a] > dims[a] || count[a] > dims[a] - start[a])
+      throw ToolError(name + ": the box leaves the dataset in axis " + std::to_string(a));
+  }
+}
+
+size_t chunk_bytes_of(const std::vector<hsize_t>& chunks, size_t element, const std::string& name) {
+  // HDF5 keeps a chunk under 4 GiB; the product is checked all the same.
+  size_t bytes = element;
+  for (hsize_t c : chunks) {
+    if (c == 0 || __builtin_mul_overflow(bytes, static_cast<size_t>(c), &bytes))
+      throw ToolError(name + ": the chunk shape's size does not fit 64 bits (a damaged file)");
+  }
+  return bytes;
+}
+
+fz::Bytes fill_value_of(hid_t dcpl, hid_t type, size_t element) {
+  fz::Bytes fill(element, 0);
+  H5Pget_fill_value(dcpl, type, fill.data());
+  H5Eclear2(H5E_DEFAULT);
+  return fill;
+}
+
+ChunkWalk::ChunkWalk(const std::vector<hsize_t>& start, const std::vector<hsize_t>& count,
+                     const std::vector<hsize_t>& chunks)
+    : start_(start), count_(count), chunks_(chunks), first_(chunks.size()), last_(chunks.size()),
+      offset_(chunks.size()), lo_(chunks.size()), hi_(chunks.size()) {
+  for (size_t a = 0; a < chunks.size(); ++a) {
+    if (count[a] == 0) done_ = true;
+    first_[a] = start[a] / chunks[a];
+    last_[a] = count[a] == 0 ? first_[a] : (start[a] + count[a] - 1) / chunks[a];
+  }
+  index_ = first_;
+  if (!done_) place();
+}
+
+void ChunkWalk::place() {
+  for (size_t a = 0; a < chunks_.size(); ++a) {
+    offset_[a] = index_[a] * chunks_[a];
+    lo_[a] = std::max(start_[a], offset_[a]);
+    hi_[a] = std::min(start_[a] + count_[a], offset_[a] + chunks_[a]);
+  }
+}
+
+void ChunkWalk::next() {
+  size_t a = chunks_.size();
+  while (a-- > 0) {
+    if (++index_[a] <= last_[a]) break;
+    index_[a] = first_[a];
+  }
+  done_ = a == static_cast<size_t>(-1);
+  if (!done_) place();
+}
+
+BoxCommand open_box_command(const ParsedArgs& parsed, unsigned access) {
+  BoxCommand c;
+  c.policy = fz::Options();
+  fz::filter::apply_policy(fz::filter::policy_from_environment(), c.policy);
+  if (parsed.has("--threads")) c.policy.threads = parse_unsigned("--threads", parsed.get("--threads"));
+  if (parsed.has("--device")) c.policy.device = parsed.get("--device");
+  const std::string& path = parsed.positional.at(0);
+  const std::string& name = parsed.positional.at(1);
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  c.file = Handle(H5Fopen(path.c_str(), access, H5P_DEFAULT), H5Fclose);
+  if (!c.file.ok())
+    throw ToolError("cannot open " + path + (access == H5F_ACC_RDWR ? " for writing" : "") + ": " +
+                    hdf5_error_text("not HDF5"));
+  c.dataset = Handle(H5Dopen2(c.file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!c.dataset.ok()) throw ToolError("no dataset " + name + ": " + hdf5_error_text("?"));
+  c.space = Handle(H5Dget_space(c.dataset.get()), H5Sclose);
+  c.type = Handle(H5Dget_type(c.dataset.get()), H5Tclose);
+  c.dims = dataset_dims(c.dataset.get(), name);
+  const size_t rank = c.dims.size();
+  c.start.assign(rank, 0);
+  if (parsed.has("--start")) c.start = parse_box_numbers("--start", parsed.get("--start"));
+  if (c.start.size() != rank) throw UsageError("--start needs " + std::to_string(rank) + " values");
+  c.count.resize(rank);
+  for (size_t a = 0; a < rank; ++a) c.count[a] = c.start[a] <= c.dims[a] ? c.dims[a] - c.start[a] : 0;
+  if (parsed.has("--count")) {
+    c.count = parse_box_numbers("--count", parsed.get("--count"));
+    if (c.count.size() != rank) throw UsageError("--count needs " + std::to_string(rank) + " values");
+  }
+  for (size_t a = 0; a < rank; ++a) {
+    if (c.start[a] > c.dims[a] || c.count[a] > c.dims[a] - c.start[a])
+      throw UsageError("the box leaves the dataset in axis " + std::to_string(a) + " (extent " +
+                       std::to_string(c.dims[a]) + ")");
+  }
+  return c;
+}
+
 std::string variable_length_refusal(const std::string& name) {
   return name + " has a variable-length type (strings or sequences): its chunks hold references into the file's "
          "heap, not values, and no raw bytes stand for it; read it with h5py or h5dump";
@@ -153,22 +262,10 @@ ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, con
   Handle space(H5Dget_space(dataset), H5Sclose);
   Handle type(H5Dget_type(dataset), H5Tclose);
   Handle dcpl(H5Dget_create_plist(dataset), H5Pclose);
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  if (rank <= 0) throw ToolError(name + ": not an array dataset");
-  std::vector<hsize_t> dims(static_cast<size_t>(rank));
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  const std::vector<hsize_t> dims = dataset_dims(dataset, name);
+  const int rank = static_cast<int>(dims.size());
   ReadBox box = requested;
-  if (box.start.empty() && box.count.empty()) {
-    box.start.assign(dims.size(), 0);
-    box.count = dims;
-  }
-  if (box.start.size() != dims.size() || box.count.size() != dims.size())
-    throw ToolError(name + ": the box has " + std::to_string(box.start.size()) + " axes, the dataset " +
-                    std::to_string(dims.size()));
-  for (size_t a = 0; a < dims.size(); ++a) {
-    if (box.start[a] > dims[a] || box.count[a] > dims[a] - box.start[a])
-      throw ToolError(name + ": the box leaves the dataset in axis " + std::to_string(a));
-  }
+  resolve_box(dims, box.start, box.count, name);
   ReadStats stats;
   const size_t element = H5Tget_size(type.get());
   if (variable_length(type.get())) throw ToolError(variable_length_refusal(name));
@@ -188,43 +285,25 @@ ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, con
   }
   std::vector<hsize_t> chunks(dims.size());
   H5Pget_chunk(dcpl.get(), rank, chunks.data());
-  // HDF5 keeps a chunk under 4 GiB; the product is checked all the same.
-  size_t chunk_bytes = element;
-  for (hsize_t c : chunks) {
-    if (c == 0 || __builtin_mul_overflow(chunk_bytes, static_cast<size_t>(c), &chunk_bytes))
-      throw ToolError(name + ": the chunk shape's size does not fit 64 bits (a damaged file)");
-  }
-  fz::Bytes fill(element, 0);
-  H5Pget_fill_value(dcpl.get(), type.get(), fill.data());
-  H5Eclear2(H5E_DEFAULT);
+  const size_t chunk_bytes = chunk_bytes_of(chunks, element, name);
+  const fz::Bytes fill = fill_value_of(dcpl.get(), type.get(), element);
 
   // The chunks in row-major order, a group at a time (about 256 MiB decoded).
-  std::vector<hsize_t> first(dims.size()), last(dims.size()), index(dims.size());
-  for (size_t a = 0; a < dims.size(); ++a) {
-    first[a] = box.start[a] / chunks[a];
-    last[a] = (box.start[a] + box.count[a] - 1) / chunks[a];
-  }
-  index = first;
+  ChunkWalk walk(box.start, box.count, chunks);
   const size_t per_group = std::max<size_t>(1, (size_t{256} << 20) / chunk_bytes);
   // Chunks only partly in the box are decoded into these, reused from group
   // to group (fresh memory per chunk would cost its page faults every time).
   std::vector<std::unique_ptr<uint8_t[]>> scratch_pool;
   fz::Bytes filled;
-  bool more = true;
-  while (more) {
+  while (!walk.done()) {
     std::vector<Piece> group;
-    while (more && group.size() < per_group) {
+    for (; !walk.done() && group.size() < per_group; walk.next()) {
       Piece piece;
-      piece.offset.resize(dims.size());
-      piece.lo.resize(dims.size());
-      piece.hi.resize(dims.size());
+      piece.offset = walk.offset();
+      piece.lo = walk.lo();
+      piece.hi = walk.hi();
       bool whole = true;
-      for (size_t a = 0; a < dims.size(); ++a) {
-        piece.offset[a] = index[a] * chunks[a];
-        piece.lo[a] = std::max(box.start[a], piece.offset[a]);
-        piece.hi[a] = std::min(box.start[a] + box.count[a], piece.offset[a] + chunks[a]);
-        whole &= piece.hi[a] - piece.lo[a] == chunks[a];
-      }
+      for (size_t a = 0; a < dims.size(); ++a) whole &= piece.hi[a] - piece.lo[a] == chunks[a];
       piece.contiguous = whole;
       for (size_t a = 1; a < dims.size(); ++a) piece.contiguous &= chunks[a] == box.count[a];
       ++stats.chunks;
@@ -258,12 +337,6 @@ ReadStats read_box(hid_t dataset, const ReadBox& requested, void* out_bytes, con
           group.push_back(std::move(piece));
         }
       }
-      size_t a = dims.size();
-      while (a-- > 0) {
-        if (++index[a] <= last[a]) break;
-        index[a] = first[a];
-      }
-      more = a != static_cast<size_t>(-1);
     }
     if (group.empty()) continue;
     std::vector<fz::FrameView> views;

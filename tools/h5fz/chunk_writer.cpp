@@ -51,25 +51,11 @@ struct Chunk {
 
 WriteStats write_box(hid_t dataset, const WriteBox& requested, const void* data_bytes, const fz::Options& policy) {
   const std::string name = dataset_name(dataset);
-  Handle space(H5Dget_space(dataset), H5Sclose);
   Handle type(H5Dget_type(dataset), H5Tclose);
   Handle dcpl(H5Dget_create_plist(dataset), H5Pclose);
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  if (rank <= 0) throw ToolError(name + ": not an array dataset");
-  std::vector<hsize_t> dims(static_cast<size_t>(rank));
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  const std::vector<hsize_t> dims = dataset_dims(dataset, name);
   WriteBox box = requested;
-  if (box.start.empty() && box.count.empty()) {
-    box.start.assign(dims.size(), 0);
-    box.count = dims;
-  }
-  if (box.start.size() != dims.size() || box.count.size() != dims.size())
-    throw ToolError(name + ": the box has " + std::to_string(box.start.size()) + " axes, the dataset " +
-                    std::to_string(dims.size()));
-  for (size_t a = 0; a < dims.size(); ++a) {
-    if (box.start[a] > dims[a] || box.count[a] > dims[a] - box.start[a])
-      throw ToolError(name + ": the box leaves the dataset in axis " + std::to_string(a));
-  }
+  resolve_box(dims, box.start, box.count, name);
   const size_t element = H5Tget_size(type.get());
   if (has_variable_length(type.get())) throw ToolError(variable_length_refusal(name));
   WriteStats stats;
@@ -92,43 +78,27 @@ WriteStats write_box(hid_t dataset, const WriteBox& requested, const void* data_
   options.threads = policy.threads;
   options.device = policy.device;
   std::vector<hsize_t> chunks(dims.size());
-  H5Pget_chunk(dcpl.get(), rank, chunks.data());
-  size_t chunk_bytes = element;
-  for (hsize_t c : chunks) {
-    if (c == 0 || __builtin_mul_overflow(chunk_bytes, static_cast<size_t>(c), &chunk_bytes))
-      throw ToolError(name + ": the chunk shape's size does not fit 64 bits (a damaged file)");
-  }
+  H5Pget_chunk(dcpl.get(), static_cast<int>(dims.size()), chunks.data());
+  const size_t chunk_bytes = chunk_bytes_of(chunks, element, name);
   if (dtype.size != element || chunk_dims.size() != chunks.size() ||
       !std::equal(chunks.begin(), chunks.end(), chunk_dims.begin()))
     throw ToolError(name + ": the filter's stored parameters do not match the dataset (a damaged file)");
-  fz::Bytes fill(element, 0);
-  H5Pget_fill_value(dcpl.get(), type.get(), fill.data());
-  H5Eclear2(H5E_DEFAULT);
+  const fz::Bytes fill = fill_value_of(dcpl.get(), type.get(), element);
   const auto* data = static_cast<const uint8_t*>(data_bytes);
 
-  std::vector<hsize_t> first(dims.size()), last(dims.size()), index(dims.size());
-  for (size_t a = 0; a < dims.size(); ++a) {
-    first[a] = box.start[a] / chunks[a];
-    last[a] = (box.start[a] + box.count[a] - 1) / chunks[a];
-  }
-  index = first;
+  ChunkWalk walk(box.start, box.count, chunks);
   const size_t per_group = std::max<size_t>(1, (size_t{256} << 20) / chunk_bytes);
-  bool more = true;
-  while (more) {
+  while (!walk.done()) {
     std::vector<Chunk> group;
     std::vector<size_t> to_decode;
-    while (more && group.size() < per_group) {
+    for (; !walk.done() && group.size() < per_group; walk.next()) {
       Chunk c;
-      c.offset.resize(dims.size());
-      c.lo.resize(dims.size());
-      c.hi.resize(dims.size());
+      c.offset = walk.offset();
+      c.lo = walk.lo();
+      c.hi = walk.hi();
       bool covered = true;  // every element of the chunk inside the dataset is in the box
-      for (size_t a = 0; a < dims.size(); ++a) {
-        c.offset[a] = index[a] * chunks[a];
-        c.lo[a] = std::max(box.start[a], c.offset[a]);
-        c.hi[a] = std::min(box.start[a] + box.count[a], c.offset[a] + chunks[a]);
+      for (size_t a = 0; a < dims.size(); ++a)
         covered &= c.lo[a] == c.offset[a] && c.hi[a] == std::min(dims[a], c.offset[a] + chunks[a]);
-      }
       ++stats.chunks;
       hsize_t stored = 0;
       const bool written =
@@ -169,12 +139,6 @@ WriteStats write_box(hid_t dataset, const WriteBox& requested, const void* data_
         }
       }
       group.push_back(std::move(c));
-      size_t a = dims.size();
-      while (a-- > 0) {
-        if (++index[a] <= last[a]) break;
-        index[a] = first[a];
-      }
-      more = a != static_cast<size_t>(-1);
     }
     if (!to_decode.empty()) {
       std::vector<fz::FrameView> views;

@@ -1,9 +1,7 @@
 // h5fz read FILE DATASET: a box of a dataset read many chunks at a time
 // (chunk_reader.cpp), written as a raw file and/or compared with HDF5's own
 // read through the filter, with both speeds.
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -50,34 +48,13 @@ int run_read(const std::vector<std::string>& args) {
   const ParsedArgs parsed =
       parse_args(args, {"--start", "--count", "--output", "--threads", "--device"}, {"--compare"});
   if (parsed.positional.size() != 2) throw UsageError("read needs a file and a dataset");
-  fz::Options policy;
-  fz::filter::apply_policy(fz::filter::policy_from_environment(), policy);
-  if (parsed.has("--threads")) policy.threads = parse_unsigned("--threads", parsed.get("--threads"));
-  if (parsed.has("--device")) policy.device = parsed.get("--device");
-
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  Handle file(H5Fopen(parsed.positional[0].c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-  if (!file.ok()) throw ToolError("cannot open " + parsed.positional[0] + ": " + hdf5_error_text("not HDF5"));
-  Handle dataset(H5Dopen2(file.get(), parsed.positional[1].c_str(), H5P_DEFAULT), H5Dclose);
-  if (!dataset.ok()) throw ToolError("no dataset " + parsed.positional[1] + ": " + hdf5_error_text("?"));
-  Handle space(H5Dget_space(dataset.get()), H5Sclose);
-  Handle type(H5Dget_type(dataset.get()), H5Tclose);
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  if (rank <= 0) throw ToolError(parsed.positional[1] + ": not an array dataset");
-  std::vector<hsize_t> dims(static_cast<size_t>(rank));
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  ReadBox box;
-  box.start.assign(dims.size(), 0);
-  if (parsed.has("--start")) {
-    box.start = parse_box_numbers("--start", parsed.get("--start"));
-  }
-  if (box.start.size() != dims.size()) throw UsageError("--start needs " + std::to_string(rank) + " values");
-  box.count.resize(dims.size());
-  for (size_t a = 0; a < dims.size(); ++a) box.count[a] = box.start[a] <= dims[a] ? dims[a] - box.start[a] : 0;
-  if (parsed.has("--count")) {
-    box.count = parse_box_numbers("--count", parsed.get("--count"));
-    if (box.count.size() != dims.size()) throw UsageError("--count needs " + std::to_string(rank) + " values");
-  }
+  BoxCommand opened = open_box_command(parsed, H5F_ACC_RDONLY);
+  const fz::Options& policy = opened.policy;
+  const Handle& dataset = opened.dataset;
+  const Handle& space = opened.space;
+  const Handle& type = opened.type;
+  const int rank = static_cast<int>(opened.dims.size());
+  ReadBox box{opened.start, opened.count};
   const size_t element = H5Tget_size(type.get());
   if (has_variable_length(type.get())) throw ToolError(variable_length_refusal(parsed.positional[1]));
   // Checked before anything is allocated: a count that wraps would make a
@@ -86,11 +63,6 @@ int run_read(const std::vector<std::string>& args) {
   if (parsed.has("--compare") && bytes > fz::total_memory() / 2 && fz::total_memory() != 0)
     throw ToolError(parsed.positional[1] + ": --compare needs the box twice (" + human_bytes(2 * bytes) +
                     "), more than this machine's memory: read a smaller box (--start, --count)");
-  for (size_t a = 0; a < dims.size(); ++a) {
-    if (box.start[a] > dims[a] || box.count[a] > dims[a] - box.start[a])
-      throw UsageError("the box leaves the dataset in axis " + std::to_string(a) + " (extent " +
-                       std::to_string(dims[a]) + ")");
-  }
   if (parsed.has("--compare") && !find_plugin())
     throw ToolError("--compare reads through the H5Z-FZ filter, and its plugin (libH5Zfz.so) was not found: set "
                     "HDF5_PLUGIN_PATH to the folder that holds it");

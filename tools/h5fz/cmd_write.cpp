@@ -7,7 +7,6 @@
 #include "chunk_reader.hpp"
 #include "chunk_writer.hpp"
 #include "cli.hpp"
-#include "environment.hpp"
 #include "hdf5_handle.hpp"
 #include "repack_copy.hpp"
 
@@ -42,37 +41,10 @@ int run_write(const std::vector<std::string>& args) {
   const ParsedArgs parsed = parse_args(args, {"--input", "--start", "--count", "--threads", "--device"}, {});
   if (parsed.positional.size() != 2) throw UsageError("write needs a file and a dataset");
   if (!parsed.has("--input")) throw UsageError("write needs --input RAW");
-  fz::Options policy;
-  fz::filter::apply_policy(fz::filter::policy_from_environment(), policy);
-  if (parsed.has("--threads")) policy.threads = parse_unsigned("--threads", parsed.get("--threads"));
-  if (parsed.has("--device")) policy.device = parsed.get("--device");
-
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  Handle file(H5Fopen(parsed.positional[0].c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
-  if (!file.ok()) throw ToolError("cannot open " + parsed.positional[0] + " for writing: " + hdf5_error_text("?"));
-  Handle dataset(H5Dopen2(file.get(), parsed.positional[1].c_str(), H5P_DEFAULT), H5Dclose);
-  if (!dataset.ok()) throw ToolError("no dataset " + parsed.positional[1] + ": " + hdf5_error_text("?"));
-  Handle space(H5Dget_space(dataset.get()), H5Sclose);
-  Handle type(H5Dget_type(dataset.get()), H5Tclose);
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  if (rank <= 0) throw ToolError(parsed.positional[1] + ": not an array dataset");
-  std::vector<hsize_t> dims(static_cast<size_t>(rank));
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  WriteBox box;
-  box.start.assign(dims.size(), 0);
-  if (parsed.has("--start")) box.start = parse_box_numbers("--start", parsed.get("--start"));
-  if (box.start.size() != dims.size()) throw UsageError("--start needs " + std::to_string(rank) + " values");
-  box.count.resize(dims.size());
-  for (size_t a = 0; a < dims.size(); ++a) box.count[a] = box.start[a] <= dims[a] ? dims[a] - box.start[a] : 0;
-  if (parsed.has("--count")) {
-    box.count = parse_box_numbers("--count", parsed.get("--count"));
-    if (box.count.size() != dims.size()) throw UsageError("--count needs " + std::to_string(rank) + " values");
-  }
-  for (size_t a = 0; a < dims.size(); ++a) {
-    if (box.start[a] > dims[a] || box.count[a] > dims[a] - box.start[a])
-      throw UsageError("the box leaves the dataset in axis " + std::to_string(a) + " (extent " +
-                       std::to_string(dims[a]) + ")");
-  }
+  BoxCommand opened = open_box_command(parsed, H5F_ACC_RDWR);
+  const Handle& file = opened.file;
+  const Handle& type = opened.type;
+  WriteBox box{opened.start, opened.count};
   const size_t element = H5Tget_size(type.get());
   const uint64_t bytes = box_bytes(box.count, element, parsed.positional[1]);
   const fz::Bytes input = read_whole_file(parsed.get("--input"));
@@ -81,7 +53,7 @@ int run_write(const std::vector<std::string>& args) {
                     shape_text(std::vector<uint64_t>(box.count.begin(), box.count.end())) + "] of " +
                     std::to_string(element) + "-byte elements " + std::to_string(bytes));
   Stopwatch clock;
-  const WriteStats stats = write_box(dataset.get(), box, input.data(), policy);
+  const WriteStats stats = write_box(opened.dataset.get(), box, input.data(), opened.policy);
   require_hdf5(H5Fflush(file.get(), H5F_SCOPE_LOCAL), "cannot flush " + parsed.positional[0]);
   const double seconds = clock.seconds();
   std::printf("wrote %s [%s] (%zu-byte elements): %s as %s in %llu chunks (%llu merged into what they held), %.3f s, "
