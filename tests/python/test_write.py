@@ -91,6 +91,8 @@ def test_frames_equal_the_filters_float64_and_integers(tmp_path):
         same_as_filter(f, "f64_fzgpu", p, (100, 100), options_for("fzgpu", "noa", 1e-4))
         same_as_filter(f, "ints", ints, (7, 91, 50), options_for("fzgpu", "abs", 1))
         same_as_filter(f, "ints_lossless", ints, (7, 91, 50), options_for("lossless"))
+        big = fz_samples.load_real("wmag91.float").astype(">f4")            # stored big-endian
+        same_as_filter(f, "big_endian", big, (10, 40, 91), options_for("fzgpu", "noa", 1e-3))
 
 
 def test_selections_of_whole_chunks(tmp_path, wmag):
