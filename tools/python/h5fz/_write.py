@@ -27,7 +27,7 @@ _WRITER_VERSION = 1
 _LIB = None
 # Chunk bytes handed to the encoder at once: enough chunks for every core,
 # and a bounded amount of memory (the group's chunks and their frames).
-_GROUP_BYTES = 256 << 20
+_GROUP_BYTES = 64 << 20
 
 
 def _library():
@@ -179,10 +179,17 @@ def write(dataset, data, selection=None, threads=0, device="cpu"):
             chunk[inside] = part
         return buffers
 
-    def encode(buffers):
-        """The buffers' frames (bytes), as the filter writes them."""
+    # Two rooms for frames, reused group after group (one is being stored
+    # while the next group is encoded into the other): fresh memory for every
+    # group would cost its page faults each time.
+    rooms = []
+
+    def encode(buffers, which):
+        """The buffers' frames (views of room `which`), as the filter writes them."""
         n = len(buffers)
-        room = np.empty(n * frame_capacity, dtype=np.uint8)  # not zeroed: only frame bytes are read back
+        while len(rooms) <= which:
+            rooms.append(np.empty(per_group * frame_capacity, dtype=np.uint8))  # not zeroed: only frames are read
+        room = rooms[which]
         base = room.ctypes.data
         encoded = (ctypes.c_size_t * n)()
         error = ctypes.create_string_buffer(1024)
@@ -203,11 +210,11 @@ def write(dataset, data, selection=None, threads=0, device="cpu"):
     # releases the GIL): at most two groups of frames and one of chunks.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as writer:
         pending = None
-        while True:
+        for which in itertools.cycle((0, 1)):
             group = list(itertools.islice(places, per_group))
             if not group:
                 break
-            frames = encode(build(group))
+            frames = encode(build(group), which)
             if pending is not None:
                 pending.result()
             pending = writer.submit(store, group, frames)
