@@ -41,7 +41,7 @@ inline bool arguments_ok(const std::vector<size_t>& dims, const Config& config, 
 
 inline size_t aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 inline size_t tiles_of(size_t n) { return (n + kTile - 1) / kTile; }
-// The row kernels (row_codes, plane_sums): one warp per (plane, segment of
+// The encoder's row kernel (row_codes): one warp per (plane, segment of
 // rows), lane l holding x = l + 32j of a row; for rows of at most
 // kMaxRowLength elements.
 constexpr size_t kMaxRowLength = 1024;
@@ -65,16 +65,28 @@ inline bool decodes_by_rows(const Shape& s) { return s.n > 0 && s.nx <= kMaxRowL
 constexpr size_t kLaneRowsMin = 32;
 inline size_t lane_rows_max(unsigned width) { return width == 4 ? 512 : 256; }
 
-// Depth segments for depth_sums: enough for about 64 Ki threads in all, each
-// walking at least 16 planes (1 when the planes alone are that many columns).
-inline size_t depth_segments_of(const Shape& s) {
-  const size_t plane = s.ny * s.nx;
-  size_t segments = (size_t{1} << 16) / plane;
-  const size_t most = s.nz / 16;
+// The decoder's tiles (decode_rows_kernels_cuda.cuh): strips of kStripRows
+// rows (two a warp of kTileWarps) by depth segments of `depth` planes. About
+// kTargetTiles tiles (blocks) fill the GPU; a segment is at least kMinDepth
+// planes deep, since the depth sums' traffic is 1/depth of the data's (read
+// and written four times).
+constexpr unsigned kTileWarps = 8;
+constexpr size_t kStripRows = 2 * kTileWarps;
+constexpr size_t kTargetTiles = 512;
+constexpr size_t kMinDepth = 16;
+struct Tiling {
+  size_t strips, depth, segments;
+};
+inline Tiling tiling_of(const Shape& s) {
+  Tiling t;
+  t.strips = (s.ny + kStripRows - 1) / kStripRows;
+  size_t segments = (kTargetTiles + t.strips - 1) / t.strips;
+  const size_t most = s.nz / kMinDepth;
   if (segments > most) segments = most;
-  if (segments <= 1) return 1;
-  const size_t length = (s.nz + segments - 1) / segments;
-  return (s.nz + length - 1) / length;  // none of them empty
+  if (segments < 1) segments = 1;
+  t.depth = (s.nz + segments - 1) / segments;
+  t.segments = (s.nz + t.depth - 1) / t.depth;  // none of them empty
+  return t;
 }
 
 // A grid-stride launch: enough blocks to fill the GPU, no more.

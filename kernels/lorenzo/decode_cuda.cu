@@ -10,10 +10,13 @@
 //   check_counts  one thread: the flags add up to the header's counts;
 //   unpack_codes  codes -> deltas (range-checked);
 //   place_deltas  stored deltas written over the outlier positions;
-//   inclusive prefix sums along x (scan by key over rows), then y, then z (a
-//   thread per column when there are many columns, otherwise a scan by key
-//   over the permuted axis); the sums are modulo 2^bits, the CPU's arithmetic;
-//   convert       range check and x' = (T)p * eb2;
+//   inclusive prefix sums along x, y and z, modulo 2^bits (the CPU's
+//   arithmetic), and the conversion x' = (T)p * eb2 with its range check:
+//   rows of at most kMaxRowLength elements by tiles (tile_totals,
+//   place_tile_deltas, tile_carries, tile_values; unpack_codes only when the
+//   outlier stream stores deltas); longer rows along x (scan by key over
+//   rows), then y, then z (a thread per column when there are many columns,
+//   otherwise a scan by key over the permuted axis), then convert;
 //   patch_specials the specials' bits (p must be 0 there).
 // A chunk of at most kSmallElements elements takes all of these steps in one
 // The kernels: outliers_cuda.cuh (records, stored deltas, specials),
@@ -54,16 +57,19 @@ struct DecodeLayout {
   size_t scan_bytes;
   void* d;
   void* e;
-  void* totals;           // plane_sums' segment totals (decoding by rows)
-  size_t depth_segments;  // depth_segments_of the shape (decoding by rows)
-  void* depth_totals;     // depth segments' column totals, then carries (null: one segment)
+  // Decoding by rows (decode_rows_kernels_cuda.cuh), each null where the
+  // tiling needs none: strip sums (more than one strip), depth sums (more
+  // than one depth segment), tile sums (both).
+  void* strip_sums;
+  void* depth_sums;
+  void* tile_sums;
   size_t total;
 };
 
-// Whether the rows path decodes in `out` itself: the deltas and the plane
-// sums are written over the output (each element's word is read before its
-// value replaces it, by the same thread or warp), so the scratch holds
-// neither n-element array (issue 31 item 5).
+// Whether the rows path decodes in `out` itself: the deltas (when the
+// outlier stream stores them) are written over the output, and tile_values
+// reads each element's delta before its value replaces it, in the same
+// thread; so the scratch holds no n-element array (issue 31 item 5).
 bool decodes_in_place(const Shape& s, const uint8_t* codes, const uint8_t* out) {
   return s.n > kSmallElements && decodes_by_rows(s) && (reinterpret_cast<uintptr_t>(codes) & 1) == 0 &&
          out != nullptr && (reinterpret_cast<uintptr_t>(out) & 15) == 0;
@@ -94,22 +100,40 @@ DecodeLayout decode_layout(void* scratch, const Shape& s, size_t outliers_size, 
     l.e = base + at;
     at += aligned(s.n * sizeof(U));
   }
-  l.totals = base + at;
-  l.depth_segments = 1;
-  l.depth_totals = nullptr;
+  l.strip_sums = l.depth_sums = l.tile_sums = nullptr;
   if (decodes_by_rows(s)) {
-    const size_t rows = rows_per_segment(s);
-    at += aligned(s.nz * ((s.ny + rows - 1) / rows) * s.nx * sizeof(U));
-    l.depth_segments = depth_segments_of(s);
-    if (l.depth_segments > 1) {
-      l.depth_totals = base + at;
-      at += aligned(l.depth_segments * s.ny * s.nx * sizeof(U));
-    }
+    const Tiling t = tiling_of(s);
+    auto take = [&](size_t words) {
+      void* p = base + at;
+      at += aligned(words * sizeof(U));
+      return p;
+    };
+    if (t.strips > 1) l.strip_sums = take(s.nz * t.strips * s.nx);
+    if (t.segments > 1) l.depth_sums = take(t.segments * s.ny * s.nx);
+    if (t.strips > 1 && t.segments > 1) l.tile_sums = take(t.segments * t.strips * s.nx);
   }
   l.total = at;
   return l;
 }
 
+// tile_values for rows of at most 32K elements, with its shared memory (the
+// opt-in above 48 KiB for long rows of doubles).
+template <typename T, unsigned K>
+cudaError_t launch_tile_values(DeltaSource<typename Traits<T>::U> source, const OutlierLayout* layout, const Shape& s,
+                               const Tiling& t, const typename Traits<T>::U* strip_sums,
+                               const typename Traits<T>::U* depth_sums, const typename Traits<T>::U* tile_sums,
+                               TileVectors vectors, typename Traits<T>::U code_limit, T eb2, uint8_t* out, uint32_t* status,
+                               cudaStream_t stream) {
+  constexpr size_t bytes = tile_exchange_bytes<typename Traits<T>::U, K>();
+  if constexpr (bytes > 48 * 1024) {
+    const cudaError_t err =
+        cudaFuncSetAttribute(tile_values<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+    if (err != cudaSuccess) return err;
+  }
+  tile_values<T, K><<<static_cast<unsigned>(t.strips * t.segments), kTileWarps * 32, bytes, stream>>>(
+      source, layout, s, t, strip_sums, depth_sums, tile_sums, vectors, code_limit, eb2, out, status);
+  return cudaGetLastError();
+}
 
 template <typename T>
 cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t outliers_size, const Shape& s,
@@ -117,6 +141,10 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   using U = typename Traits<T>::U;
   const size_t n = s.n;
   if ((n + kThreads - 1) / kThreads > 0x7FFFFFFFu) return cudaErrorInvalidValue;
+  if (decodes_by_rows(s)) {  // one block a tile (more than 2^31 tiles: over 2^35 elements in rows of few)
+    const Tiling t = tiling_of(s);
+    if (t.strips * t.segments > 0x7FFFFFFFu) return cudaErrorInvalidValue;
+  }
   const size_t capacity = record_capacity(n, outliers_size);
   const bool in_place = decodes_in_place(s, codes, out);
   const DecodeLayout l = decode_layout<U>(scratch, s, outliers_size, in_place);
@@ -155,38 +183,46 @@ cudaError_t decode_typed(const uint8_t* codes, const uint8_t* outliers, size_t o
   if (n == 0) return cudaGetLastError();
 
   U* d = in_place ? reinterpret_cast<U*>(out) : static_cast<U*>(l.d);
-  U* e = in_place ? reinterpret_cast<U*>(out) : static_cast<U*>(l.e);
   if (decodes_by_rows(s) && (reinterpret_cast<uintptr_t>(codes) & 1) == 0) {
+    const Tiling t = tiling_of(s);
+    const unsigned tiles = static_cast<unsigned>(t.strips * t.segments);
+    const DeltaSource<U> source{reinterpret_cast<const uint16_t*>(codes), d, false};
+    U* strip_sums = static_cast<U*>(l.strip_sums);
+    U* depth_sums = static_cast<U*>(l.depth_sums);
+    U* tile_sums = static_cast<U*>(l.tile_sums);
     unpack_codes<U><<<stride_grid(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status, l.layout, true);
-    if (capacity > 0)
-      place_deltas<U><<<blocks_for(capacity), kThreads, 0, stream>>>(outliers, codes, n, capacity, code_limit,
-                                                                    l.layout, l.delta_rank, d, status);
-    const size_t rows = rows_per_segment(s), segments = (s.ny + rows - 1) / rows;
-    U* totals = static_cast<U*>(l.totals);
-    const unsigned warps_grid = static_cast<unsigned>((s.nz * segments + kRowWarps - 1) / kRowWarps);
-    const size_t k = (s.nx + 31) / 32;
-    auto rows_kernel = k <= 1 ? plane_sums<U, 1> : k <= 2 ? plane_sums<U, 2> : k <= 4 ? plane_sums<U, 4>
-                     : k <= 8 ? plane_sums<U, 8> : k <= 16 ? plane_sums<U, 16> : plane_sums<U, 32>;
-    rows_kernel<<<warps_grid, kThreads, 0, stream>>>(reinterpret_cast<const uint16_t*>(codes), d, l.layout, s, rows,
-                                                     segments, code_limit, e, totals, status);
-    segment_offsets<U><<<blocks_for(s.nz * s.nx), kThreads, 0, stream>>>(totals, s, segments);
-    const PlaneSums<U> planes{e, totals, s.ny * s.nx, s.nx, rows, segments * s.nx};
-    const size_t depth_segments = l.depth_segments;
-    const size_t length = (s.nz + depth_segments - 1) / depth_segments;
-    U* carries = static_cast<U*>(l.depth_totals);
-    if (depth_segments > 1) {
-      depth_segment_totals<U><<<blocks_for(depth_segments * planes.plane), kThreads, 0, stream>>>(
-          planes, s.nz, length, depth_segments, carries);
-      depth_segment_carries<U><<<blocks_for(planes.plane), kThreads, 0, stream>>>(carries, planes.plane,
-                                                                                 depth_segments);
+    if (strip_sums || depth_sums) {
+      // Columns a thread: one load of their codes a row (tile_totals).
+      const uintptr_t at = reinterpret_cast<uintptr_t>(codes);
+      const unsigned c = s.nx % 2 == 0 && (at & 3) == 0 ? 2 : 1;
+      const auto totals = c == 2 ? tile_totals<U, 2> : tile_totals<U, 1>;
+      const dim3 grid(tiles, static_cast<unsigned>((s.nx + kTotalsThreads * c - 1) / (kTotalsThreads * c)));
+      totals<<<grid, kTotalsThreads, 0, stream>>>(source, s, t, strip_sums, depth_sums, tile_sums);
     }
-    depth_sums<T><<<blocks_for(depth_segments * planes.plane), kThreads, 0, stream>>>(
-        planes, s.nz, length, depth_segments, carries, eb2, out, status);
+    if (capacity > 0)
+      place_tile_deltas<U><<<blocks_for(capacity), kThreads, 0, stream>>>(outliers, codes, s, capacity, code_limit,
+                                                                         l.layout, l.delta_rank, d, t, strip_sums,
+                                                                         depth_sums, tile_sums, status);
+    if (strip_sums || depth_sums) {
+      const size_t columns = tile_carry_columns(s, t, strip_sums, depth_sums, tile_sums);
+      tile_carries<U><<<blocks_for(columns), kThreads, 0, stream>>>(s, t, strip_sums, depth_sums, tile_sums);
+    }
+    const size_t k = (s.nx + 31) / 32;
+    const auto launch = k <= 1 ? launch_tile_values<T, 1> : k <= 2 ? launch_tile_values<T, 2>
+                      : k <= 4 ? launch_tile_values<T, 4> : k <= 8 ? launch_tile_values<T, 8>
+                      : k <= 16 ? launch_tile_values<T, 16> : launch_tile_values<T, 32>;
+    auto aligned16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+    const TileVectors vectors{aligned16(codes) && s.nx % 8 == 0, aligned16(d) && s.nx % (16 / sizeof(U)) == 0,
+                              s.nx % (16 / sizeof(U)) == 0, aligned16(out) && s.nx % (16 / sizeof(T)) == 0};
+    err = launch(source, l.layout, s, t, strip_sums, depth_sums, tile_sums, vectors, code_limit, eb2, out, status,
+                 stream);
+    if (err != cudaSuccess) return err;
     if (capacity > 0)
       patch_specials<U><<<blocks_for(capacity), kThreads, 0, stream>>>(
           outliers, n, capacity, fill_bits, l.layout, l.raw_rank, out, status);
     return cudaGetLastError();
   }
+  U* e = in_place ? reinterpret_cast<U*>(out) : static_cast<U*>(l.e);
   unpack_codes<U><<<stride_grid(n), kThreads, 0, stream>>>(codes, n, code_limit, d, status, l.layout, false);
   if (capacity > 0)
     place_deltas<U><<<blocks_for(capacity), kThreads, 0, stream>>>(outliers, codes, n, capacity, code_limit, l.layout,

@@ -1,32 +1,49 @@
 // The LORENZO CUDA decoder's kernels for chunks of short rows (at most
-// kMaxRowLength elements): the inverse Lorenzo operator as three passes.
+// kMaxRowLength elements): the inverse Lorenzo operator over tiles, with one
+// pass that writes the values.
 // Internal to the LORENZO CUDA sources: included by one translation unit
 // (non-template kernels and device functions are static, as they were there).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "lorenzo/common_cuda.cuh"
+#include "lorenzo/lanes_cuda.cuh"
 #include "lorenzo/outliers_cuda.cuh"
 
 namespace fz::lorenzo::cuda::detail {
 
 using namespace rules;  // the per-element rules the CPU shares
-using fz::cuda_detail::load_word;
-using fz::cuda_detail::store_word;
 
 //
-// The inverse of the Lorenzo predictor is an inclusive prefix sum along x,
-// y and z. plane_sums: one warp per (plane, segment of `rows` rows) sums
-// each row along x (lane l holds x = l + 32j: coalesced loads, a warp scan
-// per 32 elements) and keeps running column sums down the segment; it writes
-// those partial sums and each segment's column totals. segment_offsets turns
-// the totals into what the segments above add (an exclusive sum per plane and
-// x); depth_sums walks z per (y, x), adding both, and converts to values.
-// Three passes over the data instead of seven. (When the planes have few
-// columns, the depth is walked in segments: two more passes, see
-// depth_segment_totals.)
+// The inverse of the Lorenzo predictor is an inclusive prefix sum along x, y
+// and z, modulo 2^bits (the CPU's arithmetic). The chunk is cut into tiles of
+// kStripRows rows (strip j, rows from y0) by t.depth planes (depth segment k,
+// planes from z0). Write xscan for the inclusive sum along x; it is linear,
+// and modular sums may be taken in any order. Element (z, y, x) of a tile is
+//   S(z, y) = S(z0 - 1, y) + P(z0, y) + ... + P(z, y)          (rows of x)
+//   P(z, y) = xscan(A(z) + delta(z, y0) + ... + delta(z, y))
+//   S(z0 - 1, y) = xscan(E + D(y0) + ... + D(y))
+// where A(z) is plane z's deltas summed over the rows above the strip, D(y)
+// row y's deltas summed over the planes above the segment, and E the deltas
+// summed over both (rows above the strip, planes above the segment). So:
+//   tile_totals   reads each tile's codes once and sums its deltas per plane
+//                 over the rows (strip sums), per row over the planes (depth
+//                 sums) and over both (tile sums); place_tile_deltas adds the
+//                 deltas the outlier stream stores;
+//   tile_carries  exclusive sums of those over the strips above and the
+//                 segments above: A, D and the terms of E (a thread per
+//                 column; 1/16 of the data and less);
+//   tile_values   reads each tile again and writes the values: the S of a
+//                 warp's rows in registers down the planes, the rows above
+//                 it within the strip added through shared memory.
+// About 9.5 bytes of memory traffic an element (float, 2-byte codes) where
+// the earlier three passes (row sums, segment carries, depth walks) moved 14;
+// on the H200 at 512 MiB the three kernels take 491 us where those took 659
+// (docs/PERFORMANCE.md, issue 31's sixth session).
 
 template <typename U>
 __device__ __forceinline__ U warp_inclusive_sum(U v, unsigned lane) {
@@ -38,188 +55,365 @@ __device__ __forceinline__ U warp_inclusive_sum(U v, unsigned lane) {
   return v;
 }
 
-// Deltas come from the codes, or (when the outlier stream stores deltas)
-// from `deltas`, which unpack_codes and place_deltas filled. `deltas` and
-// `sums` may be the same array (decoding in the output): a warp reads each
-// row of its segment before it writes that row's sums, and no other warp
-// touches the segment. The next row is
-// loaded while this one is summed, and the row's K warp scans are independent
-// (their carries are added afterwards), so neither memory nor shuffle latency
-// serialises a warp.
-template <typename U, unsigned K>
-__global__ void __launch_bounds__(kThreads)
-    plane_sums(const uint16_t* __restrict__ codes, const U* deltas, const OutlierLayout* layout, Shape s,
-               size_t rows, size_t segments, U code_limit, U* sums, U* __restrict__ totals, uint32_t* status) {
-  const unsigned lane = threadIdx.x & 31u;
-  const size_t task = static_cast<size_t>(blockIdx.x) * kRowWarps + (threadIdx.x >> 5);
-  if (task >= s.nz * segments) return;  // the whole warp
-  const size_t z = task / segments, segment = task % segments;
-  const size_t y0 = segment * rows, y1 = y0 + rows < s.ny ? y0 + rows : s.ny;
-  const bool stored = layout->ok && layout->deltas > 0;
-  bool bad = false;
-  // Raw words of a row (codes or deltas; x clamped into the row, so every
-  // load is unconditional and all K are in flight together) ...
-  auto load_row = [&](size_t y, U (&v)[K]) {
-    const size_t row = (z * s.ny + y) * s.nx;
-    if (stored) {
+// Where tile_values takes the deltas from: the codes, or (when the outlier
+// stream stores deltas, which `stored` says on the device) `deltas`, which
+// unpack_codes and place_tile_deltas filled.
+template <typename U>
+struct DeltaSource {
+  const uint16_t* __restrict__ codes;
+  const U* deltas;
+  bool stored;
+};
+
+// C consecutive columns a thread of tile (j, k): block (j + k * strips,
+// column group). Each row's C codes come in one load (C = 2 where the codes
+// and the row length allow, else 1), and the next plane's while this one is
+// summed: one 2-byte code a thread kept too few bytes in flight (30% of the
+// DRAM peak), and with 4 the registers leave too few warps. Codes only: a
+// stored delta's code is 0, and place_tile_deltas adds the delta to the
+// three sums afterwards.
+constexpr unsigned kTotalsThreads = 128;
+
+template <typename U, unsigned C>
+__global__ void __launch_bounds__(kTotalsThreads)
+    tile_totals(DeltaSource<U> source, Shape s, Tiling t, U* strip_sums,
+                U* depth_sums, U* tile_sums) {
+  const size_t x = (static_cast<size_t>(blockIdx.y) * kTotalsThreads + threadIdx.x) * C;
+  if (x >= s.nx) return;
+  const size_t j = blockIdx.x % t.strips, k = blockIdx.x / t.strips;
+  const size_t y0 = j * kStripRows;
+  const size_t rows = s.ny - y0 < kStripRows ? s.ny - y0 : kStripRows;
+  const size_t z0 = k * t.depth, z1 = z0 + t.depth < s.nz ? z0 + t.depth : s.nz;
+  U along_z[kStripRows][C];
 #pragma unroll
-      for (unsigned j = 0; j < K; ++j) v[j] = deltas[row + (lane + 32 * j < s.nx ? lane + 32 * j : s.nx - 1)];
-    } else {
+  for (unsigned r = 0; r < kStripRows; ++r)
 #pragma unroll
-      for (unsigned j = 0; j < K; ++j) v[j] = codes[row + (lane + 32 * j < s.nx ? lane + 32 * j : s.nx - 1)];
+    for (unsigned c = 0; c < C; ++c) along_z[r][c] = 0;
+  // Down the planes with Raw words (one load a row) and `delta`, which
+  // takes column c's delta out of one.
+  auto walk = [&](auto raw_kind, auto&& delta) {
+    using Raw = decltype(raw_kind);
+    // Row r of plane z: rows past the strip's last load it again (every
+    // load unconditional, all in flight) and count 0.
+    auto load_plane = [&](size_t z, Raw (&raw)[kStripRows]) {
+#pragma unroll
+      for (unsigned r = 0; r < kStripRows; ++r) {
+        const size_t at = (z * s.ny + y0 + (r < rows ? r : rows - 1)) * s.nx + x;
+        raw[r] = *reinterpret_cast<const Raw*>(source.codes + at);
+      }
+    };
+    Raw next[kStripRows];
+    load_plane(z0, next);
+    for (size_t z = z0; z < z1; ++z) {
+      Raw raw[kStripRows];
+#pragma unroll
+      for (unsigned r = 0; r < kStripRows; ++r) raw[r] = next[r];
+      if (z + 1 < z1) load_plane(z + 1, next);
+      U across[C];
+#pragma unroll
+      for (unsigned c = 0; c < C; ++c) across[c] = 0;
+#pragma unroll
+      for (unsigned r = 0; r < kStripRows; ++r)
+#pragma unroll
+        for (unsigned c = 0; c < C; ++c) {
+          const U d = r < rows ? delta(raw[r], c) : U{0};
+          across[c] += d;
+          along_z[r][c] += d;
+        }
+      if (strip_sums)
+#pragma unroll
+        for (unsigned c = 0; c < C; ++c) strip_sums[(z * t.strips + j) * s.nx + x + c] = across[c];
     }
   };
-  // ... turned into deltas only when the next row's loads are on their way.
-  auto deltas_of = [&](U (&v)[K]) {
+  static_assert(C == 1 || C == 2, "one or two codes a load");
+  using Codes = std::conditional_t<C == 2, uint32_t, uint16_t>;
+  walk(Codes{}, [](const Codes& raw, unsigned c) -> U {
+    return unzigzag(static_cast<U>((static_cast<uint32_t>(raw) >> (16 * c)) & 0xFFFFu));
+  });
+  if (!depth_sums) return;
+  U total[C];
 #pragma unroll
-    for (unsigned j = 0; j < K; ++j) {
-      const bool inside = lane + 32 * j < s.nx;
-      U d = v[j];
-      if (!stored) {
-        bad |= inside && !(d < code_limit);
+  for (unsigned c = 0; c < C; ++c) total[c] = 0;
+#pragma unroll
+  for (unsigned r = 0; r < kStripRows; ++r)
+    if (r < rows)
+#pragma unroll
+      for (unsigned c = 0; c < C; ++c) {
+        depth_sums[(k * s.ny + y0 + r) * s.nx + x + c] = along_z[r][c];
+        total[c] += along_z[r][c];
+      }
+  if (tile_sums)
+#pragma unroll
+    for (unsigned c = 0; c < C; ++c) tile_sums[(k * t.strips + j) * s.nx + x + c] = total[c];
+}
+
+// place_deltas for the tiled decode: record r's stored delta written over its
+// element's word in d (tile_values reads it there) and added to the sums
+// tile_totals took from the codes (where the delta's code is 0; the sums are
+// modulo 2^bits, in any order). Runs between tile_totals and tile_carries.
+template <typename U>
+__device__ __forceinline__ void add_word(U* at, U v) {
+  if constexpr (sizeof(U) == 4) atomicAdd(reinterpret_cast<unsigned int*>(at), static_cast<unsigned int>(v));
+  else atomicAdd(reinterpret_cast<unsigned long long*>(at), static_cast<unsigned long long>(v));
+}
+
+template <typename U>
+__global__ void __launch_bounds__(kThreads)
+    place_tile_deltas(const uint8_t* o, const uint8_t* codes, Shape s, size_t capacity, U code_limit,
+                      const OutlierLayout* layout, const uint64_t* delta_rank, U* d, Tiling t, U* strip_sums,
+                      U* depth_sums, U* tile_sums, uint32_t* status) {
+  const size_t r = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (r >= capacity) return;
+  const OutlierLayout l = *layout;
+  const uint32_t bad = place_delta(o, codes, s.n, r, code_limit, l, delta_rank, d);
+  if (bad) atomicOr(status, bad);
+  // place_delta's own conditions for placing it.
+  if (!l.ok || r >= l.count || !(o[l.kind_at + r] & kHasDelta)) return;
+  const uint64_t index = index_at(o, index_width_of(s.n), r);
+  const uint64_t slot = delta_rank[r];
+  if (index >= s.n || slot >= l.deltas) return;
+  const U stored = load_word<U>(o + l.delta_at + sizeof(U) * slot);
+  const size_t x = index % s.nx, y = index / s.nx % s.ny, z = index / s.nx / s.ny;
+  const size_t j = y / kStripRows, k = z / t.depth;
+  if (strip_sums) add_word(&strip_sums[(z * t.strips + j) * s.nx + x], stored);
+  if (depth_sums) add_word(&depth_sums[(k * s.ny + y) * s.nx + x], stored);
+  if (tile_sums) add_word(&tile_sums[(k * t.strips + j) * s.nx + x], stored);
+}
+
+// An exclusive sum in place over `count` words `stride` apart; 32 loads in
+// flight at a time (the strips and segments of most chunks: one round trip).
+template <typename U>
+__device__ void exclusive_walk(U* at, size_t count, size_t stride) {
+  constexpr unsigned kBatch = 32;
+  U acc = 0;
+  for (size_t i = 0; i < count; i += kBatch, at += kBatch * stride) {
+    U v[kBatch];
+#pragma unroll
+    for (unsigned q = 0; q < kBatch; ++q) v[q] = i + q < count ? at[q * stride] : U{0};
+#pragma unroll
+    for (unsigned q = 0; q < kBatch; ++q) {
+      if (i + q < count) at[q * stride] = acc;
+      acc += v[q];
+    }
+  }
+}
+
+// A thread per column of each array present: strip sums down the strips (per
+// plane and x: A), depth sums down the segments (per row and x: D), tile sums
+// down the strips (per segment and x; tile_values adds them over the segments
+// above: E).
+template <typename U>
+__global__ void __launch_bounds__(kThreads)
+    tile_carries(Shape s, Tiling t, U* strip_sums, U* depth_sums, U* tile_sums) {
+  size_t c = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const size_t strip_columns = strip_sums ? s.nz * s.nx : 0;
+  if (c < strip_columns) {
+    exclusive_walk(strip_sums + (c / s.nx) * t.strips * s.nx + c % s.nx, t.strips, s.nx);
+    return;
+  }
+  c -= strip_columns;
+  const size_t depth_columns = depth_sums ? s.ny * s.nx : 0;
+  if (c < depth_columns) {
+    exclusive_walk(depth_sums + c, t.segments, s.ny * s.nx);
+    return;
+  }
+  c -= depth_columns;
+  if (tile_sums && c < t.segments * s.nx) exclusive_walk(tile_sums + (c / s.nx) * t.strips * s.nx + c % s.nx, t.strips, s.nx);
+}
+
+inline size_t tile_carry_columns(const Shape& s, const Tiling& t, bool strips, bool depths, bool tiles) {
+  return (strips ? s.nz * s.nx : 0) + (depths ? s.ny * s.nx : 0) + (tiles ? t.segments * s.nx : 0);
+}
+
+// Shared memory of tile_values: two planes' (kTileWarps - 1) warp sums of 32K
+// words.
+template <typename U, unsigned K>
+constexpr size_t tile_exchange_bytes() {
+  return size_t{2} * (kTileWarps - 1) * 32 * K * sizeof(U);
+}
+
+// xscan of a row held by a warp with each lane's K words side by side: the
+// lane's own prefix, then one warp scan of the lanes' totals.
+template <typename U, unsigned K>
+__device__ __forceinline__ void lane_row_scan(U (&v)[K], unsigned lane) {
+#pragma unroll
+  for (unsigned i = 1; i < K; ++i) v[i] += v[i - 1];
+  const U before = warp_inclusive_sum(v[K - 1], lane) - v[K - 1];
+#pragma unroll
+  for (unsigned i = 0; i < K; ++i) v[i] += before;
+}
+
+// Where each kind of row allows 16-byte vectors (lanes_cuda.cuh): the array
+// and its rows aligned.
+struct TileVectors {
+  bool codes, deltas, sums, out;
+};
+
+// Tile (j, k) (block j + k * strips): warp w holds rows y0 + 2w and y0 + 2w +
+// 1, lane l the K elements from x = lK of each (K = nx / 32 rounded up to a
+// power of 2). Down the planes of the segment it keeps both rows' S, adds
+// each plane's P and writes the values. A plane's deltas are summed across
+// the warps above through shared memory (double-buffered: one barrier a
+// plane; word i of lane l at i * 32 + l, free of bank conflicts); the next
+// plane's words and A are loaded while this one is summed.
+template <typename T, unsigned K>
+__global__ void __launch_bounds__(kTileWarps * 32, sizeof(T) * K <= 64 ? 2 : 1)
+    tile_values(DeltaSource<typename Traits<T>::U> source, const OutlierLayout* layout, Shape s, Tiling t,
+                const typename Traits<T>::U* strip_sums, const typename Traits<T>::U* depth_sums,
+                const typename Traits<T>::U* tile_sums, TileVectors vectors, typename Traits<T>::U code_limit,
+                T eb2, uint8_t* out, uint32_t* status) {
+  using U = typename Traits<T>::U;
+  using I = typename Traits<T>::I;
+  constexpr U kPMax = static_cast<U>(Traits<T>::kPMax);
+  extern __shared__ __align__(16) unsigned char exchange_bytes[];
+  U* const exchange = reinterpret_cast<U*>(exchange_bytes);
+  constexpr unsigned kRow = 32 * K;  // a warp sum's words in shared memory
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const unsigned nx = static_cast<unsigned>(s.nx), x0 = lane * K;
+  source.stored = layout->ok && layout->deltas > 0;
+  const size_t j = blockIdx.x % t.strips, k = blockIdx.x / t.strips;
+  const size_t ya = j * kStripRows + 2 * warp, yb = ya + 1;
+  const bool has_a = ya < s.ny, has_b = yb < s.ny;  // uniform in the warp
+  const size_t z0 = k * t.depth, z1 = z0 + t.depth < s.nz ? z0 + t.depth : s.nz;
+  bool bad_code = false, bad_value = false;
+  unsigned parity = 0;
+
+  // Row y of plane z, raw words (codes as uint16_t, or stored-path deltas
+  // as U; 0 for a row past the chunk).
+  auto load_row = [&](size_t z, size_t y, bool has, auto (&v)[K]) {
+    using Raw = std::remove_reference_t<decltype(v[0])>;
+    if (!has) {
+#pragma unroll
+      for (unsigned i = 0; i < K; ++i) v[i] = 0;
+      return;
+    }
+    const size_t row = (z * s.ny + y) * s.nx;
+    if constexpr (sizeof(Raw) == 2)
+      load_lane<uint16_t, K>(reinterpret_cast<const uint8_t*>(source.codes + row), x0, nx, vectors.codes, v);
+    else
+      load_lane<U, K>(reinterpret_cast<const uint8_t*>(source.deltas + row), x0, nx, vectors.deltas, v);
+  };
+  // Raw words to deltas (codes range-checked), 0 outside the row.
+  auto deltas_of = [&](const auto (&raw)[K], U (&v)[K]) {
+    using Raw = std::remove_const_t<std::remove_reference_t<decltype(raw[0])>>;
+#pragma unroll
+    for (unsigned i = 0; i < K; ++i) {
+      const bool inside = x0 + i < nx;
+      U d = raw[i];
+      if constexpr (sizeof(Raw) == 2) {
+        bad_code |= inside && !(d < code_limit);
         d = unzigzag(d);
       }
-      v[j] = inside ? d : U{0};
+      v[i] = inside ? d : U{0};
     }
   };
-  U column[K], v[K];
+  // A of plane z (the deltas summed over the rows above the strip), 0 outside the row.
+  auto load_above = [&](size_t z, U (&v)[K]) {
+    if (!strip_sums) {
 #pragma unroll
-  for (unsigned j = 0; j < K; ++j) column[j] = 0;
-  load_row(y0, v);
-  for (size_t y = y0; y < y1; ++y) {
-    U next[K];
-    if (y + 1 < y1) load_row(y + 1, next);  // uniform
-    deltas_of(v);
-#pragma unroll
-    for (unsigned j = 0; j < K; ++j) v[j] = warp_inclusive_sum(v[j], lane);
-    U carry = 0;
-#pragma unroll
-    for (unsigned j = 0; j < K; ++j) {
-      const U total = __shfl_sync(0xFFFFFFFFu, v[j], 31);
-      column[j] += v[j] + carry;
-      carry += total;
+      for (unsigned i = 0; i < K; ++i) v[i] = 0;
+      return;
     }
-    const size_t row = (z * s.ny + y) * s.nx;
+    load_lane<U, K>(reinterpret_cast<const uint8_t*>(strip_sums + (z * t.strips + j) * s.nx), x0, nx, vectors.sums,
+                    v);
 #pragma unroll
-    for (unsigned j = 0; j < K; ++j) {
-      const size_t x = lane + 32 * j;
-      if (x < s.nx) sums[row + x] = column[j];
-      v[j] = next[j];
+    for (unsigned i = 0; i < K; ++i) v[i] = x0 + i < nx ? v[i] : U{0};
+  };
+  // Rows a and b of a plane (or of D) to their 2-D sums: `above` plus the
+  // rows above them in the strip, xscan'ed. Every warp calls it (a barrier).
+  auto plane_sums = [&](U (&a)[K], U (&b)[K], const U (&above)[K]) {
+    U* slot = exchange + parity * (kTileWarps - 1) * kRow;
+    parity ^= 1u;
+    if (warp + 1 < kTileWarps) {
+#pragma unroll
+      for (unsigned i = 0; i < K; ++i) slot[warp * kRow + i * 32 + lane] = a[i] + b[i];
     }
-  }
-  U* total = totals + (z * segments + segment) * s.nx;
+    __syncthreads();
 #pragma unroll
-  for (unsigned j = 0; j < K; ++j) {
-    const size_t x = lane + 32 * j;
-    if (x < s.nx) total[x] = column[j];
-  }
-  if (__any_sync(0xFFFFFFFFu, bad) && lane == 0) atomicOr(status, kCodeOutOfRadius);
-}
-
-// totals[z][k][x] becomes the sum of totals[z][0..k-1][x]; eight loads in
-// flight at a time.
-template <typename U>
-__global__ void __launch_bounds__(kThreads) segment_offsets(U* totals, Shape s, size_t segments) {
-  const size_t c = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (c >= s.nz * s.nx) return;
-  U* at = totals + (c / s.nx) * segments * s.nx + c % s.nx;
-  U acc = 0;
-  for (size_t k = 0; k < segments; k += 8, at += 8 * s.nx) {
-    U t[8];
+    for (unsigned i = 0; i < K; ++i) a[i] += above[i];
+    for (unsigned w = 0; w < warp; ++w) {
 #pragma unroll
-    for (unsigned q = 0; q < 8; ++q) t[q] = k + q < segments ? at[q * s.nx] : U{0};
-#pragma unroll
-    for (unsigned q = 0; q < 8; ++q) {
-      if (k + q < segments) at[q * s.nx] = acc;
-      acc += t[q];
-    }
-  }
-}
-
-// The planes' 2-D sums: element (z, c) of the plane, c = y * nx + x.
-template <typename U>
-struct PlaneSums {
-  const U* sums;     // plane_sums' partial sums
-  const U* offsets;  // segment_offsets' carries
-  size_t plane, nx, rows, offset_stride;
-  __device__ const U* offset_of(size_t c) const { return offsets + (c / nx / rows) * nx + c % nx; }
-};
-
-// Walks z over planes [z0, z1) of column c, from `acc` (the sum of the
-// planes before z0); calls emit(z, acc) after each plane, four planes'
-// loads in flight at a time.
-template <typename U, typename Emit>
-__device__ __forceinline__ U walk_depth(const PlaneSums<U>& p, size_t c, size_t z0, size_t z1, U acc, Emit&& emit) {
-  const U* offset = p.offset_of(c);
-  size_t z = z0;
-  for (; z + 4 <= z1; z += 4) {
-    U a[4], b[4];
-#pragma unroll
-    for (unsigned q = 0; q < 4; ++q) {
-      a[q] = p.sums[(z + q) * p.plane + c];
-      b[q] = offset[(z + q) * p.offset_stride];
+      for (unsigned i = 0; i < K; ++i) a[i] += slot[w * kRow + i * 32 + lane];
     }
 #pragma unroll
-    for (unsigned q = 0; q < 4; ++q) {
-      acc += a[q] + b[q];
-      emit(z + q, acc);
+    for (unsigned i = 0; i < K; ++i) b[i] += a[i];
+    lane_row_scan(a, lane);
+    lane_row_scan(b, lane);
+  };
+  // Row y of plane z from its S: x' = (T)p * eb2 (store_value's arithmetic
+  // and range check), the lane's words stored together.
+  auto store_row = [&](size_t z, size_t y, const U (&p)[K]) {
+    U bits[K];
+#pragma unroll
+    for (unsigned i = 0; i < K; ++i) {
+      const T x = static_cast<T>(static_cast<I>(p[i])) * eb2;
+      memcpy(&bits[i], &x, sizeof(T));
+      bad_value |= x0 + i < nx && static_cast<U>(p[i] + kPMax) > static_cast<U>(2 * kPMax);
     }
+    store_lane<U, K>(out + sizeof(T) * (z * s.ny + y) * s.nx, x0, nx, vectors.out, bits);
+  };
+
+  // S of the planes above the segment: xscan(E + D(y0) + ... + D(y)).
+  U sa[K], sb[K];
+  if (k > 0) {  // uniform in the block
+    U above[K];
+#pragma unroll
+    for (unsigned i = 0; i < K; ++i) above[i] = 0;
+    if (tile_sums) {
+      for (size_t q = 0; q < k; ++q) {
+#pragma unroll
+        for (unsigned i = 0; i < K; ++i)
+          if (x0 + i < nx) above[i] += tile_sums[(q * t.strips + j) * s.nx + x0 + i];
+      }
+    }
+#pragma unroll
+    for (unsigned i = 0; i < K; ++i) {
+      const bool inside = x0 + i < nx;
+      sa[i] = has_a && inside ? depth_sums[(k * s.ny + ya) * s.nx + x0 + i] : U{0};
+      sb[i] = has_b && inside ? depth_sums[(k * s.ny + yb) * s.nx + x0 + i] : U{0};
+    }
+    plane_sums(sa, sb, above);
+  } else {
+#pragma unroll
+    for (unsigned i = 0; i < K; ++i) sa[i] = sb[i] = 0;
   }
-  for (; z < z1; ++z) {
-    acc += p.sums[z * p.plane + c] + offset[z * p.offset_stride];
-    emit(z, acc);
-  }
-  return acc;
+
+  // Down the planes, the next plane's raw words and A loaded while this one
+  // is summed (codes stay 2 bytes in registers: two to a register where they
+  // were loaded as vectors).
+  auto walk = [&](auto raw_kind) {
+    using Raw = decltype(raw_kind);
+    Raw next_a[K], next_b[K];
+    U next_above[K];
+    load_row(z0, ya, has_a, next_a);
+    load_row(z0, yb, has_b, next_b);
+    load_above(z0, next_above);
+    for (size_t z = z0; z < z1; ++z) {
+      U a[K], b[K], above[K];
+      deltas_of(next_a, a);
+      deltas_of(next_b, b);
+#pragma unroll
+      for (unsigned i = 0; i < K; ++i) above[i] = next_above[i];
+      if (z + 1 < z1) {  // uniform
+        load_row(z + 1, ya, has_a, next_a);
+        load_row(z + 1, yb, has_b, next_b);
+        load_above(z + 1, next_above);
+      }
+      plane_sums(a, b, above);
+#pragma unroll
+      for (unsigned i = 0; i < K; ++i) {
+        sa[i] += a[i];
+        sb[i] += b[i];
+      }
+      if (has_a) store_row(z, ya, sa);
+      if (has_b) store_row(z, yb, sb);
+    }
+  };
+  if (source.stored) walk(U{});  // uniform in the grid
+  else walk(uint16_t{});
+  const uint32_t bad = (bad_code ? kCodeOutOfRadius : 0u) | (bad_value ? kValueOutOfRange : 0u);
+  const uint32_t any = __reduce_or_sync(0xFFFFFFFFu, bad);
+  if (any && lane == 0) atomicOr(status, any);
 }
 
-// Thread t's part of the depth walk: column c over planes [z0, z1) of depth
-// segment k (t = k * plane + c); none past the last segment.
-struct DepthPart {
-  size_t c, z0, z1;
-  __device__ DepthPart(size_t t, size_t plane, size_t nz, size_t length)
-      : c(t % plane), z0(t / plane * length), z1(z0 + length < nz ? z0 + length : nz) {}
-};
-
-// Thread (k, c): the z sums of column c over depth segment k (planes
-// [k * length, (k + 1) * length)), from depth_carries[k][c] (the segments
-// above; none when there is one segment), converted to values.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    depth_sums(PlaneSums<typename Traits<T>::U> p, size_t nz, size_t length, size_t depth_segments,
-               const typename Traits<T>::U* depth_carries, T eb2, uint8_t* out, uint32_t* status) {
-  using U = typename Traits<T>::U;
-  const size_t t = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (t >= depth_segments * p.plane) return;
-  const DepthPart part(t, p.plane, nz, length);
-  bool bad = false;
-  walk_depth(p, part.c, part.z0, part.z1, depth_carries ? depth_carries[t] : U{0},
-             [&](size_t z, U acc) { bad |= !store_value<T>(acc, eb2, out, z * p.plane + part.c); });
-  if (bad) atomicOr(status, kValueOutOfRange);
-}
-
-// For chunks of few, deep columns (h5py's (n, 64, 64) chunks: 4096 columns
-// of 1024 planes), one thread per column leaves most of the GPU idle: 206 us
-// for a 16 MiB chunk under ncu, the rest of its decode 80. The depth is then
-// cut into segments: each segment's column totals, their exclusive sums down
-// the segments, and the walks from those carries (depth_sums).
-template <typename U>
-__global__ void __launch_bounds__(kThreads)
-    depth_segment_totals(PlaneSums<U> p, size_t nz, size_t length, size_t depth_segments, U* totals) {
-  const size_t t = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (t >= depth_segments * p.plane) return;
-  const DepthPart part(t, p.plane, nz, length);
-  totals[t] = walk_depth(p, part.c, part.z0, part.z1, U{0}, [](size_t, U) {});
-}
-
-template <typename U>
-__global__ void __launch_bounds__(kThreads) depth_segment_carries(U* totals, size_t plane, size_t depth_segments) {
-  const size_t c = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (c >= plane) return;
-  U acc = 0;
-  for (size_t k = 0; k < depth_segments; ++k) {
-    const U t = totals[k * plane + c];
-    totals[k * plane + c] = acc;
-    acc += t;
-  }
-}
 }  // namespace fz::lorenzo::cuda::detail

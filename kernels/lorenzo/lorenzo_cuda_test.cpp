@@ -342,29 +342,42 @@ TEST(LorenzoCuda, OneLaunchSmallDecodeAndGeneralPathMatchTheCpu) {
   sweep_small_decode_line<double>();
 }
 
-// Chunks of few, deep columns sum z in depth segments (depth_segment_totals),
-// others one walk per column: shapes on both sides (16 and 33 planes of
-// 64x64; 1024 of 8x8; depths not a multiple of the segment length), against
-// the CPU's bytes.
-TEST(LorenzoCuda, DeepColumnsSummedInDepthSegmentsMatchTheCpu) {
+// Rows of at most 1024 elements decode by tiles of 16 rows by depth
+// segments (decode_rows_kernels_cuda.cuh): one strip and one segment; several
+// strips, one segment; one strip, several segments; both, with partial last
+// strips and segments; every row-length class (1 to 32 words a lane, the
+// longest with double spilling and its shared memory opted in above 48 KiB);
+// deltas stored in the outlier stream (radius 4) or none; the output beside
+// the codes (misaligned) or in place. Against the CPU's bytes.
+TEST(LorenzoCuda, TiledDecodeMatchesTheCpu) {
   FZ_SKIP_WITHOUT_CUDA();
-  const std::vector<Dims> shapes = {{16, 64, 64}, {33, 64, 64}, {1024, 8, 8}, {1000, 16, 16},
-                                    {4099, 2, 3}, {200, 3, 17}, {257, 32, 1024}};
+  const std::vector<Dims> shapes = {{16, 64, 64},  {33, 64, 64},   {1024, 8, 8},  {1000, 16, 16}, {4099, 2, 3},
+                                    {200, 3, 17},  {257, 32, 1024}, {20, 16, 64}, {20, 100, 33},  {600, 10, 40},
+                                    {300, 70, 129}, {5000, 3, 1},   {40, 20, 1000}, {70, 41, 512}, {3, 700, 250}};
   std::mt19937_64 rng(11);
   for (const Dims& dims : shapes)
-    for (int width : {4, 8}) {
-      std::string what = "dims";
-      for (size_t e : dims) what += " " + std::to_string(e);
-      if (width == 4) {
-        const lorenzo::Config c = make_config<float>(1e-3, 512, true, bits_of(-1e34f));
-        const Bytes in = to_bytes(adversarial<float>(product(dims), static_cast<float>(c.eb) * 2, -1e34f, rng, 50));
-        if (!check_case(in, dims, c, 1e-3, what + " float")) return;
-      } else {
-        const lorenzo::Config c = make_config<double>(1e-6, 32768, true, bits_of(-1e34));
-        const Bytes in = to_bytes(adversarial<double>(product(dims), c.eb * 2, -1e34, rng, 50));
-        if (!check_case(in, dims, c, 1e-6, what + " double")) return;
+    for (int width : {4, 8})
+      for (uint32_t radius : {4u, 32768u}) {
+        std::string what = "dims";
+        for (size_t e : dims) what += " " + std::to_string(e);
+        what += " width " + std::to_string(width) + " R " + std::to_string(radius);
+        Bytes in;
+        lorenzo::Config c;
+        if (width == 4) {
+          c = make_config<float>(1e-3, radius, true, bits_of(-1e34f));
+          in = to_bytes(adversarial<float>(product(dims), static_cast<float>(c.eb) * 2, -1e34f, rng, 50));
+        } else {
+          c = make_config<double>(1e-6, radius, true, bits_of(-1e34));
+          in = to_bytes(adversarial<double>(product(dims), c.eb * 2, -1e34, rng, 50));
+        }
+        if (!check_case(in, dims, c, width == 4 ? 1e-3 : 1e-6, what)) return;
+        lorenzo::Streams cpu;
+        lorenzo::encode(in, dims, c, width == 4 ? 1e-3 : 1e-6, cpu);
+        Bytes expected, got;
+        lorenzo::decode(cpu.codes, cpu.outliers, dims, c, expected);
+        ASSERT_EQ(gpu_decode(cpu.codes, cpu.outliers, dims, c, got, 0, 4), 0u) << what << " output misaligned";
+        ASSERT_TRUE(got == expected) << what << " output misaligned: decoded bytes differ";
       }
-    }
 }
 
 TEST(LorenzoCuda, OddShapesAndSpecialsFloat32) {
