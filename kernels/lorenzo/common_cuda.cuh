@@ -65,6 +65,22 @@ inline bool decodes_by_rows(const Shape& s) { return s.n > 0 && s.nx <= kMaxRowL
 constexpr size_t kLaneRowsMin = 32;
 inline size_t lane_rows_max(unsigned width) { return width == 4 ? 512 : 256; }
 
+// A walk down the planes cut into depth segments, for `y_blocks` blocks a
+// plane: about `target` blocks in all, at most `most` segments (so that each
+// is deep enough), none of them empty.
+struct DepthSplit {
+  size_t depth, segments;
+};
+inline DepthSplit split_depth(size_t nz, size_t y_blocks, size_t target, size_t most) {
+  size_t segments = (target + y_blocks - 1) / y_blocks;
+  if (segments > most) segments = most;
+  if (segments < 1) segments = 1;
+  DepthSplit d;
+  d.depth = (nz + segments - 1) / segments;
+  d.segments = (nz + d.depth - 1) / d.depth;
+  return d;
+}
+
 // The decoder's tiles (decode_rows_kernels_cuda.cuh): strips of kStripRows
 // rows (two a warp of kTileWarps) by depth segments of `depth` planes. About
 // kTargetTiles tiles (blocks) fill the GPU; a segment is at least kMinDepth
@@ -80,12 +96,9 @@ struct Tiling {
 inline Tiling tiling_of(const Shape& s) {
   Tiling t;
   t.strips = (s.ny + kStripRows - 1) / kStripRows;
-  size_t segments = (kTargetTiles + t.strips - 1) / t.strips;
-  const size_t most = s.nz / kMinDepth;
-  if (segments > most) segments = most;
-  if (segments < 1) segments = 1;
-  t.depth = (s.nz + segments - 1) / segments;
-  t.segments = (s.nz + t.depth - 1) / t.depth;  // none of them empty
+  const DepthSplit d = split_depth(s.nz, t.strips, kTargetTiles, s.nz / kMinDepth);
+  t.depth = d.depth;
+  t.segments = d.segments;
   return t;
 }
 

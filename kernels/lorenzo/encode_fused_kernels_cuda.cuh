@@ -55,12 +55,10 @@ struct FusedGrid {
 inline FusedGrid fused_grid(const Shape& s) {
   FusedGrid f;
   f.y_blocks = (s.ny + kFusedRows - 1) / kFusedRows;
-  size_t segments = (kFusedBlocks + f.y_blocks - 1) / f.y_blocks;
-  const size_t most = (s.nz + kFusedMinDepth - 1) / kFusedMinDepth;
-  if (segments > most) segments = most;
-  if (segments < 1) segments = 1;
-  f.depth = (s.nz + segments - 1) / segments;
-  f.segments = (s.nz + f.depth - 1) / f.depth;  // none of them empty
+  const DepthSplit d =
+      split_depth(s.nz, f.y_blocks, kFusedBlocks, (s.nz + kFusedMinDepth - 1) / kFusedMinDepth);
+  f.depth = d.depth;
+  f.segments = d.segments;
   return f;
 }
 
