@@ -52,12 +52,47 @@ DatasetChunks dataset_chunks(size_t cd_count, const unsigned* cd) {
   return c;
 }
 
+// The chunks as the engine's views, each checked against the dataset's
+// chunk size; the frame arrays checked for nulls.
+std::vector<fz::ChunkView> chunk_views(const DatasetChunks& d, size_t count, const void* const* chunks,
+                                       const size_t* chunk_bytes, void* const* frames, const size_t* capacities,
+                                       size_t* encoded) {
+  if (count > 0 && (chunks == nullptr || chunk_bytes == nullptr || frames == nullptr || capacities == nullptr ||
+                    encoded == nullptr))
+    throw fz::Error("null array argument");
+  std::vector<fz::ChunkView> views(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (chunks[i] == nullptr || frames[i] == nullptr) throw fz::Error("null buffer for chunk " + std::to_string(i));
+    if (chunk_bytes[i] != d.bytes)
+      throw fz::Error("chunk " + std::to_string(i) + " is " + std::to_string(chunk_bytes[i]) +
+                      " bytes; this dataset's chunks are " + std::to_string(d.bytes));
+    views[i] = {chunks[i], chunk_bytes[i], d.dims};
+  }
+  return views;
+}
+
+// The frames into the caller's buffers, after checking that every one fits
+// (nothing is written otherwise).
+void store_frames(const std::vector<fz::Bytes>& written, void* const* frames, const size_t* capacities,
+                  size_t* encoded) {
+  for (size_t i = 0; i < written.size(); ++i) {
+    if (written[i].size() > capacities[i])
+      throw fz::Error("the frame of chunk " + std::to_string(i) + " is " + std::to_string(written[i].size()) +
+                      " bytes, its buffer " + std::to_string(capacities[i]));
+  }
+  for (size_t i = 0; i < written.size(); ++i) {
+    std::copy(written[i].begin(), written[i].end(), static_cast<uint8_t*>(frames[i]));
+    encoded[i] = written[i].size();
+  }
+}
+
 }  // namespace
 
 extern "C" {
 
-// This interface's version: a caller checks it before anything else.
-__attribute__((visibility("default"))) int h5z_fz_writer_version(void) { return 1; }
+// This interface's version (2: h5z_fz_encode_dataset_batch_from_device): a
+// caller checks it before anything else.
+__attribute__((visibility("default"))) int h5z_fz_writer_version(void) { return 2; }
 
 // A frame capacity that always suffices for a chunk of `chunk_bytes` bytes
 // and rank `rank`.
@@ -82,30 +117,26 @@ __attribute__((visibility("default"))) int h5z_fz_encode_dataset_batch(
     char* error, size_t error_capacity) {
   return guarded(error, error_capacity, [&] {
     DatasetChunks d = dataset_chunks(cd_count, cd_values);
-    if (count > 0 && (chunks == nullptr || chunk_bytes == nullptr || frames == nullptr || capacities == nullptr ||
-                      encoded == nullptr))
-      throw fz::Error("null array argument");
-    std::vector<fz::ChunkView> views(count);
-    for (size_t i = 0; i < count; ++i) {
-      if (chunks[i] == nullptr || frames[i] == nullptr) throw fz::Error("null buffer for chunk " + std::to_string(i));
-      if (chunk_bytes[i] != d.bytes)
-        throw fz::Error("chunk " + std::to_string(i) + " is " + std::to_string(chunk_bytes[i]) +
-                        " bytes; this dataset's chunks are " + std::to_string(d.bytes));
-      views[i] = {chunks[i], chunk_bytes[i], d.dims};
-    }
+    const std::vector<fz::ChunkView> views = chunk_views(d, count, chunks, chunk_bytes, frames, capacities, encoded);
     if (device != nullptr) d.options.device = device;
     d.options.threads = threads;
     d.options.log = [](fz::LogLevel, const std::string&) {};
-    const std::vector<fz::Bytes> written = fz::compress_batch(views, d.dtype, d.options);
-    for (size_t i = 0; i < count; ++i) {
-      if (written[i].size() > capacities[i])
-        throw fz::Error("the frame of chunk " + std::to_string(i) + " is " + std::to_string(written[i].size()) +
-                        " bytes, its buffer " + std::to_string(capacities[i]));
-    }
-    for (size_t i = 0; i < count; ++i) {
-      std::copy(written[i].begin(), written[i].end(), static_cast<uint8_t*>(frames[i]));
-      encoded[i] = written[i].size();
-    }
+    store_frames(fz::compress_batch(views, d.dtype, d.options), frames, capacities, encoded);
+  });
+}
+
+// The same for chunks in device memory (one CUDA device, which encodes
+// them; only the frames are copied to the host buffers): version 2.
+__attribute__((visibility("default"))) int h5z_fz_encode_dataset_batch_from_device(
+    size_t cd_count, const unsigned* cd_values, size_t count, const void* const* device_chunks,
+    const size_t* chunk_bytes, void* const* frames, const size_t* capacities, size_t* encoded, char* error,
+    size_t error_capacity) {
+  return guarded(error, error_capacity, [&] {
+    DatasetChunks d = dataset_chunks(cd_count, cd_values);
+    const std::vector<fz::ChunkView> views =
+        chunk_views(d, count, device_chunks, chunk_bytes, frames, capacities, encoded);
+    d.options.log = [](fz::LogLevel, const std::string&) {};
+    store_frames(fz::compress_batch_from_device(views, d.dtype, d.options), frames, capacities, encoded);
   });
 }
 

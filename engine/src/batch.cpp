@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -135,6 +136,67 @@ std::vector<size_t> decompress_batch_to_device(const std::vector<FrameView>& fra
     lengths[i] = decompress_on_device(frame, frames[i].frame_bytes, frames[i].out, frames[i].capacity, policy);
   });
   return lengths;
+}
+
+std::vector<Bytes> compress_batch_from_device(const std::vector<ChunkView>& chunks, const DataType& dtype,
+                                              const Options& options) {
+  std::vector<Bytes> frames(chunks.size());
+  if (chunks.empty()) return frames;
+  validate(options, dtype);
+  int device = -1;
+  size_t room = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    try {
+      checked_chunk_dims(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims);
+      if (chunks[i].bytes == 0) continue;  // no memory to own
+      const int owner = owning_device(chunks[i].data, "the chunk");
+      if (device >= 0 && owner != device) throw Error("the chunks are on different devices");
+      device = owner;
+    } catch (const Error& e) {
+      throw Error("compress_batch_from_device: chunk " + std::to_string(i) + ": " + e.what());
+    }
+    room = std::max(room, max_frame_bytes(chunks[i].bytes, std::max<size_t>(1, chunks[i].dims.size())));
+  }
+  if (device < 0) {  // empty chunks only: their frames need no device
+    for (size_t i = 0; i < chunks.size(); ++i)
+      frames[i] = compress(nullptr, 0, dtype, chunks[i].dims, options);
+    return frames;
+  }
+  // One frame room a chunk in flight, taken from and given back to a stack.
+  const unsigned workers = static_cast<unsigned>(std::min<size_t>(kGpuChunksInFlight, chunks.size()));
+  const size_t padded = (room + 255) & ~size_t{255};
+  if (padded < room || padded > std::numeric_limits<size_t>::max() / workers)
+    throw Error("compress_batch_from_device: chunks too large");
+  struct Staging {
+    uint8_t* data;
+    int device;
+    ~Staging() { engine::free_device(data, device); }
+  } staging{engine::allocate_device(padded * workers, device), device};
+  std::mutex rooms_mutex;
+  std::vector<uint8_t*> rooms;
+  for (unsigned w = 0; w < workers; ++w) rooms.push_back(staging.data + w * padded);
+  run_items(chunks.size(), workers, "compress_batch_from_device: chunk", [&](size_t i) {
+    uint8_t* frame;
+    {
+      std::lock_guard<std::mutex> lock(rooms_mutex);
+      frame = rooms.back();
+      rooms.pop_back();
+    }
+    struct GiveBack {
+      std::mutex& mutex;
+      std::vector<uint8_t*>& rooms;
+      uint8_t* frame;
+      ~GiveBack() {
+        std::lock_guard<std::mutex> lock(mutex);
+        rooms.push_back(frame);
+      }
+    } give_back{rooms_mutex, rooms, frame};
+    const size_t length =
+        compress_on_device(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims, options, frame, room);
+    frames[i].resize(length);
+    engine::copy_device_to_host(frame, length, frames[i].data(), device);
+  });
+  return frames;
 }
 
 }  // namespace fz

@@ -280,6 +280,27 @@ TEST(DeviceApi, RefusesWhatItCannotDo) {
   }
 }
 
+// settings() and the spline presets (NOA 1e-3): the batch paths' tests.
+std::vector<Setting> settings_and_splines() {
+  std::vector<Setting> all = settings();
+  all.push_back({Preset::CuszHiTp, ErrorMode::Noa, 1e-3});
+  all.push_back({Preset::CuszHiCr, ErrorMode::Noa, 1e-3});
+  return all;
+}
+
+// wmag91 cut into slabs of 1, 7, 30, 2, 40 and 11 planes: as ragged as
+// HDF5's edge chunks, and more of them than chunks in flight.
+constexpr size_t kWmagPlane = 91 * 91 * 4;
+std::vector<Bytes> ragged_slabs(const Bytes& field) {
+  std::vector<Bytes> slabs;
+  size_t z = 0;
+  for (size_t thickness : {1, 7, 30, 2, 40, 11}) {
+    slabs.emplace_back(field.begin() + z * kWmagPlane, field.begin() + (z + thickness) * kWmagPlane);
+    z += thickness;
+  }
+  return slabs;
+}
+
 // decompress_batch_to_device (h5fz.read(device="cuda")): frames in host
 // memory decoded into device buffers give the CPU's bytes for every preset,
 // the spline presets included, in slabs as ragged as HDF5's edge chunks; a
@@ -288,22 +309,16 @@ TEST(DeviceApi, RefusesWhatItCannotDo) {
 TEST(DecompressBatchToDevice, MatchesTheCpuAndNamesABadFrame) {
   FZ_SKIP_WITHOUT_CUDA();
   const Bytes field = testing::read_field("wmag91.float");
-  const size_t plane = 91 * 91 * 4;
-  std::vector<Setting> all = settings();
-  all.push_back({Preset::CuszHiTp, ErrorMode::Noa, 1e-3});
-  all.push_back({Preset::CuszHiCr, ErrorMode::Noa, 1e-3});
-  for (const Setting& s : all) {
+  const std::vector<Bytes> slabs = ragged_slabs(field);
+  for (const Setting& s : settings_and_splines()) {
     SCOPED_TRACE(label("wmag91 slabs", s));
     const Options options = options_for(s, field, DataType::of<float>());
     std::vector<Bytes> frames, expected;
     std::vector<std::unique_ptr<DeviceBytes>> outputs;
     std::vector<FrameView> views;
-    size_t z = 0;
-    for (size_t thickness : {1, 7, 30, 2, 40, 11}) {
-      const Bytes slab(field.begin() + z * plane, field.begin() + (z + thickness) * plane);
-      z += thickness;
-      frames.push_back(compress_with(slab.data(), slab.size(), DataType::of<float>(), {thickness, 91, 91}, options,
-                                     BackendUse::kCpu));
+    for (const Bytes& slab : slabs) {
+      frames.push_back(compress_with(slab.data(), slab.size(), DataType::of<float>(),
+                                     {slab.size() / kWmagPlane, 91, 91}, options, BackendUse::kCpu));
       Bytes decoded(slab.size());
       decompress_into_on(frames.back().data(), frames.back().size(), decoded.data(), decoded.size(), 0,
                          BackendUse::kCpu);
@@ -332,6 +347,44 @@ TEST(DecompressBatchToDevice, MatchesTheCpuAndNamesABadFrame) {
     EXPECT_EQ(outputs[4]->download(expected[4].size()), expected[4]);
     Bytes host(expected[0].size());
     EXPECT_THROW(decompress_batch_to_device({{frames[0].data(), frames[0].size(), host.data(), host.size()}}), Error);
+  }
+}
+
+// compress_batch_from_device (h5fz.write of a GPU array): chunks in device
+// memory give, frame for frame, the CPU's compress_batch frames for every
+// preset, the spline presets included, in slabs as ragged as HDF5's edge
+// chunks, more of them than chunks in flight (the frame rooms are reused);
+// a chunk in host memory among them is refused, named by index.
+TEST(CompressBatchFromDevice, GivesTheCpusFrames) {
+  FZ_SKIP_WITHOUT_CUDA();
+  const Bytes field = testing::read_field("wmag91.float");
+  const std::vector<Bytes> slabs = ragged_slabs(field);
+  for (const Setting& s : settings_and_splines()) {
+    SCOPED_TRACE(label("wmag91 slabs", s));
+    const Options options = options_for(s, field, DataType::of<float>());
+    std::vector<std::unique_ptr<DeviceBytes>> on_device;
+    std::vector<ChunkView> host_views, device_views;
+    for (size_t i = 0; i < slabs.size(); ++i) {
+      const std::vector<uint64_t> dims = {slabs[i].size() / kWmagPlane, 91, 91};
+      on_device.push_back(std::make_unique<DeviceBytes>(slabs[i]));
+      host_views.push_back({slabs[i].data(), slabs[i].size(), dims});
+      device_views.push_back({on_device.back()->get(), slabs[i].size(), dims});
+    }
+    Options on_cpu = options;
+    on_cpu.device = "cpu";
+    const std::vector<Bytes> expected = compress_batch(host_views, DataType::of<float>(), on_cpu);
+    const std::vector<Bytes> got = compress_batch_from_device(device_views, DataType::of<float>(), options);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "slab " << i;
+    if (s.preset != Preset::Fzgpu) continue;
+    std::vector<ChunkView> mixed = device_views;
+    mixed[3] = host_views[3];
+    try {
+      compress_batch_from_device(mixed, DataType::of<float>(), options);
+      FAIL() << "a chunk in host memory was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("chunk 3"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -92,6 +92,24 @@ TEST(Batch, DecodesEveryFrameIntoItsBuffer) {
 TEST(Batch, EmptyBatches) {
   EXPECT_TRUE(compress_batch({}, DataType::of<float>(), Options{}).empty());
   EXPECT_TRUE(decompress_batch({}).empty());
+  EXPECT_TRUE(compress_batch_from_device({}, DataType::of<float>(), Options{}).empty());
+}
+
+// compress_batch_from_device takes chunks in device memory only: host memory
+// is refused before any work, naming the chunk (with no usable GPU, or in a
+// build without CUDA, the same Error says there is none).
+TEST(Batch, FromDeviceRefusesHostMemory) {
+  Slabs slabs;
+  try {
+    compress_batch_from_device(slabs.chunks, DataType::of<float>(), Options{});
+    FAIL() << "host memory was taken for device memory";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("chunk 0"), std::string::npos) << what;
+    EXPECT_TRUE(what.find("not device memory") != std::string::npos ||
+                what.find("no usable CUDA device") != std::string::npos)
+        << what;
+  }
 }
 
 TEST(Batch, BadChunkIsNamedBeforeAnyWork) {

@@ -1,7 +1,8 @@
-"""h5fz.write (issue 32, first part): chunks encoded many at once by the
-plugin's C encoding interface (h5z_fz_encode_dataset_batch) and stored with
-write_direct_chunk are byte for byte the frames the filter writes for the
-same writes: every preset, lossy modes, float32, float64 and integers,
+"""h5fz.write (issue 32): chunks encoded many at once by the plugin's C
+encoding interface (h5z_fz_encode_dataset_batch; from GPU memory
+h5z_fz_encode_dataset_batch_from_device, tested where CuPy and a GPU are)
+and stored with write_direct_chunk are byte for byte the frames the filter
+writes for the same writes: every preset, lossy modes, float32, float64 and integers,
 ragged edge chunks padded with the fill value; selections of whole chunks
 and of parts of chunks merged into what they hold (never written, written,
 stored unfiltered), one after another; refusals that write nothing."""
@@ -36,20 +37,24 @@ def stored_chunks(dataset):
     return out
 
 
-def same_as_filter(f, name, data, chunks, opts, fillvalue=None, selection=None, then=()):
-    """Writes data through the filter (h5py) and with h5fz.write into two
-    datasets of the same creation properties, at `selection` and then at
-    each selection of `then` in turn; asserts the same chunks, the same
-    frames and the same values."""
+def same_as_filter(f, name, data, chunks, opts, fillvalue=None, selection=None, then=(), writer=None,
+                   dtype=None):
+    """Writes data through the filter (h5py) and with h5fz.write (or
+    `writer(dataset, data, selection)`) into two datasets of the same
+    creation properties (element type `dtype`, else the data's), at
+    `selection` and then at each selection of `then` in turn; asserts the
+    same chunks, the same frames and the same values."""
+    writer = writer or h5fz.write
+    dtype = data.dtype if dtype is None else dtype
     kw = {} if fillvalue is None else {"fillvalue": fillvalue}
-    a = f.create_dataset(name + "_filter", shape=data.shape, dtype=data.dtype, chunks=chunks,
+    a = f.create_dataset(name + "_filter", shape=data.shape, dtype=dtype, chunks=chunks,
                          compression=h5fz.FILTER_ID, compression_opts=opts, **kw)
-    b = f.create_dataset(name + "_write", shape=data.shape, dtype=data.dtype, chunks=chunks,
+    b = f.create_dataset(name + "_write", shape=data.shape, dtype=dtype, chunks=chunks,
                          compression=h5fz.FILTER_ID, compression_opts=opts, **kw)
     for step, sel in enumerate((selection,) + tuple(then)):
         source = data if step % 2 == 0 else data[::-1].copy()   # later steps change what is there
         a[np.s_[...] if sel is None else sel] = source[np.s_[...] if sel is None else sel]
-        h5fz.write(b, source[np.s_[...] if sel is None else sel], sel)
+        writer(b, source[np.s_[...] if sel is None else sel], sel)
         ca, cb = stored_chunks(a), stored_chunks(b)
         assert sorted(ca) == sorted(cb), (name, sel)
         for offset in ca:
@@ -154,8 +159,8 @@ def test_refusals_write_nothing(tmp_path, wmag):
                              compression_opts=options_for("fzgpu"))
         with pytest.raises(ValueError, match="does not fit"):
             h5fz.write(d, wmag[:10])
-        with pytest.raises(NotImplementedError, match="CPU only"):
-            h5fz.write(d, wmag, device="cuda")
+        with pytest.raises(ValueError, match="device is"):
+            h5fz.write(d, wmag, device="gpu")
         with pytest.raises(TypeError, match="step 1"):
             h5fz.write(d, wmag[::2], np.s_[::2])
         assert d.id.get_num_chunks() == 0
@@ -187,6 +192,97 @@ def test_c_interface_refuses_bad_arguments(tmp_path, wmag):
         assert lib.h5z_fz_encode_dataset_batch(*args(stored, chunk.nbytes - 4)) == -1
         assert b"this dataset's chunks are" in error.value
         assert lib.h5z_fz_encode_dataset_batch(*args(stored, chunk.nbytes)) == 0
+        # The device variant refuses host memory (or, without a GPU, says there is none).
+        device_args = args(stored, chunk.nbytes)[:8] + (error, len(error))
+        assert lib.h5z_fz_encode_dataset_batch_from_device(*device_args) == -1
+        assert b"not device memory" in error.value or b"no usable CUDA device" in error.value
+
+
+class _FakeGpuArray:
+    """An object that says it lives in GPU memory (the CUDA array interface)."""
+    __cuda_array_interface__ = {"shape": (2,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+
+def test_host_data_on_any_device_gives_the_filters_frames(tmp_path, wmag):
+    """device="cuda" / "auto" for host data: the engine encodes on the GPU where
+    one is usable (on the CPU here otherwise); the frames are the filter's."""
+    with h5py.File(tmp_path / "d.h5", "w") as f:
+        for device in ("cuda", "auto"):
+            same_as_filter(f, "host_" + device, wmag, (10, 40, 91), options_for("fzgpu"),
+                           writer=lambda d, x, sel, device=device: h5fz.write(d, x, sel, device=device))
+        d = f.create_dataset("g", shape=(2,), dtype="f4", chunks=(2,), compression=h5fz.FILTER_ID,
+                             compression_opts=options_for("fzgpu"))
+        try:
+            import cupy  # noqa: F401
+        except ImportError:
+            with pytest.raises(ImportError, match="CuPy"):
+                h5fz.write(d, _FakeGpuArray())
+            assert d.id.get_num_chunks() == 0
+
+
+@pytest.fixture(scope="module")
+def cupy_gpu():
+    """CuPy with a CUDA device (the device machine), else the test is skipped."""
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return cupy
+    except Exception:
+        pass
+    pytest.skip("no CUDA device with CuPy here")
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_gpu_arrays_give_the_filters_frames(tmp_path, wmag, cupy_gpu, preset):
+    """A CuPy array: chunks built in GPU memory and encoded by the GPU, only
+    frames to the host; the filter's frames for whole, edge and padded
+    chunks, and for parts of chunks merged into what is stored (decoded on
+    the GPU)."""
+    cp = cupy_gpu
+    on_gpu = lambda d, x, sel: h5fz.write(d, cp.asarray(x), sel)  # noqa: E731
+    with h5py.File(tmp_path / "g.h5", "w") as f:
+        same_as_filter(f, preset, wmag, (10, 40, 91), options_for(preset), writer=on_gpu)
+        same_as_filter(f, preset + "_fill", wmag, (10, 40, 91), options_for(preset), fillvalue=-5.0,
+                       writer=on_gpu)
+        if preset in ("fzgpu", "cusz", "cuszhi-cr", "lossless"):
+            same_as_filter(f, preset + "_parts", wmag, (10, 40, 91), options_for(preset), fillvalue=-5.0,
+                           selection=PARTS[0], then=PARTS[1:], writer=on_gpu)
+
+
+def test_gpu_arrays_other_types_and_routes(tmp_path, wmag, cupy_gpu):
+    """float64 and integers from the GPU; a big-endian dataset (built on the
+    host: CuPy has no such arrays) and device="cpu" (copied to the host a
+    group at a time); a float64 array into a float32 dataset (converted a
+    chunk at a time); a GPU array through DLPack."""
+    cp = cupy_gpu
+    p = fz_samples.load_real("pressure.384_384.f64")
+    ints = (np.arange(91 ** 3) % 1000).astype(np.int16).reshape(91, 91, 91)
+    on_gpu = lambda d, x, sel: h5fz.write(d, cp.asarray(x), sel)  # noqa: E731
+    with h5py.File(tmp_path / "t.h5", "w") as f:
+        same_as_filter(f, "f64", p, (100, 100), options_for("fzgpu", "noa", 1e-4), writer=on_gpu)
+        same_as_filter(f, "ints", ints, (7, 91, 50), options_for("fzgpu", "abs", 1), writer=on_gpu)
+        big = wmag.astype(">f4")
+        same_as_filter(f, "big", big, (10, 40, 91), options_for("fzgpu"), writer=lambda d, x, sel: h5fz.write(
+            d, cp.asarray(np.ascontiguousarray(x).astype("<f4")), sel))
+        same_as_filter(f, "cpu", wmag, (10, 40, 91), options_for("cusz"),
+                       writer=lambda d, x, sel: h5fz.write(d, cp.asarray(x), sel, device="cpu"))
+        same_as_filter(f, "narrowed", wmag.astype("f8"), (10, 40, 91), options_for("fzgpu"), dtype="f4",
+                       writer=on_gpu)
+        same_as_filter(f, "dlpack", wmag, (10, 40, 91), options_for("fzgpu"),
+                       writer=lambda d, x, sel: h5fz.write(d, _DLPackOnly(cp.asarray(x)), sel))
+
+
+class _DLPackOnly:
+    """A GPU array seen only through DLPack (as a PyTorch or JAX array is)."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._array.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
 
 
 @pytest.mark.parametrize("preset", ["lossless", "fzgpu", "cuszhi-cr"])

@@ -10,8 +10,12 @@ chunks of whole planes:
 - h5py, uncompressed (the floor: HDF5 and the page cache alone);
 - h5py through the filter (``dataset[...] = x``: HDF5 calls the filter chunk
   by chunk, threads as H5Z_FZ_THREADS says);
-- h5fz.write (chunks encoded many at once on all cores, stored with
-  write_direct_chunk).
+- h5fz.write (chunks encoded many at once, stored with write_direct_chunk;
+  on all cores, or under the default device "auto" on the GPU where one is
+  usable);
+- with --gpu (needs CuPy and a GPU), the field in GPU memory first: h5py
+  through the filter of ``cupy.asnumpy(x)`` (the copy timed with it), and
+  h5fz.write of the CuPy array (encoded on the GPU, only frames to the host).
 
 Each is timed from creating the file to closing it, in a child process of
 its own, best of --reps; the peak memory the write added to the process
@@ -20,7 +24,7 @@ the child's too. The two compressed files are compared chunk by chunk (the
 same frames) and their values read back.
 
     python3 tools/bench/write_bench.py [--plugin-dir build/plugin] [--gib 1] [--chunk-mib 4]
-        [--presets fzgpu,cuszhi-cr] [--bound 1e-3] [--reps 3] [--dir /tmp]
+        [--presets fzgpu,cuszhi-cr] [--bound 1e-3] [--reps 3] [--dir /tmp] [--gpu]
 """
 
 import argparse
@@ -49,6 +53,7 @@ parser.add_argument("--presets", default="fzgpu,cuszhi-cr")
 parser.add_argument("--bound", type=float, default=1e-3)
 parser.add_argument("--reps", type=int, default=3)
 parser.add_argument("--dir", default=None)
+parser.add_argument("--gpu", action="store_true", help="also write from GPU memory (CuPy)")
 parser.add_argument("--child", default=None, help=argparse.SUPPRESS)   # method,preset,path
 
 
@@ -68,6 +73,10 @@ def child(args):
     planes = int(args.gib * (1 << 30)) // plane_bytes
     chunk_planes = max(1, (args.chunk_mib << 20) // plane_bytes)
     array = np.ascontiguousarray(tiled_field(args.data, planes))
+    if method.startswith("gpu-"):
+        import cupy
+        array = cupy.asarray(array)
+        cupy.cuda.runtime.deviceSynchronize()
     kwargs = {} if method == "plain" else dict(h5fz.FZ(preset=preset, noa=args.bound))
     try:
         with open("/proc/self/clear_refs", "w") as refs:
@@ -78,8 +87,11 @@ def child(args):
     start = time.perf_counter()
     with h5py.File(path, "w") as f:
         d = f.create_dataset("field", shape=array.shape, dtype="f4", chunks=(chunk_planes,) + PLANE, **kwargs)
-        if method == "write":
+        if method in ("write", "gpu-write"):
             h5fz.write(d, array)
+        elif method == "gpu-filter":
+            import cupy
+            d[...] = cupy.asnumpy(array)
         else:
             d[...] = array
     seconds = time.perf_counter() - start
@@ -133,19 +145,26 @@ def main():
     plain = run_child(args, "plain", "none", os.path.join(folder, "plain.h5"))
     print("| (none) | h5py, uncompressed | %.2f | %.0f | | %.0f | |"
           % (plain["seconds"], raw_mb / plain["seconds"], plain["extra_mib"]))
-    for preset in args.presets.split(","):
+    def compare(preset, filtered_method, written_method, filtered_label, written_label):
+        """One pair of writes, filter then h5fz.write, and their rows."""
         filtered_path = os.path.join(folder, preset + "-filter.h5")
         written_path = os.path.join(folder, preset + "-write.h5")
-        filtered = run_child(args, "filter", preset, filtered_path)
-        written = run_child(args, "write", preset, written_path)
+        filtered = run_child(args, filtered_method, preset, filtered_path)
+        written = run_child(args, written_method, preset, written_path)
         same = same_frames(h5py, filtered_path, written_path)
-        print("| %s | h5py through the filter | %.2f | %.0f | 1.00x | %.0f | |"
-              % (preset, filtered["seconds"], raw_mb / filtered["seconds"], filtered["extra_mib"]))
-        print("| %s | h5fz.write | %.2f | %.0f | %.2fx | %.0f | %s |"
-              % (preset, written["seconds"], raw_mb / written["seconds"], filtered["seconds"] / written["seconds"],
-                 written["extra_mib"], "yes" if same else "**no**"))
+        print("| %s | %s | %.2f | %.0f | 1.00x | %.0f | |"
+              % (preset, filtered_label, filtered["seconds"], raw_mb / filtered["seconds"], filtered["extra_mib"]))
+        print("| %s | %s | %.2f | %.0f | %.2fx | %.0f | %s |"
+              % (preset, written_label, written["seconds"], raw_mb / written["seconds"],
+                 filtered["seconds"] / written["seconds"], written["extra_mib"], "yes" if same else "**no**"))
         for p in (filtered_path, written_path):
             os.remove(p)
+
+    for preset in args.presets.split(","):
+        compare(preset, "filter", "write", "h5py through the filter", "h5fz.write")
+        if args.gpu:
+            compare(preset, "gpu-filter", "gpu-write", "GPU array: h5py through the filter of cupy.asnumpy(x)",
+                    "GPU array: h5fz.write(x)")
     os.remove(os.path.join(folder, "plain.h5"))
     os.rmdir(folder)
 

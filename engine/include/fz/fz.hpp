@@ -277,6 +277,17 @@ size_t decompress_on_device(const void* device_frame, size_t frame_bytes, void* 
 // naming it by index after the others are decoded, as decompress_batch().
 std::vector<size_t> decompress_batch_to_device(const std::vector<FrameView>& frames, const Options& policy = {});
 
+// Chunks in device memory compressed into frames in host memory:
+// ChunkView::data is device memory of one CUDA device, which compresses
+// them, several at once, each as compress_on_device() compresses it; only the
+// frames cross to the host (h5fz.write of a GPU array). Frames in chunk
+// order, each the one compress() writes for the same chunk and options. Every
+// chunk is checked before any work starts; a chunk that fails is an Error
+// naming it by index after the others are compressed. Device memory beyond
+// the chunks: one frame room (max_frame_bytes) for each chunk in flight.
+std::vector<Bytes> compress_batch_from_device(const std::vector<ChunkView>& chunks, const DataType& dtype,
+                                              const Options& options);
+
 // The structure of a frame, for tools (h5fz inspect) and tests.
 struct StageInfo {
   uint16_t type_id = 0;
