@@ -71,8 +71,23 @@ std::vector<fz::ChunkView> chunk_views(const DatasetChunks& d, size_t count, con
   return views;
 }
 
-// The frames into the caller's buffers, after checking that every one fits
-// (nothing is written otherwise).
+// The caller's frame buffers as the engine's rooms; `encoded` cleared.
+std::vector<fz::FrameRoom> frame_rooms(size_t count, void* const* frames, const size_t* capacities,
+                                       size_t* encoded) {
+  std::vector<fz::FrameRoom> rooms(count);
+  for (size_t i = 0; i < count; ++i) {
+    rooms[i] = {frames[i], capacities[i]};
+    encoded[i] = 0;
+  }
+  return rooms;
+}
+
+void store_lengths(const std::vector<size_t>& lengths, size_t* encoded) {
+  for (size_t i = 0; i < lengths.size(); ++i) encoded[i] = lengths[i];
+}
+
+// Frames the engine returned, into the caller's buffers after checking that
+// every one fits (nothing is written otherwise).
 void store_frames(const std::vector<fz::Bytes>& written, void* const* frames, const size_t* capacities,
                   size_t* encoded) {
   for (size_t i = 0; i < written.size(); ++i) {
@@ -107,8 +122,8 @@ __attribute__((visibility("default"))) size_t h5z_fz_max_frame_bytes(size_t chun
 // Encodes `count` chunks of one dataset (host memory; each exactly the
 // dataset's chunk size, in its element type and byte order, edge chunks
 // padded as HDF5 pads them) into frames (host buffers of capacities[i]
-// bytes; h5z_fz_max_frame_bytes always suffices); encoded[i] receives each
-// frame's length. The frames are byte for byte those the filter writes for
+// bytes; h5z_fz_max_frame_bytes always suffices), written there directly;
+// encoded[i] receives each frame's length (0 where a call fails). The frames are byte for byte those the filter writes for
 // the same chunks under the dataset's stored cd_values. `device`: "auto",
 // "cpu", "cuda", "cuda:N" (null = "auto"); `threads`: CPU threads, 0 = all.
 __attribute__((visibility("default"))) int h5z_fz_encode_dataset_batch(
@@ -121,7 +136,8 @@ __attribute__((visibility("default"))) int h5z_fz_encode_dataset_batch(
     if (device != nullptr) d.options.device = device;
     d.options.threads = threads;
     d.options.log = [](fz::LogLevel, const std::string&) {};
-    store_frames(fz::compress_batch(views, d.dtype, d.options), frames, capacities, encoded);
+    const std::vector<fz::FrameRoom> rooms = frame_rooms(count, frames, capacities, encoded);
+    store_lengths(fz::compress_batch_into(views, d.dtype, d.options, rooms), encoded);
   });
 }
 
@@ -136,6 +152,8 @@ __attribute__((visibility("default"))) int h5z_fz_encode_dataset_batch_from_devi
     const std::vector<fz::ChunkView> views =
         chunk_views(d, count, device_chunks, chunk_bytes, frames, capacities, encoded);
     d.options.log = [](fz::LogLevel, const std::string&) {};
+    // (Frames come back from the device into the engine's buffers, then
+    // here: a copy of the frames only, not of the chunks.)
     store_frames(fz::compress_batch_from_device(views, d.dtype, d.options), frames, capacities, encoded);
   });
 }

@@ -75,6 +75,16 @@ WorkSplit split_work(const engine::Policy& policy, size_t items) {
   return split;
 }
 
+// One room a chunk, each with memory where it has room.
+void check_rooms(size_t chunks, const std::vector<FrameRoom>& rooms, const char* what) {
+  if (rooms.size() != chunks)
+    throw Error(std::string(what) + ": " + std::to_string(rooms.size()) + " frame rooms for " +
+                std::to_string(chunks) + " chunks");
+  for (size_t i = 0; i < rooms.size(); ++i)
+    if (rooms[i].data == nullptr && rooms[i].capacity > 0)
+      throw Error(std::string(what) + ": the frame room of chunk " + std::to_string(i) + " is null");
+}
+
 }  // namespace
 
 std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const DataType& dtype,
@@ -95,6 +105,28 @@ std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const Da
     frames[i] = compress(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims, per_chunk);
   });
   return frames;
+}
+
+std::vector<size_t> compress_batch_into(const std::vector<ChunkView>& chunks, const DataType& dtype,
+                                        const Options& options, const std::vector<FrameRoom>& rooms) {
+  validate(options, dtype);
+  check_rooms(chunks.size(), rooms, "compress_batch_into");
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    try {
+      checked_chunk_dims(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims);
+    } catch (const Error& e) {
+      throw Error("compress_batch_into: chunk " + std::to_string(i) + ": " + e.what());
+    }
+  }
+  const WorkSplit split = split_work(engine::resolve_policy(options), chunks.size());
+  Options per_chunk = options;
+  per_chunk.threads = split.threads_per_item;
+  std::vector<size_t> lengths(chunks.size(), 0);
+  run_items(chunks.size(), split.workers, "compress_batch_into: chunk", [&](size_t i) {
+    lengths[i] = compress_into(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims, per_chunk, rooms[i].data,
+                               rooms[i].capacity);
+  });
+  return lengths;
 }
 
 std::vector<size_t> decompress_batch(const std::vector<FrameView>& frames, const Options& policy) {

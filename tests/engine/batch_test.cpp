@@ -2,6 +2,7 @@
 // back as decompress_into(), and failures named by the chunk they belong to.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -92,7 +93,41 @@ TEST(Batch, DecodesEveryFrameIntoItsBuffer) {
 TEST(Batch, EmptyBatches) {
   EXPECT_TRUE(compress_batch({}, DataType::of<float>(), Options{}).empty());
   EXPECT_TRUE(decompress_batch({}).empty());
+  EXPECT_TRUE(compress_batch_into({}, DataType::of<float>(), Options{}, {}).empty());
   EXPECT_TRUE(compress_batch_from_device({}, DataType::of<float>(), Options{}).empty());
+}
+
+// compress_batch_into writes compress_batch's frames into the caller's rooms,
+// byte for byte, and nothing past a frame; a room too small for its frame is
+// an Error naming the chunk, as is a count of rooms that does not match.
+TEST(Batch, IntoCallerRoomsGivesTheSameFrames) {
+  Slabs slabs;
+  Options options;
+  options.preset = Preset::Fzgpu;
+  options.mode = ErrorMode::Abs;
+  options.bound = 1e-3;
+  const std::vector<Bytes> expected = compress_batch(slabs.chunks, DataType::of<float>(), options);
+  std::vector<Bytes> buffers;
+  std::vector<FrameRoom> rooms;
+  for (const ChunkView& c : slabs.chunks) buffers.emplace_back(max_frame_bytes(c.bytes, c.dims.size()) + 64, 0xEE);
+  for (Bytes& b : buffers) rooms.push_back({b.data(), b.size() - 64});
+  const std::vector<size_t> lengths = compress_batch_into(slabs.chunks, DataType::of<float>(), options, rooms);
+  ASSERT_EQ(lengths.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(lengths[i], expected[i].size()) << "chunk " << i;
+    EXPECT_TRUE(std::equal(expected[i].begin(), expected[i].end(), buffers[i].begin())) << "chunk " << i;
+    for (size_t k = lengths[i]; k < buffers[i].size(); ++k) ASSERT_EQ(buffers[i][k], 0xEE) << "chunk " << i;
+  }
+  std::vector<FrameRoom> small = rooms;
+  small[2].capacity = expected[2].size() - 1;
+  try {
+    compress_batch_into(slabs.chunks, DataType::of<float>(), options, small);
+    FAIL() << "a frame larger than its room was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chunk 2"), std::string::npos) << e.what();
+  }
+  rooms.pop_back();
+  EXPECT_THROW(compress_batch_into(slabs.chunks, DataType::of<float>(), options, rooms), Error);
 }
 
 // compress_batch_from_device takes chunks in device memory only: host memory

@@ -215,6 +215,18 @@ struct ChunkView {
 std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const DataType& dtype,
                                   const Options& options);
 
+// A caller's buffer for one frame (max_frame_bytes always suffices).
+struct FrameRoom {
+  void* data = nullptr;
+  size_t capacity = 0;
+};
+// compress_batch into the caller's buffers: frame i (the same bytes) into
+// rooms[i]; returns the frames' lengths. A frame that does not fit its room
+// is an Error naming the chunk (the other frames are still written). No
+// frame is held anywhere else on the way (h5fz.write's groups of chunks).
+std::vector<size_t> compress_batch_into(const std::vector<ChunkView>& chunks, const DataType& dtype,
+                                        const Options& options, const std::vector<FrameRoom>& rooms);
+
 struct FrameView {
   const void* frame = nullptr;
   size_t frame_bytes = 0;
