@@ -412,8 +412,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, sizeof(T) * K <= 64 ? 2 : 1)
   if (source.stored) walk(U{});  // uniform in the grid
   else walk(uint16_t{});
   const uint32_t bad = (bad_code ? kCodeOutOfRadius : 0u) | (bad_value ? kValueOutOfRange : 0u);
-  const uint32_t any = __reduce_or_sync(0xFFFFFFFFu, bad);
-  if (any && lane == 0) atomicOr(status, any);
+  if (bad) atomicOr(status, bad);  // (malformed streams only: rare, so no warp reduction first)
 }
 
 }  // namespace fz::lorenzo::cuda::detail
