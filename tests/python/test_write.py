@@ -232,13 +232,24 @@ def cupy_gpu():
     pytest.skip("no CUDA device with CuPy here")
 
 
+def device_encodes(monkeypatch):
+    """A list that grows by one on each call of the plugin's device encoder."""
+    from h5fz import _write
+    lib = _write._library()
+    calls = []
+    real = lib.h5z_fz_encode_dataset_batch_from_device
+    monkeypatch.setattr(lib, "h5z_fz_encode_dataset_batch_from_device", lambda *a: calls.append(1) or real(*a))
+    return calls
+
+
 @pytest.mark.parametrize("preset", PRESETS)
-def test_gpu_arrays_give_the_filters_frames(tmp_path, wmag, cupy_gpu, preset):
-    """A CuPy array: chunks built in GPU memory and encoded by the GPU, only
-    frames to the host; the filter's frames for whole, edge and padded
-    chunks, and for parts of chunks merged into what is stored (decoded on
-    the GPU)."""
+def test_gpu_arrays_give_the_filters_frames(tmp_path, wmag, cupy_gpu, monkeypatch, preset):
+    """A CuPy array: chunks built in GPU memory and encoded by the GPU (the
+    device encoder is called), only frames to the host; the filter's frames
+    for whole, edge and padded chunks, and for parts of chunks merged into
+    what is stored (decoded on the GPU)."""
     cp = cupy_gpu
+    calls = device_encodes(monkeypatch)
     on_gpu = lambda d, x, sel: h5fz.write(d, cp.asarray(x), sel)  # noqa: E731
     with h5py.File(tmp_path / "g.h5", "w") as f:
         same_as_filter(f, preset, wmag, (10, 40, 91), options_for(preset), writer=on_gpu)
@@ -247,9 +258,10 @@ def test_gpu_arrays_give_the_filters_frames(tmp_path, wmag, cupy_gpu, preset):
         if preset in ("fzgpu", "cusz", "cuszhi-cr", "lossless"):
             same_as_filter(f, preset + "_parts", wmag, (10, 40, 91), options_for(preset), fillvalue=-5.0,
                            selection=PARTS[0], then=PARTS[1:], writer=on_gpu)
+    assert calls, "a GPU array went through the host"
 
 
-def test_gpu_arrays_other_types_and_routes(tmp_path, wmag, cupy_gpu):
+def test_gpu_arrays_other_types_and_routes(tmp_path, wmag, cupy_gpu, monkeypatch):
     """float64 and integers from the GPU; a big-endian dataset (built on the
     host: CuPy has no such arrays) and device="cpu" (copied to the host a
     group at a time); a float64 array into a float32 dataset (converted a
@@ -264,8 +276,10 @@ def test_gpu_arrays_other_types_and_routes(tmp_path, wmag, cupy_gpu):
         big = wmag.astype(">f4")
         same_as_filter(f, "big", big, (10, 40, 91), options_for("fzgpu"), writer=lambda d, x, sel: h5fz.write(
             d, cp.asarray(np.ascontiguousarray(x).astype("<f4")), sel))
+        calls = device_encodes(monkeypatch)
         same_as_filter(f, "cpu", wmag, (10, 40, 91), options_for("cusz"),
                        writer=lambda d, x, sel: h5fz.write(d, cp.asarray(x), sel, device="cpu"))
+        assert not calls, "device='cpu' encoded on the GPU"
         same_as_filter(f, "narrowed", wmag.astype("f8"), (10, 40, 91), options_for("fzgpu"), dtype="f4",
                        writer=on_gpu)
         same_as_filter(f, "dlpack", wmag, (10, 40, 91), options_for("fzgpu"),

@@ -72,16 +72,20 @@ def read(dataset, selection=None, device=None, threads=0):
     return _read(dataset, selection=selection, device=device, threads=threads)
 
 
-def write(dataset, data, selection=None, threads=0, device="cpu"):
+def write(dataset, data, selection=None, threads=0, device=None):
     """``dataset[selection] = data`` for an H5Z-FZ dataset, encoded many chunks at a time.
 
     Encodes the chunks the selection covers together through the plugin's
-    engine (all cores; ``threads``, 0 = all) into the very frames the filter
-    writes for them, and stores them with write_direct_chunk, so every reader
-    reads what ``dataset[selection] = data`` would have stored. This version
-    writes whole chunks (edge chunks padded with the fill value, as HDF5 pads
-    them) from host arrays on the CPU; anything else is refused with a
-    message. See h5fz._write.
+    engine into the very frames the filter writes for them, and stores them
+    with write_direct_chunk, so every reader reads what
+    ``dataset[selection] = data`` would have stored. Whole chunks, edge
+    chunks padded with the fill value and parts of chunks merged into what
+    they hold, as HDF5 builds them. ``data``: a NumPy array (encoded on all
+    cores, ``threads``, 0 = all; or on the GPU: ``device`` None/"auto" for
+    large chunks, "cuda", "cuda:N"), or a GPU array (CuPy, or the CUDA array
+    interface / DLPack: PyTorch, JAX, Numba), encoded on its GPU with only
+    the frames crossing to the host (``device="cpu"``: copied to the host a
+    group of chunks at a time instead). See h5fz._write.
     """
     from ._write import write as _write
     return _write(dataset, data, selection=selection, threads=threads, device=device)
