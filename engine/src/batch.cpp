@@ -85,23 +85,33 @@ void check_rooms(size_t chunks, const std::vector<FrameRoom>& rooms, const char*
       throw Error(std::string(what) + ": the frame room of chunk " + std::to_string(i) + " is null");
 }
 
-}  // namespace
-
-std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const DataType& dtype,
-                                  const Options& options) {
+// A batch's compression: the options and every chunk checked before any
+// work (a bad chunk named by index), then body(i, options for one chunk) for
+// each chunk on the batch's workers.
+template <typename Body>
+void compress_each(const std::vector<ChunkView>& chunks, const DataType& dtype, const Options& options,
+                   const std::string& what, Body body) {
   validate(options, dtype);
   for (size_t i = 0; i < chunks.size(); ++i) {
     try {
       checked_chunk_dims(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims);
     } catch (const Error& e) {
-      throw Error("compress_batch: chunk " + std::to_string(i) + ": " + e.what());
+      throw Error(what + ": chunk " + std::to_string(i) + ": " + e.what());
     }
   }
   const WorkSplit split = split_work(engine::resolve_policy(options), chunks.size());
   Options per_chunk = options;
   per_chunk.threads = split.threads_per_item;
+  const std::string item = what + ": chunk";
+  run_items(chunks.size(), split.workers, item.c_str(), [&](size_t i) { body(i, per_chunk); });
+}
+
+}  // namespace
+
+std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const DataType& dtype,
+                                  const Options& options) {
   std::vector<Bytes> frames(chunks.size());
-  run_items(chunks.size(), split.workers, "compress_batch: chunk", [&](size_t i) {
+  compress_each(chunks, dtype, options, "compress_batch", [&](size_t i, const Options& per_chunk) {
     frames[i] = compress(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims, per_chunk);
   });
   return frames;
@@ -109,20 +119,9 @@ std::vector<Bytes> compress_batch(const std::vector<ChunkView>& chunks, const Da
 
 std::vector<size_t> compress_batch_into(const std::vector<ChunkView>& chunks, const DataType& dtype,
                                         const Options& options, const std::vector<FrameRoom>& rooms) {
-  validate(options, dtype);
   check_rooms(chunks.size(), rooms, "compress_batch_into");
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    try {
-      checked_chunk_dims(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims);
-    } catch (const Error& e) {
-      throw Error("compress_batch_into: chunk " + std::to_string(i) + ": " + e.what());
-    }
-  }
-  const WorkSplit split = split_work(engine::resolve_policy(options), chunks.size());
-  Options per_chunk = options;
-  per_chunk.threads = split.threads_per_item;
   std::vector<size_t> lengths(chunks.size(), 0);
-  run_items(chunks.size(), split.workers, "compress_batch_into: chunk", [&](size_t i) {
+  compress_each(chunks, dtype, options, "compress_batch_into", [&](size_t i, const Options& per_chunk) {
     lengths[i] = compress_into(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims, per_chunk, rooms[i].data,
                                rooms[i].capacity);
   });

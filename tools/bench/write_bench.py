@@ -46,15 +46,22 @@ sys.path.insert(0, HERE)
 import h5fz  # noqa: E402
 from h5py_bench import PLANE, tiled_field, find_plugin_dir, cpu_model  # noqa: E402
 
+
+
+def field_arguments(parser):
+    """The written field's options (write_profile.py takes them too)."""
+    parser.add_argument("--plugin-dir", default=None)
+    parser.add_argument("--data", default=os.environ.get("FZ_DATA", os.path.join(REPO, "..", "shared", "data")))
+    parser.add_argument("--gib", type=float, default=1.0)
+    parser.add_argument("--chunk-mib", type=int, default=4)
+    parser.add_argument("--bound", type=float, default=1e-3)
+    parser.add_argument("--dir", default=None)
+
+
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--plugin-dir", default=None)
-parser.add_argument("--data", default=os.environ.get("FZ_DATA", os.path.join(REPO, "..", "shared", "data")))
-parser.add_argument("--gib", type=float, default=1.0)
-parser.add_argument("--chunk-mib", type=int, default=4)
+field_arguments(parser)
 parser.add_argument("--presets", default="fzgpu,cuszhi-cr")
-parser.add_argument("--bound", type=float, default=1e-3)
 parser.add_argument("--reps", type=int, default=3)
-parser.add_argument("--dir", default=None)
 parser.add_argument("--gpu", action="store_true", help="also write from GPU memory (CuPy)")
 parser.add_argument("--child", default=None, help=argparse.SUPPRESS)   # method,preset,path
 

@@ -25,22 +25,16 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "tools", "python"))
 sys.path.insert(0, HERE)
 from h5py_bench import PLANE, tiled_field, find_plugin_dir  # noqa: E402
+from write_bench import field_arguments  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--plugin-dir", default=None)
-parser.add_argument("--data", default=os.environ.get("FZ_DATA", os.path.join(REPO, "..", "shared", "data")))
-parser.add_argument("--gib", type=float, default=1.0)
-parser.add_argument("--chunk-mib", type=int, default=4)
+field_arguments(parser)
 parser.add_argument("--preset", default="fzgpu")
-parser.add_argument("--bound", type=float, default=1e-3)
 parser.add_argument("--gpu", action="store_true", help="write a CuPy array")
 parser.add_argument("--device", default=None, help="h5fz.write's device= (default: where the data is)")
 parser.add_argument("--top", type=int, default=25)
-parser.add_argument("--dir", default=None)
 
 
 def main():
