@@ -19,6 +19,7 @@
 #include "filter_totals.hpp"
 #include "frame_check.hpp"
 #include "fz/fz.hpp"
+#include "h5z_fz.h"
 
 namespace {
 

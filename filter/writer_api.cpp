@@ -14,6 +14,7 @@
 #include "c_api_internal.hpp"
 #include "cd_values.hpp"
 #include "fz/fz.hpp"
+#include "h5z_fz.h"
 
 namespace {
 
