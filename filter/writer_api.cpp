@@ -41,6 +41,8 @@ DatasetChunks dataset_chunks(size_t cd_count, const unsigned* cd) {
                     "only HDF5's own write path gives it");
   DatasetChunks c;
   c.options = fz::filter::dataset_options(params);
+  // A library call prints nothing; its errors come back as its message.
+  c.options.log = [](fz::LogLevel, const std::string&) {};
   c.dtype = params.dataset.dtype;
   c.dims.assign(params.dataset.chunk_dims.begin(), params.dataset.chunk_dims.end());
   if (c.dims.empty()) throw fz::Error("the stored cd_values hold no chunk shape");
@@ -124,9 +126,10 @@ __attribute__((visibility("default"))) size_t h5z_fz_max_frame_bytes(size_t chun
 // dataset's chunk size, in its element type and byte order, edge chunks
 // padded as HDF5 pads them) into frames (host buffers of capacities[i]
 // bytes; h5z_fz_max_frame_bytes always suffices), written there directly;
-// encoded[i] receives each frame's length (0 where a call fails). The frames are byte for byte those the filter writes for
-// the same chunks under the dataset's stored cd_values. `device`: "auto",
-// "cpu", "cuda", "cuda:N" (null = "auto"); `threads`: CPU threads, 0 = all.
+// encoded[i] receives each frame's length (0 where a call fails). The frames
+// are byte for byte those the filter writes for the same chunks under the
+// dataset's stored cd_values. `device`: "auto", "cpu", "cuda", "cuda:N"
+// (null = "auto"); `threads`: CPU threads, 0 = all.
 __attribute__((visibility("default"))) int h5z_fz_encode_dataset_batch(
     size_t cd_count, const unsigned* cd_values, size_t count, const void* const* chunks, const size_t* chunk_bytes,
     void* const* frames, const size_t* capacities, size_t* encoded, const char* device, unsigned threads,
@@ -136,7 +139,6 @@ __attribute__((visibility("default"))) int h5z_fz_encode_dataset_batch(
     const std::vector<fz::ChunkView> views = chunk_views(d, count, chunks, chunk_bytes, frames, capacities, encoded);
     if (device != nullptr) d.options.device = device;
     d.options.threads = threads;
-    d.options.log = [](fz::LogLevel, const std::string&) {};
     const std::vector<fz::FrameRoom> rooms = frame_rooms(count, frames, capacities, encoded);
     store_lengths(fz::compress_batch_into(views, d.dtype, d.options, rooms), encoded);
   });
@@ -152,7 +154,6 @@ __attribute__((visibility("default"))) int h5z_fz_encode_dataset_batch_from_devi
     DatasetChunks d = dataset_chunks(cd_count, cd_values);
     const std::vector<fz::ChunkView> views =
         chunk_views(d, count, device_chunks, chunk_bytes, frames, capacities, encoded);
-    d.options.log = [](fz::LogLevel, const std::string&) {};
     // (Frames come back from the device into the engine's buffers, then
     // here: a copy of the frames only, not of the chunks.)
     store_frames(fz::compress_batch_from_device(views, d.dtype, d.options), frames, capacities, encoded);

@@ -85,6 +85,17 @@ void check_rooms(size_t chunks, const std::vector<FrameRoom>& rooms, const char*
       throw Error(std::string(what) + ": the frame room of chunk " + std::to_string(i) + " is null");
 }
 
+// Device memory of one device for a batch's staging, given back when the
+// batch is done.
+struct DeviceStaging {
+  uint8_t* data;
+  int device;
+  DeviceStaging(size_t bytes, int owner) : data(engine::allocate_device(bytes, owner)), device(owner) {}
+  ~DeviceStaging() { engine::free_device(data, device); }
+  DeviceStaging(const DeviceStaging&) = delete;
+  DeviceStaging& operator=(const DeviceStaging&) = delete;
+};
+
 // A batch's compression: the options and every chunk checked before any
 // work (a bad chunk named by index), then body(i, options for one chunk) for
 // each chunk on the batch's workers.
@@ -156,11 +167,7 @@ std::vector<size_t> decompress_batch_to_device(const std::vector<FrameView>& fra
     if (padded < frames[i].frame_bytes || __builtin_add_overflow(offsets[i], padded, &offsets[i + 1]))
       throw Error("decompress_batch_to_device: frames too large");
   }
-  struct Staging {
-    uint8_t* data;
-    int device;
-    ~Staging() { engine::free_device(data, device); }
-  } staging{engine::allocate_device(offsets.back(), device), device};
+  const DeviceStaging staging(offsets.back(), device);
   run_items(frames.size(), kGpuChunksInFlight, "decompress_batch_to_device: frame", [&](size_t i) {
     uint8_t* frame = staging.data + offsets[i];
     engine::copy_host_to_device(static_cast<const uint8_t*>(frames[i].frame), frames[i].frame_bytes, frame, device);
@@ -188,21 +195,13 @@ std::vector<Bytes> compress_batch_from_device(const std::vector<ChunkView>& chun
     }
     room = std::max(room, max_frame_bytes(chunks[i].bytes, std::max<size_t>(1, chunks[i].dims.size())));
   }
-  if (device < 0) {  // empty chunks only: their frames need no device
-    for (size_t i = 0; i < chunks.size(); ++i)
-      frames[i] = compress(nullptr, 0, dtype, chunks[i].dims, options);
-    return frames;
-  }
+  if (device < 0) return compress_batch(chunks, dtype, options);  // empty chunks only: no device to own them
   // One frame room a chunk in flight, taken from and given back to a stack.
   const unsigned workers = static_cast<unsigned>(std::min<size_t>(kGpuChunksInFlight, chunks.size()));
   const size_t padded = (room + 255) & ~size_t{255};
   if (padded < room || padded > std::numeric_limits<size_t>::max() / workers)
     throw Error("compress_batch_from_device: chunks too large");
-  struct Staging {
-    uint8_t* data;
-    int device;
-    ~Staging() { engine::free_device(data, device); }
-  } staging{engine::allocate_device(padded * workers, device), device};
+  const DeviceStaging staging(padded * workers, device);
   std::mutex rooms_mutex;
   std::vector<uint8_t*> rooms;
   for (unsigned w = 0; w < workers; ++w) rooms.push_back(staging.data + w * padded);

@@ -280,14 +280,6 @@ TEST(DeviceApi, RefusesWhatItCannotDo) {
   }
 }
 
-// settings() and the spline presets (NOA 1e-3): the batch paths' tests.
-std::vector<Setting> settings_and_splines() {
-  std::vector<Setting> all = settings();
-  all.push_back({Preset::CuszHiTp, ErrorMode::Noa, 1e-3});
-  all.push_back({Preset::CuszHiCr, ErrorMode::Noa, 1e-3});
-  return all;
-}
-
 // wmag91 cut into slabs of 1, 7, 30, 2, 40 and 11 planes: as ragged as
 // HDF5's edge chunks, and more of them than chunks in flight.
 constexpr size_t kWmagPlane = 91 * 91 * 4;
@@ -301,6 +293,21 @@ std::vector<Bytes> ragged_slabs(const Bytes& field) {
   return slabs;
 }
 
+// The batch paths' cases: body(slabs, setting, options) for settings() and
+// the spline presets (NOA 1e-3) on wmag91's ragged slabs, each traced.
+template <typename Body>
+void for_each_batch_case(Body body) {
+  const Bytes field = testing::read_field("wmag91.float");
+  const std::vector<Bytes> slabs = ragged_slabs(field);
+  std::vector<Setting> all = settings();
+  all.push_back({Preset::CuszHiTp, ErrorMode::Noa, 1e-3});
+  all.push_back({Preset::CuszHiCr, ErrorMode::Noa, 1e-3});
+  for (const Setting& s : all) {
+    SCOPED_TRACE(label("wmag91 slabs", s));
+    body(slabs, s, options_for(s, field, DataType::of<float>()));
+  }
+}
+
 // decompress_batch_to_device (h5fz.read(device="cuda")): frames in host
 // memory decoded into device buffers give the CPU's bytes for every preset,
 // the spline presets included, in slabs as ragged as HDF5's edge chunks; a
@@ -308,11 +315,7 @@ std::vector<Bytes> ragged_slabs(const Bytes& field) {
 // as an output is refused.
 TEST(DecompressBatchToDevice, MatchesTheCpuAndNamesABadFrame) {
   FZ_SKIP_WITHOUT_CUDA();
-  const Bytes field = testing::read_field("wmag91.float");
-  const std::vector<Bytes> slabs = ragged_slabs(field);
-  for (const Setting& s : settings_and_splines()) {
-    SCOPED_TRACE(label("wmag91 slabs", s));
-    const Options options = options_for(s, field, DataType::of<float>());
+  for_each_batch_case([](const std::vector<Bytes>& slabs, const Setting& s, const Options& options) {
     std::vector<Bytes> frames, expected;
     std::vector<std::unique_ptr<DeviceBytes>> outputs;
     std::vector<FrameView> views;
@@ -332,7 +335,7 @@ TEST(DecompressBatchToDevice, MatchesTheCpuAndNamesABadFrame) {
       ASSERT_EQ(lengths[i], expected[i].size());
       EXPECT_EQ(outputs[i]->download(lengths[i]), expected[i]) << "slab " << i;
     }
-    if (s.preset != Preset::Cusz) continue;
+    if (s.preset != Preset::Cusz) return;
     // One corrupted frame: named, and every other frame still decoded.
     Bytes bad = frames[2];
     bad[bad.size() / 2] ^= 0x10;
@@ -347,7 +350,7 @@ TEST(DecompressBatchToDevice, MatchesTheCpuAndNamesABadFrame) {
     EXPECT_EQ(outputs[4]->download(expected[4].size()), expected[4]);
     Bytes host(expected[0].size());
     EXPECT_THROW(decompress_batch_to_device({{frames[0].data(), frames[0].size(), host.data(), host.size()}}), Error);
-  }
+  });
 }
 
 // compress_batch_from_device (h5fz.write of a GPU array): chunks in device
@@ -357,11 +360,7 @@ TEST(DecompressBatchToDevice, MatchesTheCpuAndNamesABadFrame) {
 // a chunk in host memory among them is refused, named by index.
 TEST(CompressBatchFromDevice, GivesTheCpusFrames) {
   FZ_SKIP_WITHOUT_CUDA();
-  const Bytes field = testing::read_field("wmag91.float");
-  const std::vector<Bytes> slabs = ragged_slabs(field);
-  for (const Setting& s : settings_and_splines()) {
-    SCOPED_TRACE(label("wmag91 slabs", s));
-    const Options options = options_for(s, field, DataType::of<float>());
+  for_each_batch_case([](const std::vector<Bytes>& slabs, const Setting& s, const Options& options) {
     std::vector<std::unique_ptr<DeviceBytes>> on_device;
     std::vector<ChunkView> host_views, device_views;
     for (size_t i = 0; i < slabs.size(); ++i) {
@@ -376,7 +375,7 @@ TEST(CompressBatchFromDevice, GivesTheCpusFrames) {
     const std::vector<Bytes> got = compress_batch_from_device(device_views, DataType::of<float>(), options);
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "slab " << i;
-    if (s.preset != Preset::Fzgpu) continue;
+    if (s.preset != Preset::Fzgpu) return;
     std::vector<ChunkView> mixed = device_views;
     mixed[3] = host_views[3];
     try {
@@ -385,7 +384,7 @@ TEST(CompressBatchFromDevice, GivesTheCpusFrames) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("chunk 3"), std::string::npos) << e.what();
     }
-  }
+  });
 }
 
 }  // namespace

@@ -22,8 +22,9 @@ its own, twice: the first write in the process (it pays the start-up: the
 CUDA context, the plugin's and CuPy's first use) and a second one (what each
 further write of a long-running program costs); best of --reps for each. The
 peak memory the writes added to the process (VmHWM after them, its peak
-reset just before, minus VmRSS then) is the child's too. The two compressed files are compared chunk by chunk (the
-same frames) and their values read back.
+reset just before, minus VmRSS then) is the child's too. The two compressed
+files are compared chunk by chunk (the same frames) and their values read
+back.
 
     python3 tools/bench/write_bench.py [--plugin-dir build/plugin] [--gib 1] [--chunk-mib 4]
         [--presets fzgpu,cuszhi-cr] [--bound 1e-3] [--reps 3] [--dir /tmp] [--gpu]

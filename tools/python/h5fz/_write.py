@@ -183,8 +183,7 @@ def write(dataset, data, selection=None, threads=0, device=None):
     # On the GPU unless asked for the CPU (or the dataset's byte order is one
     # CuPy has no arrays of: its chunks are then built on the host).
     on_gpu = gpu_values is not None and engine_device != "cpu" and dtype_native
-    if gpu_values is not None and on_gpu and engine_device.startswith("cuda:") and \
-            int(engine_device.split(":", 1)[1]) != gpu_values.device.id:
+    if on_gpu and engine_device.startswith("cuda:") and int(engine_device.split(":", 1)[1]) != gpu_values.device.id:
         raise ValueError("h5fz.write: the data is on CUDA device %d, device=%r names another"
                          % (gpu_values.device.id, device))
     xp = np
@@ -202,15 +201,13 @@ def write(dataset, data, selection=None, threads=0, device=None):
     values = values.reshape(region)  # (converted to the dataset's type a chunk's part at a time)
     if 0 in region:
         return
-    lib = _library()
+    lib = _library()  # (the reader's library too: one plugin)
     if on_gpu and lib.h5fz_writer_version < _DEVICE_WRITER_VERSION:
         raise RuntimeError("h5fz.write: the plugin cannot encode from GPU memory (encoding interface %d, GPU "
                            "arrays need %d); rebuild it" % (lib.h5fz_writer_version, _DEVICE_WRITER_VERSION))
-    if on_gpu:
-        from ._read import _library as reader_library
-        if not reader_library().h5z_fz_device_available():
-            raise RuntimeError("h5fz.write: the data is in GPU memory, and the plugin finds no usable CUDA device "
-                               "(or was built without CUDA); pass device='cpu' to encode it on the host")
+    if on_gpu and not lib.h5z_fz_device_available():
+        raise RuntimeError("h5fz.write: the data is in GPU memory, and the plugin finds no usable CUDA device "
+                           "(or was built without CUDA); pass device='cpu' to encode it on the host")
     cd = (ctypes.c_uint * len(cd_values))(*cd_values)
     chunk_elements = math.prod(chunks)
     chunk_bytes = chunk_elements * dtype.itemsize
@@ -256,8 +253,7 @@ def write(dataset, data, selection=None, threads=0, device=None):
                 if got is None:
                     chunk = cx.full(chunks, fill, dtype=dtype)
                 elif got[0] & 1:  # stored unfiltered by HDF5: its bytes are the chunk
-                    chunk = cx.asarray(np.frombuffer(got[1], dtype=dtype, count=chunk_elements).reshape(chunks))
-                    chunk = chunk.copy() if cx is np else chunk
+                    chunk = cx.array(np.frombuffer(got[1], dtype=dtype, count=chunk_elements).reshape(chunks))
                 else:
                     chunk = cx.empty(chunks, dtype=dtype)
                     stored.append((chunk, got[1]))
