@@ -66,7 +66,10 @@ int h5z_fz_encode_dataset_batch(size_t cd_count, const unsigned* cd_values, size
                                 size_t* encoded, const char* device, unsigned threads, char* error,
                                 size_t error_capacity);
 /* The same for chunks in GPU memory of one device, which encodes them; only
-   the frames are copied to the host buffers (version 2). */
+   the frames are copied to the host buffers, straight from the device (at
+   PCIe speed when the buffers are page-locked: cudaHostAlloc, CuPy's pinned
+   memory). The caller's work on the chunks must be finished (its stream
+   synchronised) before the call (version 2). */
 int h5z_fz_encode_dataset_batch_from_device(size_t cd_count, const unsigned* cd_values, size_t count,
                                             const void* const* device_chunks, const size_t* chunk_bytes,
                                             void* const* frames, const size_t* capacities, size_t* encoded,

@@ -176,10 +176,18 @@ std::vector<size_t> decompress_batch_to_device(const std::vector<FrameView>& fra
   return lengths;
 }
 
-std::vector<Bytes> compress_batch_from_device(const std::vector<ChunkView>& chunks, const DataType& dtype,
-                                              const Options& options) {
-  std::vector<Bytes> frames(chunks.size());
-  if (chunks.empty()) return frames;
+namespace {
+
+// Chunks in device memory, each compressed by compress_on_device into a
+// device frame room of its own (one a chunk in flight, taken from and given
+// back to a stack), then handed to deliver(i, device frame, length, device),
+// which copies it out. Every chunk is checked first; `fallback` runs the
+// batch when no chunk holds any memory (empty chunks only: no device owns
+// them).
+template <typename Deliver, typename Fallback>
+void compress_each_on_device(const std::vector<ChunkView>& chunks, const DataType& dtype, const Options& options,
+                             const std::string& what, Deliver deliver, Fallback fallback) {
+  if (chunks.empty()) return;
   validate(options, dtype);
   int device = -1;
   size_t room = 0;
@@ -191,21 +199,21 @@ std::vector<Bytes> compress_batch_from_device(const std::vector<ChunkView>& chun
       if (device >= 0 && owner != device) throw Error("the chunks are on different devices");
       device = owner;
     } catch (const Error& e) {
-      throw Error("compress_batch_from_device: chunk " + std::to_string(i) + ": " + e.what());
+      throw Error(what + ": chunk " + std::to_string(i) + ": " + e.what());
     }
     room = std::max(room, max_frame_bytes(chunks[i].bytes, std::max<size_t>(1, chunks[i].dims.size())));
   }
-  if (device < 0) return compress_batch(chunks, dtype, options);  // empty chunks only: no device to own them
-  // One frame room a chunk in flight, taken from and given back to a stack.
+  if (device < 0) return fallback();
   const unsigned workers = static_cast<unsigned>(std::min<size_t>(kGpuChunksInFlight, chunks.size()));
   const size_t padded = (room + 255) & ~size_t{255};
   if (padded < room || padded > std::numeric_limits<size_t>::max() / workers)
-    throw Error("compress_batch_from_device: chunks too large");
+    throw Error(what + ": chunks too large");
   const DeviceStaging staging(padded * workers, device);
   std::mutex rooms_mutex;
   std::vector<uint8_t*> rooms;
   for (unsigned w = 0; w < workers; ++w) rooms.push_back(staging.data + w * padded);
-  run_items(chunks.size(), workers, "compress_batch_from_device: chunk", [&](size_t i) {
+  const std::string item = what + ": chunk";
+  run_items(chunks.size(), workers, item.c_str(), [&](size_t i) {
     uint8_t* frame;
     {
       std::lock_guard<std::mutex> lock(rooms_mutex);
@@ -223,10 +231,40 @@ std::vector<Bytes> compress_batch_from_device(const std::vector<ChunkView>& chun
     } give_back{rooms_mutex, rooms, frame};
     const size_t length =
         compress_on_device(chunks[i].data, chunks[i].bytes, dtype, chunks[i].dims, options, frame, room);
-    frames[i].resize(length);
-    engine::copy_device_to_host(frame, length, frames[i].data(), device);
+    deliver(i, frame, length, device);
   });
+}
+
+}  // namespace
+
+std::vector<Bytes> compress_batch_from_device(const std::vector<ChunkView>& chunks, const DataType& dtype,
+                                              const Options& options) {
+  std::vector<Bytes> frames(chunks.size());
+  compress_each_on_device(
+      chunks, dtype, options, "compress_batch_from_device",
+      [&](size_t i, const uint8_t* frame, size_t length, int device) {
+        frames[i].resize(length);
+        engine::copy_device_to_host(frame, length, frames[i].data(), device);
+      },
+      [&] { frames = compress_batch(chunks, dtype, options); });
   return frames;
+}
+
+std::vector<size_t> compress_batch_from_device_into(const std::vector<ChunkView>& chunks, const DataType& dtype,
+                                                    const Options& options, const std::vector<FrameRoom>& rooms) {
+  check_rooms(chunks.size(), rooms, "compress_batch_from_device_into");
+  std::vector<size_t> lengths(chunks.size(), 0);
+  compress_each_on_device(
+      chunks, dtype, options, "compress_batch_from_device_into",
+      [&](size_t i, const uint8_t* frame, size_t length, int device) {
+        if (length > rooms[i].capacity)
+          throw Error("the frame is " + std::to_string(length) + " bytes, its room " +
+                      std::to_string(rooms[i].capacity));
+        engine::copy_device_to_host(frame, length, static_cast<uint8_t*>(rooms[i].data), device);
+        lengths[i] = length;
+      },
+      [&] { lengths = compress_batch_into(chunks, dtype, options, rooms); });
+  return lengths;
 }
 
 }  // namespace fz

@@ -77,7 +77,9 @@ std::optional<size_t> decompress_device_resident(const Pipeline& pipeline, const
                                                  const uint8_t* frame, uint8_t* out, size_t capacity,
                                                  size_t max_stream_bytes, int device);
 
-// Plain copies for the host fall-backs of the device-resident API.
+// Plain copies for the host fall-backs of the device-resident API and the
+// batch calls, on a lane's stream; they return when the copy is done (a
+// page-locked host buffer takes the DMA directly).
 void copy_device_to_host(const uint8_t* device_src, size_t bytes, uint8_t* host_dst, int device);
 void copy_host_to_device(const uint8_t* host_src, size_t bytes, uint8_t* device_dst, int device);
 // Device memory of `device` (cudaMalloc) and its release: staging for frames

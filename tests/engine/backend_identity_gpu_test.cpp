@@ -375,6 +375,48 @@ TEST(CompressBatchFromDevice, GivesTheCpusFrames) {
     const std::vector<Bytes> got = compress_batch_from_device(device_views, DataType::of<float>(), options);
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "slab " << i;
+    // The same frames straight into the caller's rooms, page-locked or not,
+    // nothing written past a frame.
+    for (const bool pinned : {false, true}) {
+      std::vector<size_t> capacities;
+      size_t total = 0;
+      for (const ChunkView& v : device_views) {
+        capacities.push_back(max_frame_bytes(v.bytes, v.dims.size()) + 64);
+        total += capacities.back();
+      }
+      uint8_t* memory = nullptr;
+      std::vector<uint8_t> pageable;
+      if (pinned) {
+        ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&memory), total, cudaHostAllocDefault), cudaSuccess);
+      } else {
+        pageable.resize(total);
+        memory = pageable.data();
+      }
+      std::memset(memory, 0xEE, total);
+      std::vector<FrameRoom> rooms;
+      for (size_t i = 0, at = 0; i < capacities.size(); at += capacities[i], ++i)
+        rooms.push_back({memory + at, capacities[i] - 64});
+      const std::vector<size_t> lengths =
+          compress_batch_from_device_into(device_views, DataType::of<float>(), options, rooms);
+      ASSERT_EQ(lengths.size(), expected.size());
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        const auto* room = static_cast<const uint8_t*>(rooms[i].data);
+        EXPECT_EQ(Bytes(room, room + lengths[i]), expected[i]) << "slab " << i << (pinned ? ", pinned" : "");
+        for (size_t k = lengths[i]; k < capacities[i]; ++k) ASSERT_EQ(room[k], 0xEE) << "slab " << i;
+      }
+      if (pinned) {
+        // A room one byte short of its frame is named; the others are written.
+        std::vector<FrameRoom> small = rooms;
+        small[1].capacity = expected[1].size() - 1;
+        try {
+          compress_batch_from_device_into(device_views, DataType::of<float>(), options, small);
+          ADD_FAILURE() << "a frame larger than its room was accepted";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("chunk 1"), std::string::npos) << e.what();
+        }
+        (void)cudaFreeHost(memory);
+      }
+    }
     if (s.preset != Preset::Fzgpu) return;
     std::vector<ChunkView> mixed = device_views;
     mixed[3] = host_views[3];

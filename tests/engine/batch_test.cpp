@@ -95,6 +95,7 @@ TEST(Batch, EmptyBatches) {
   EXPECT_TRUE(decompress_batch({}).empty());
   EXPECT_TRUE(compress_batch_into({}, DataType::of<float>(), Options{}, {}).empty());
   EXPECT_TRUE(compress_batch_from_device({}, DataType::of<float>(), Options{}).empty());
+  EXPECT_TRUE(compress_batch_from_device_into({}, DataType::of<float>(), Options{}, {}).empty());
 }
 
 // compress_batch_into writes compress_batch's frames into the caller's rooms,
@@ -135,16 +136,32 @@ TEST(Batch, IntoCallerRoomsGivesTheSameFrames) {
 // build without CUDA, the same Error says there is none).
 TEST(Batch, FromDeviceRefusesHostMemory) {
   Slabs slabs;
-  try {
-    compress_batch_from_device(slabs.chunks, DataType::of<float>(), Options{});
-    FAIL() << "host memory was taken for device memory";
-  } catch (const Error& e) {
+  std::vector<Bytes> buffers;
+  std::vector<FrameRoom> rooms;
+  for (const ChunkView& c : slabs.chunks) buffers.emplace_back(max_frame_bytes(c.bytes, c.dims.size()), 0xEE);
+  for (Bytes& b : buffers) rooms.push_back({b.data(), b.size()});
+  const auto refused = [](const Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("chunk 0"), std::string::npos) << what;
     EXPECT_TRUE(what.find("not device memory") != std::string::npos ||
                 what.find("no usable CUDA device") != std::string::npos)
         << what;
+  };
+  try {
+    compress_batch_from_device(slabs.chunks, DataType::of<float>(), Options{});
+    FAIL() << "host memory was taken for device memory";
+  } catch (const Error& e) {
+    refused(e);
   }
+  try {
+    compress_batch_from_device_into(slabs.chunks, DataType::of<float>(), Options{}, rooms);
+    FAIL() << "host memory was taken for device memory (into rooms)";
+  } catch (const Error& e) {
+    refused(e);
+  }
+  for (const Bytes& b : buffers) EXPECT_EQ(std::count(b.begin(), b.end(), 0xEE), static_cast<long>(b.size()));
+  rooms.pop_back();  // a room short: refused before anything is looked at
+  EXPECT_THROW(compress_batch_from_device_into(slabs.chunks, DataType::of<float>(), Options{}, rooms), Error);
 }
 
 TEST(Batch, BadChunkIsNamedBeforeAnyWork) {

@@ -299,6 +299,13 @@ std::vector<size_t> decompress_batch_to_device(const std::vector<FrameView>& fra
 // the chunks: one frame room (max_frame_bytes) for each chunk in flight.
 std::vector<Bytes> compress_batch_from_device(const std::vector<ChunkView>& chunks, const DataType& dtype,
                                               const Options& options);
+// The same into the caller's host buffers, as compress_batch_into: frame i
+// into rooms[i], copied there straight from the device (at PCIe speed when
+// the rooms are page-locked: CuPy's pinned memory, cudaHostAlloc); returns
+// the lengths. A frame that does not fit its room is an Error naming the
+// chunk (the other frames are still written).
+std::vector<size_t> compress_batch_from_device_into(const std::vector<ChunkView>& chunks, const DataType& dtype,
+                                                    const Options& options, const std::vector<FrameRoom>& rooms);
 
 // The structure of a frame, for tools (h5fz inspect) and tests.
 struct StageInfo {

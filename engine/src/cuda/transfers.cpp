@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "thread_pool.hpp"
+
 namespace fz::engine {
 namespace cuda {
 
@@ -114,14 +116,37 @@ void download(Lane& lane, const uint8_t* device, size_t bytes, uint8_t* host, co
 
 }  // namespace cuda
 
+namespace {
+
+// Whether `host` is page-locked memory the driver knows (cudaHostAlloc,
+// cudaHostRegister, CuPy's pinned memory): the DMA then goes there directly.
+bool page_locked(const void* host) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, host) != cudaSuccess) {
+    (void)cudaGetLastError();  // (not sticky: clear it)
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+}
+
+}  // namespace
+
+// On a lane's stream, which never waits on other streams: the legacy default
+// stream of a plain cudaMemcpy would wait for every other call's kernels on
+// the device, and serialise the chunks a batch has in flight.
 void copy_device_to_host(const uint8_t* device_src, size_t bytes, uint8_t* host_dst, int device) {
   cuda::CurrentDeviceGuard guard(device);
-  cuda::check(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost), "device to host copy");
+  cuda::LaneLease lane = cuda::DeviceContext::of(device).lease();
+  const GpuCopies how = page_locked(host_dst) ? GpuCopies::kDirect : GpuCopies::kStaged;
+  cuda::download(*lane, device_src, bytes, host_dst, *make_pool_executor(1), how);
 }
 
 void copy_host_to_device(const uint8_t* host_src, size_t bytes, uint8_t* device_dst, int device) {
   cuda::CurrentDeviceGuard guard(device);
-  cuda::check(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice), "host to device copy");
+  cuda::LaneLease lane = cuda::DeviceContext::of(device).lease();
+  const GpuCopies how = page_locked(host_src) ? GpuCopies::kDirect : GpuCopies::kStaged;
+  cuda::upload(*lane, {host_src, bytes}, device_dst, *make_pool_executor(1), how);
+  cuda::check(cudaStreamSynchronize(lane->stream), "host to device copy");
 }
 
 uint8_t* allocate_device(size_t bytes, int device) {

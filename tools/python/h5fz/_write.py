@@ -266,14 +266,21 @@ def write(dataset, data, selection=None, threads=0, device=None):
 
     # Two rooms for frames, reused group after group (one is being stored
     # while the next group is encoded into the other): fresh memory for every
-    # group would cost its page faults each time.
+    # group would cost its page faults each time. From a GPU array the rooms
+    # are page-locked (CuPy's pinned memory), so the frames come down at
+    # PCIe speed straight into them.
     rooms = []
+
+    def new_room(nbytes):
+        if on_gpu:
+            return np.frombuffer(xp.cuda.alloc_pinned_memory(nbytes), dtype=np.uint8, count=nbytes)
+        return np.empty(nbytes, dtype=np.uint8)  # not zeroed: only frames are read
 
     def encode(buffers, which):
         """The buffers' frames (views of room `which`), as the filter writes them."""
         n = len(buffers)
         while len(rooms) <= which:
-            rooms.append(np.empty(per_group * frame_capacity, dtype=np.uint8))  # not zeroed: only frames are read
+            rooms.append(new_room(per_group * frame_capacity))
         room = rooms[which]
         base = room.ctypes.data
         encoded = (ctypes.c_size_t * n)()
