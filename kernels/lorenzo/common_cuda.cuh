@@ -82,12 +82,13 @@ inline DepthSplit split_depth(size_t nz, size_t y_blocks, size_t target, size_t 
 }
 
 // The decoder's tiles (decode_rows_kernels_cuda.cuh): strips of kStripRows
-// rows (two a warp of kTileWarps) by depth segments of `depth` planes. About
-// kTargetTiles tiles (blocks) fill the GPU; a segment is at least kMinDepth
-// planes deep, since the depth sums' traffic is 1/depth of the data's (read
-// and written four times).
+// rows (kRowsPerWarp a warp of kTileWarps) by depth segments of `depth`
+// planes. About kTargetTiles tiles (blocks) fill the GPU; a segment is at
+// least kMinDepth planes deep, since the depth sums' traffic is 1/depth of
+// the data's (read and written four times).
 constexpr unsigned kTileWarps = 8;
-constexpr size_t kStripRows = 2 * kTileWarps;
+constexpr unsigned kRowsPerWarp = 1;
+constexpr size_t kStripRows = kRowsPerWarp * kTileWarps;
 constexpr size_t kTargetTiles = 512;
 constexpr size_t kMinDepth = 16;
 struct Tiling {

@@ -36,14 +36,14 @@ using namespace rules;  // the per-element rules the CPU shares
 //                 deltas the outlier stream stores;
 //   tile_carries  exclusive sums of those over the strips above and the
 //                 segments above: A, D and the terms of E (a thread per
-//                 column; 1/16 of the data and less);
+//                 column; 1/8 of the data and less);
 //   tile_values   reads each tile again and writes the values: the S of a
 //                 warp's rows in registers down the planes, the rows above
 //                 it within the strip added through shared memory.
-// About 9.5 bytes of memory traffic an element (float, 2-byte codes) where
+// About 10 bytes of memory traffic an element (float, 2-byte codes) where
 // the earlier three passes (row sums, segment carries, depth walks) moved 14;
-// on the H200 at 512 MiB the three kernels take 491 us where those took 659
-// (docs/PERFORMANCE.md, issue 31's sixth session).
+// on the H200 at 512 MiB the three kernels take 456 us where those took 659
+// (docs/PERFORMANCE.md, issue 31's sixth and seventh sessions).
 
 template <typename U>
 __device__ __forceinline__ U warp_inclusive_sum(U v, unsigned lane) {
@@ -249,13 +249,17 @@ struct TileVectors {
   bool codes, deltas, sums, out;
 };
 
-// Tile (j, k) (block j + k * strips): warp w holds rows y0 + 2w and y0 + 2w +
-// 1, lane l the K elements from x = lK of each (K = nx / 32 rounded up to a
-// power of 2). Down the planes of the segment it keeps both rows' S, adds
-// each plane's P and writes the values. A plane's deltas are summed across
-// the warps above through shared memory (double-buffered: one barrier a
-// plane; word i of lane l at i * 32 + l, free of bank conflicts); the next
-// plane's words and A are loaded while this one is summed.
+// Tile (j, k) (block j + k * strips): warp w holds the kRowsPerWarp rows
+// from y0 + kRowsPerWarp * w, lane l the K elements from x = lK of each (K =
+// nx / 32 rounded up to a power of 2). Down the planes of the segment it
+// keeps its rows' S, adds each plane's P and writes the values. A plane's
+// deltas are summed across the warps above through shared memory
+// (double-buffered: one barrier a plane; word i of lane l at i * 32 + l, free
+// of bank conflicts); the next plane's words and A are loaded while this one
+// is summed. One row a warp (kRowsPerWarp) and only warp 0 holding A took
+// 306 us at 512 MiB on the H200 where two rows a warp took 371 (the strips'
+// sums, twice as many, cost 28 us more in tile_totals and tile_carries);
+// three blocks an SM at 80 registers spilled and took 423.
 template <typename T, unsigned K>
 __global__ void __launch_bounds__(kTileWarps * 32, sizeof(T) * K <= 64 ? 2 : 1)
     tile_values(DeltaSource<typename Traits<T>::U> source, const OutlierLayout* layout, Shape s, Tiling t,
@@ -264,6 +268,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, sizeof(T) * K <= 64 ? 2 : 1)
                 T eb2, uint8_t* out, uint32_t* status) {
   using U = typename Traits<T>::U;
   using I = typename Traits<T>::I;
+  constexpr unsigned R = kRowsPerWarp;
   constexpr U kPMax = static_cast<U>(Traits<T>::kPMax);
   extern __shared__ __align__(16) unsigned char exchange_bytes[];
   U* const exchange = reinterpret_cast<U*>(exchange_bytes);
@@ -272,17 +277,19 @@ __global__ void __launch_bounds__(kTileWarps * 32, sizeof(T) * K <= 64 ? 2 : 1)
   const unsigned nx = static_cast<unsigned>(s.nx), x0 = lane * K;
   source.stored = layout->ok && layout->deltas > 0;
   const size_t j = blockIdx.x % t.strips, k = blockIdx.x / t.strips;
-  const size_t ya = j * kStripRows + 2 * warp, yb = ya + 1;
-  const bool has_a = ya < s.ny, has_b = yb < s.ny;  // uniform in the warp
+  const size_t y_first = j * kStripRows + R * warp;
+  bool has[R];  // uniform in the warp
+#pragma unroll
+  for (unsigned r = 0; r < R; ++r) has[r] = y_first + r < s.ny;
   const size_t z0 = k * t.depth, z1 = z0 + t.depth < s.nz ? z0 + t.depth : s.nz;
   bool bad_code = false, bad_value = false;
   unsigned parity = 0;
 
   // Row y of plane z, raw words (codes as uint16_t, or stored-path deltas
   // as U; 0 for a row past the chunk).
-  auto load_row = [&](size_t z, size_t y, bool has, auto (&v)[K]) {
+  auto load_row = [&](size_t z, size_t y, bool there, auto (&v)[K]) {
     using Raw = std::remove_reference_t<decltype(v[0])>;
-    if (!has) {
+    if (!there) {
 #pragma unroll
       for (unsigned i = 0; i < K; ++i) v[i] = 0;
       return;
@@ -319,26 +326,34 @@ __global__ void __launch_bounds__(kTileWarps * 32, sizeof(T) * K <= 64 ? 2 : 1)
 #pragma unroll
     for (unsigned i = 0; i < K; ++i) v[i] = x0 + i < nx ? v[i] : U{0};
   };
-  // Rows a and b of a plane (or of D) to their 2-D sums: `above` plus the
-  // rows above them in the strip, xscan'ed. Every warp calls it (a barrier).
-  auto plane_sums = [&](U (&a)[K], U (&b)[K], const U (&above)[K]) {
+  // The warp's rows of a plane (or of D) to their 2-D sums: the rows above
+  // them in the strip added, xscan'ed. Warp 0 has added the carry from
+  // above the strip (A, or E) to its first row already, so the warps after
+  // it get that carry through its warp sum. Every warp calls it (a barrier).
+  auto plane_sums = [&](U (&v)[R][K]) {
     U* slot = exchange + parity * (kTileWarps - 1) * kRow;
     parity ^= 1u;
     if (warp + 1 < kTileWarps) {
 #pragma unroll
-      for (unsigned i = 0; i < K; ++i) slot[warp * kRow + i * 32 + lane] = a[i] + b[i];
+      for (unsigned i = 0; i < K; ++i) {
+        U sum = v[0][i];
+#pragma unroll
+        for (unsigned r = 1; r < R; ++r) sum += v[r][i];
+        slot[warp * kRow + i * 32 + lane] = sum;
+      }
     }
     __syncthreads();
-#pragma unroll
-    for (unsigned i = 0; i < K; ++i) a[i] += above[i];
     for (unsigned w = 0; w < warp; ++w) {
 #pragma unroll
-      for (unsigned i = 0; i < K; ++i) a[i] += slot[w * kRow + i * 32 + lane];
+      for (unsigned i = 0; i < K; ++i) v[0][i] += slot[w * kRow + i * 32 + lane];
     }
 #pragma unroll
-    for (unsigned i = 0; i < K; ++i) b[i] += a[i];
-    lane_row_scan(a, lane);
-    lane_row_scan(b, lane);
+    for (unsigned r = 1; r < R; ++r) {
+#pragma unroll
+      for (unsigned i = 0; i < K; ++i) v[r][i] += v[r - 1][i];
+    }
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) lane_row_scan(v[r], lane);
   };
   // Row y of plane z from its S: x' = (T)p * eb2 (store_value's arithmetic
   // and range check), the lane's words stored together.
@@ -354,59 +369,62 @@ __global__ void __launch_bounds__(kTileWarps * 32, sizeof(T) * K <= 64 ? 2 : 1)
   };
 
   // S of the planes above the segment: xscan(E + D(y0) + ... + D(y)).
-  U sa[K], sb[K];
+  U sums[R][K];
   if (k > 0) {  // uniform in the block
-    U above[K];
 #pragma unroll
-    for (unsigned i = 0; i < K; ++i) above[i] = 0;
-    if (tile_sums) {
+    for (unsigned r = 0; r < R; ++r) {
+#pragma unroll
+      for (unsigned i = 0; i < K; ++i)
+        sums[r][i] = has[r] && x0 + i < nx ? depth_sums[(k * s.ny + y_first + r) * s.nx + x0 + i] : U{0};
+    }
+    if (warp == 0 && tile_sums) {
       for (size_t q = 0; q < k; ++q) {
 #pragma unroll
         for (unsigned i = 0; i < K; ++i)
-          if (x0 + i < nx) above[i] += tile_sums[(q * t.strips + j) * s.nx + x0 + i];
+          if (x0 + i < nx) sums[0][i] += tile_sums[(q * t.strips + j) * s.nx + x0 + i];
       }
     }
-#pragma unroll
-    for (unsigned i = 0; i < K; ++i) {
-      const bool inside = x0 + i < nx;
-      sa[i] = has_a && inside ? depth_sums[(k * s.ny + ya) * s.nx + x0 + i] : U{0};
-      sb[i] = has_b && inside ? depth_sums[(k * s.ny + yb) * s.nx + x0 + i] : U{0};
-    }
-    plane_sums(sa, sb, above);
+    plane_sums(sums);
   } else {
 #pragma unroll
-    for (unsigned i = 0; i < K; ++i) sa[i] = sb[i] = 0;
+    for (unsigned r = 0; r < R; ++r) {
+#pragma unroll
+      for (unsigned i = 0; i < K; ++i) sums[r][i] = 0;
+    }
   }
 
-  // Down the planes, the next plane's raw words and A loaded while this one
-  // is summed (codes stay 2 bytes in registers: two to a register where they
-  // were loaded as vectors).
+  // Down the planes, the next plane's raw words (and, in warp 0, A) loaded
+  // while this one is summed (codes stay 2 bytes in registers: two to a
+  // register where they were loaded as vectors). A goes into warp 0's row
+  // before the next loads, so no copy of it is held beside them.
+  const bool carries_above = warp == 0 && strip_sums != nullptr;  // uniform in the warp
   auto walk = [&](auto raw_kind) {
     using Raw = decltype(raw_kind);
-    Raw next_a[K], next_b[K];
+    Raw next[R][K];
     U next_above[K];
-    load_row(z0, ya, has_a, next_a);
-    load_row(z0, yb, has_b, next_b);
-    load_above(z0, next_above);
+#pragma unroll
+    for (unsigned r = 0; r < R; ++r) load_row(z0, y_first + r, has[r], next[r]);
+    if (carries_above) load_above(z0, next_above);
     for (size_t z = z0; z < z1; ++z) {
-      U a[K], b[K], above[K];
-      deltas_of(next_a, a);
-      deltas_of(next_b, b);
+      U v[R][K];
 #pragma unroll
-      for (unsigned i = 0; i < K; ++i) above[i] = next_above[i];
+      for (unsigned r = 0; r < R; ++r) deltas_of(next[r], v[r]);
+      if (carries_above) {
+#pragma unroll
+        for (unsigned i = 0; i < K; ++i) v[0][i] += next_above[i];
+      }
       if (z + 1 < z1) {  // uniform
-        load_row(z + 1, ya, has_a, next_a);
-        load_row(z + 1, yb, has_b, next_b);
-        load_above(z + 1, next_above);
-      }
-      plane_sums(a, b, above);
 #pragma unroll
-      for (unsigned i = 0; i < K; ++i) {
-        sa[i] += a[i];
-        sb[i] += b[i];
+        for (unsigned r = 0; r < R; ++r) load_row(z + 1, y_first + r, has[r], next[r]);
+        if (carries_above) load_above(z + 1, next_above);
       }
-      if (has_a) store_row(z, ya, sa);
-      if (has_b) store_row(z, yb, sb);
+      plane_sums(v);
+#pragma unroll
+      for (unsigned r = 0; r < R; ++r) {
+#pragma unroll
+        for (unsigned i = 0; i < K; ++i) sums[r][i] += v[r][i];
+        if (has[r]) store_row(z, y_first + r, sums[r]);
+      }
     }
   };
   if (source.stored) walk(U{});  // uniform in the grid
