@@ -204,13 +204,7 @@ void compress_each_on_device(const std::vector<ChunkView>& chunks, const DataTyp
     room = std::max(room, max_frame_bytes(chunks[i].bytes, std::max<size_t>(1, chunks[i].dims.size())));
   }
   if (device < 0) return fallback();
-  // As many in flight as the batch on the GPU from host memory has (a worker
-  // a CPU thread, at least kGpuChunksInFlight): a chunk's host side (the
-  // spline presets' choice of predictor, the frame's header) runs beside the
-  // others' kernels.
-  const unsigned threads = options.threads ? options.threads : engine::default_thread_count();
-  const unsigned workers =
-      static_cast<unsigned>(std::min<size_t>(std::max(kGpuChunksInFlight, threads), chunks.size()));
+  const unsigned workers = static_cast<unsigned>(std::min<size_t>(kGpuChunksInFlight, chunks.size()));
   const size_t padded = (room + 255) & ~size_t{255};
   if (padded < room || padded > std::numeric_limits<size_t>::max() / workers)
     throw Error(what + ": chunks too large");

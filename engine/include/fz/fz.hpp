@@ -295,10 +295,8 @@ std::vector<size_t> decompress_batch_to_device(const std::vector<FrameView>& fra
 // frames cross to the host (h5fz.write of a GPU array). Frames in chunk
 // order, each the one compress() writes for the same chunk and options. Every
 // chunk is checked before any work starts; a chunk that fails is an Error
-// naming it by index after the others are compressed. Chunks in flight: one
-// a CPU thread (options.threads, 0 = all cores), at least 4. Device memory
-// beyond the chunks: one frame room (max_frame_bytes) for each, and each
-// one's working memory.
+// naming it by index after the others are compressed. Device memory beyond
+// the chunks: one frame room (max_frame_bytes) for each chunk in flight.
 std::vector<Bytes> compress_batch_from_device(const std::vector<ChunkView>& chunks, const DataType& dtype,
                                               const Options& options);
 // The same into the caller's host buffers, as compress_batch_into: frame i
