@@ -224,7 +224,8 @@ cudaError_t encode(const uint8_t* symbols, const uint8_t* tile_counts, const Enc
   if ((err = cudaGetLastError()) != cudaSuccess) return err;
   err = scan(s.counts, s.starts, p.lanes, s, stream);
   if (err != cudaSuccess) return err;
-  finish_stream<<<prep_grid(32 * p.lanes), kPrepThreads, 0, stream>>>(
+  // (A thread per 16 bytes of the stored stream or more, for the words' move.)
+  finish_stream<<<prep_grid(std::max<uint64_t>(32 * p.lanes, plan.stored_size / 16)), kPrepThreads, 0, stream>>>(
       symbols, a, s.starts, p.payload_at, plan.stored_size, stored_prefix_of(plan), false, encoded_size);
   return cudaGetLastError();
 }

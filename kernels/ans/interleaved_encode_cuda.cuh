@@ -62,9 +62,17 @@ __device__ __forceinline__ void coded_step(uint32_t& x, bool takes, uint32_t fc,
   emitted += count;
 }
 
+// Rounds whose pairs a warp loads together: a group's loads are all in
+// flight at once, the next group's while this one is coded. A step itself
+// takes a few dozen cycles, a load from memory several hundred, so with the
+// pairs one round ahead a lane waited on a load every round; a chunk of a
+// few MiB has only tens of lanes, too few warps to hide that, and its lanes
+// took 400-600 us on the H200 (issue 31 item 4).
+constexpr unsigned kGroupRounds = 8;
+
 // A warp per lane (grid-stride over lanes, several warps a block), its
-// tables in shared memory when they fit. Each round's pairs and their table
-// entries are loaded a round ahead of their steps.
+// tables in shared memory when they fit. The pairs are loaded a group of
+// rounds ahead, and a group's table entries all at once before its steps.
 template <bool kSharedTables>
 __global__ void __launch_bounds__(kMaxLaneWarps * 32) encode_lanes(const EncodeArgs a) {
   extern __shared__ uint4 shared_words[];
@@ -75,6 +83,7 @@ __global__ void __launch_bounds__(kMaxLaneWarps * 32) encode_lanes(const EncodeA
   const unsigned warps = blockDim.x / 32;
   const unsigned M = a.prob_bits;
   const uint32_t W = a.states;
+  constexpr unsigned G = kGroupRounds;
   for (uint64_t k = uint64_t{blockIdx.x} * warps + threadIdx.x / 32; k < a.lanes; k += uint64_t{gridDim.x} * warps) {
     const uint64_t base = a.tile_start[lane_tile(k, a.lanes, a.tiles, a.lane_symbols)];
     const uint64_t P = a.tile_start[lane_tile(k + 1, a.lanes, a.tiles, a.lane_symbols)] - base;
@@ -82,28 +91,43 @@ __global__ void __launch_bounds__(kMaxLaneWarps * 32) encode_lanes(const EncodeA
     uint16_t* end = a.words + 2 * (base + P);
     uint32_t x = kStateLow, emitted = 0;
     const uint64_t rounds = (P + W - 1) / W;
-    // Round r's pair and table entries (symbol token, then run token).
-    uint32_t sf = 0, rf = 0;
-    unsigned long long sr = 0, rr = 0;
-    bool takes = false;
-    const auto load = [&](uint64_t r) {
-      const uint64_t p = r * W + lane;
-      takes = lane < W && p < P;
-      const uint32_t pair = takes ? pairs[p] : 0;
-      const uint32_t s = kRunSlots + (pair & 0xFFFFu), t = pair >> 16;
-      sf = fc[s];
-      sr = rcp[s];
-      rf = fc[t];
-      rr = rcp[t];
+    // Group g holds rounds rounds - 1 - gG down to rounds - gG - G (last
+    // round first); a round past the first is no round: no state takes
+    // part, and its steps change nothing.
+    uint32_t next[G];
+    unsigned next_takes = 0;  // bit i: this thread's state takes part in the group's round i
+    const auto load_group = [&](uint64_t g) {
+      next_takes = 0;
+#pragma unroll
+      for (unsigned i = 0; i < G; ++i) {
+        const uint64_t back = g * G + i;  // rounds from the last
+        const uint64_t p = (rounds - 1 - back) * W + lane;
+        const bool takes = back < rounds && lane < W && p < P;
+        next[i] = takes ? pairs[p] : 0;
+        next_takes |= takes ? 1u << i : 0u;
+      }
     };
-    if (rounds > 0) load(rounds - 1);
-    for (uint64_t r = rounds; r > 0; --r) {
-      const uint32_t csf = sf, crf = rf;
-      const unsigned long long csr = sr, crr = rr;
-      const bool ctakes = takes;
-      if (r > 1) load(r - 2);
-      coded_step(x, ctakes, csf, csr, M, lane, end, emitted);
-      coded_step(x, ctakes, crf, crr, M, lane, end, emitted);
+    const uint64_t groups = (rounds + G - 1) / G;
+    if (groups > 0) load_group(0);
+    for (uint64_t g = 0; g < groups; ++g) {
+      uint32_t sf[G], rf[G];
+      unsigned long long sr[G], rr[G];
+      const unsigned takes = next_takes;
+#pragma unroll
+      for (unsigned i = 0; i < G; ++i) {
+        const uint32_t s = kRunSlots + (next[i] & 0xFFFFu), t = next[i] >> 16;
+        sf[i] = fc[s];
+        sr[i] = rcp[s];
+        rf[i] = fc[t];
+        rr[i] = rcp[t];
+      }
+      if (g + 1 < groups) load_group(g + 1);
+#pragma unroll
+      for (unsigned i = 0; i < G; ++i) {
+        const bool ctakes = (takes >> i) & 1u;
+        coded_step(x, ctakes, sf[i], sr[i], M, lane, end, emitted);
+        coded_step(x, ctakes, rf[i], rr[i], M, lane, end, emitted);
+      }
     }
     uint8_t* record = a.out + a.records_at + k * a.record_bytes;
     if (lane == 0) {
@@ -133,12 +157,17 @@ __global__ void __launch_bounds__(cuda::kPrepThreads)
   if (coded) {
     if (thread == 0) *encoded_size = payload_at + 2 * starts[a.lanes];
     uint16_t* payload = reinterpret_cast<uint16_t*>(a.out + payload_at);
-    for (uint64_t k = thread / 32; k < a.lanes; k += threads / 32) {
+    // Whole warps a lane, as many as the grid gives each (a chunk of a few
+    // MiB has tens of lanes of thousands of words: a warp each left most of
+    // the GPU idle).
+    const uint64_t per_lane = max(uint64_t{32}, threads / a.lanes / 32 * 32);
+    const uint64_t teams = threads / per_lane;  // (the threads past whole teams idle)
+    for (uint64_t k = thread < teams * per_lane ? thread / per_lane : a.lanes; k < a.lanes; k += teams) {
       const uint64_t last = a.tile_start[lane_tile(k + 1, a.lanes, a.tiles, a.lane_symbols)];
       const uint64_t words = starts[k + 1] - starts[k];
       const uint16_t* src = a.words + 2 * last - words;
       uint16_t* dst = payload + starts[k];
-      for (uint64_t i = threadIdx.x % 32; i < words; i += 32) dst[i] = src[i];
+      for (uint64_t i = thread % per_lane; i < words; i += per_lane) dst[i] = src[i];
     }
   } else {
     if (thread == 0) *encoded_size = stored_size;
