@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-/* ---- Reading (reader interface version 2) ---- */
+/* ---- Reading (reader interface version 3) ---- */
 
 int h5z_fz_reader_version(void);
 /* 1 when a CUDA device is usable by this build, else 0. */
@@ -53,7 +53,11 @@ int h5z_fz_decode_dataset_batch_to_device(size_t cd_count, const unsigned* cd_va
                                           void* const* device_outputs, const size_t* capacities, size_t* decoded,
                                           char* error, size_t error_capacity);
 
-/* ---- Writing (writer interface version 2) ---- */
+/* The bytes a frame decodes to, from its checked header (version 3). */
+int h5z_fz_frame_decoded_bytes(const void* frame, size_t frame_bytes, unsigned long long* decoded_bytes,
+                               char* error, size_t error_capacity);
+
+/* ---- Writing (writer interface version 3) ---- */
 
 int h5z_fz_writer_version(void);
 /* A frame capacity that always suffices for a chunk of chunk_bytes bytes and rank `rank` (0 on overflow). */
@@ -74,6 +78,15 @@ int h5z_fz_encode_dataset_batch_from_device(size_t cd_count, const unsigned* cd_
                                             const void* const* device_chunks, const size_t* chunk_bytes,
                                             void* const* frames, const size_t* capacities, size_t* encoded,
                                             char* error, size_t error_capacity);
+
+/* The stored cd_values the filter writes for a dataset of numbers chunked as
+   dims[rank] under the user's words (compression_opts), for writers with no
+   HDF5 dataset (the Zarr codec). kind 'f' (IEEE float of 2, 4 or 8 bytes),
+   'i' or 'u' (integers of 1, 2, 4 or 8 bytes); fill_value: one element in
+   the data's byte order, or NULL for none (version 3). */
+int h5z_fz_chunk_cd_values(size_t user_count, const unsigned* user, char kind, size_t element_size, int big_endian,
+                           size_t rank, const unsigned long long* dims, const void* fill_value, unsigned* stored,
+                           size_t capacity, size_t* stored_count, char* error, size_t error_capacity);
 
 #ifdef __cplusplus
 }

@@ -60,7 +60,7 @@ extern "C" {
 // This interface's version: a caller checks it before anything else.
 // 2: h5z_fz_decode_dataset_batch and _to_device (frames checked against the
 // dataset's cd_values); the functions of version 1 remain.
-__attribute__((visibility("default"))) int h5z_fz_reader_version(void) { return 2; }
+__attribute__((visibility("default"))) int h5z_fz_reader_version(void) { return 3; }
 
 // 1 when a CUDA device is usable by this build, else 0.
 __attribute__((visibility("default"))) int h5z_fz_device_available(void) {
@@ -165,6 +165,20 @@ __attribute__((visibility("default"))) int h5z_fz_decode_dataset_batch_to_device
     policy.log = [](fz::LogLevel, const std::string&) {};
     const std::vector<size_t> lengths = fz::decompress_batch_to_device(views, policy);
     if (decoded != nullptr) std::copy(lengths.begin(), lengths.end(), decoded);
+  });
+}
+
+// The bytes a frame decodes to, from its header (checked as the decoders
+// check it; the payload is not read), for callers that do not know the
+// chunk's shape (the Zarr codec). Version 3.
+__attribute__((visibility("default"))) int h5z_fz_frame_decoded_bytes(const void* frame, size_t frame_bytes,
+                                                                      unsigned long long* decoded_bytes,
+                                                                      char* error, size_t error_capacity) {
+  return guarded(error, error_capacity, [&] {
+    if (decoded_bytes == nullptr) throw fz::Error("null decoded_bytes");
+    *decoded_bytes = 0;
+    if (frame == nullptr && frame_bytes > 0) throw fz::Error("null frame");
+    *decoded_bytes = fz::inspect_header(frame, frame_bytes).original_bytes;
   });
 }
 

@@ -5,6 +5,7 @@
 // chunks of that dataset (its stored cd_values say how), so every reader
 // reads them as if HDF5 had filtered them. No HDF5 here: chunks in, frames
 // out. The Python package's h5fz.write calls these through ctypes.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -93,9 +94,9 @@ void store_lengths(const std::vector<size_t>& lengths, size_t* encoded) {
 
 extern "C" {
 
-// This interface's version (2: h5z_fz_encode_dataset_batch_from_device): a
-// caller checks it before anything else.
-__attribute__((visibility("default"))) int h5z_fz_writer_version(void) { return 2; }
+// This interface's version (2: h5z_fz_encode_dataset_batch_from_device; 3:
+// h5z_fz_chunk_cd_values): a caller checks it before anything else.
+__attribute__((visibility("default"))) int h5z_fz_writer_version(void) { return 3; }
 
 // A frame capacity that always suffices for a chunk of `chunk_bytes` bytes
 // and rank `rank`.
@@ -143,6 +144,68 @@ __attribute__((visibility("default"))) int h5z_fz_encode_dataset_batch_from_devi
     // PCIe speed when they are page-locked.)
     const std::vector<fz::FrameRoom> rooms = frame_rooms(count, frames, capacities, encoded);
     store_lengths(fz::compress_batch_from_device_into(views, d.dtype, d.options, rooms), encoded);
+  });
+}
+
+// The stored cd_values the filter's set_local writes for a dataset of numbers
+// chunked as `dims` (rank entries, each 1 to 2^32 - 1) under the user's words
+// `user` (compression_opts), for writers that have no HDF5 dataset (the Zarr
+// codec): its frames then are the filter's for the same chunks. kind 'f': an
+// IEEE float of 2, 4 or 8 bytes; 'i' / 'u': an integer of 1, 2, 4 or 8
+// bytes; big_endian: the elements' byte order. fill_value: one element in
+// that byte order, as a user-defined HDF5 fill value, or null for none.
+// Writes at most `capacity` words into `stored`, their count into
+// *stored_count (0 on failure). Version 3.
+__attribute__((visibility("default"))) int h5z_fz_chunk_cd_values(
+    size_t user_count, const unsigned* user, char kind, size_t element_size, int big_endian, size_t rank,
+    const unsigned long long* dims, const void* fill_value, unsigned* stored, size_t capacity,
+    size_t* stored_count, char* error, size_t error_capacity) {
+  return guarded(error, error_capacity, [&] {
+    if (stored_count == nullptr) throw fz::Error("null stored_count");
+    *stored_count = 0;
+    if ((user == nullptr && user_count > 0) || (stored == nullptr && capacity > 0) ||
+        (dims == nullptr && rank > 0))
+      throw fz::Error("null array argument");
+    fz::filter::StoredParams params;
+    params.user = fz::filter::parse_any_layout(user, user_count);
+    fz::filter::require_available(params.user.preset);
+    fz::filter::DatasetInfo& dataset = params.dataset;
+    dataset.dtype.size = static_cast<uint32_t>(element_size);
+    dataset.dtype.order = big_endian ? fz::ByteOrder::Big : fz::ByteOrder::Little;
+    // HDF5's H5T_class_t and H5T_sign_t values, as set_local records them.
+    constexpr unsigned kHdf5Integer = 0, kHdf5Float = 1, kHdf5Unsigned = 0, kHdf5TwosComplement = 1;
+    const bool integer_size = element_size == 1 || element_size == 2 || element_size == 4 || element_size == 8;
+    if (kind == 'f' && (element_size == 2 || element_size == 4 || element_size == 8)) {
+      dataset.hdf5_class = kHdf5Float;
+      dataset.float_fields = fz::filter::ieee_fields(static_cast<unsigned>(element_size));
+      dataset.dtype.element_class = fz::ElementClass::Float;
+    } else if ((kind == 'i' || kind == 'u') && integer_size) {
+      dataset.hdf5_class = kHdf5Integer;
+      dataset.hdf5_sign = kind == 'i' ? kHdf5TwosComplement : kHdf5Unsigned;
+      dataset.dtype.element_class = kind == 'i' ? fz::ElementClass::Signed : fz::ElementClass::Unsigned;
+    } else {
+      throw fz::Error("elements of kind '" + std::string(1, kind) + "' and " + std::to_string(element_size) +
+                      " bytes: this takes numbers (IEEE floats of 2, 4 or 8 bytes, integers of 1, 2, 4 or 8)");
+    }
+    if (rank == 0) throw fz::Error("a chunk needs at least one dimension");
+    for (size_t i = 0; i < rank; ++i) {
+      if (dims[i] == 0 || dims[i] > std::numeric_limits<uint32_t>::max())
+        throw fz::Error("chunk dimension " + std::to_string(i) + " is " + std::to_string(dims[i]) +
+                        " (1 to 4294967295)");
+      dataset.chunk_dims.push_back(static_cast<uint32_t>(dims[i]));
+    }
+    if (fill_value != nullptr) {
+      const auto* fill = static_cast<const uint8_t*>(fill_value);
+      dataset.fill_value.assign(fill, fill + element_size);
+    }
+    dataset.first_filter = true;
+    fz::validate(fz::filter::dataset_options(params), dataset.dtype);
+    const std::vector<unsigned> words = fz::filter::encode_stored(params);
+    if (words.size() > capacity)
+      throw fz::Error("the stored cd_values are " + std::to_string(words.size()) + " words, room for " +
+                      std::to_string(capacity));
+    std::copy(words.begin(), words.end(), stored);
+    *stored_count = words.size();
   });
 }
 

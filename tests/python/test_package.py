@@ -225,3 +225,21 @@ def test_noa_global_holds_one_bound_in_every_chunk(tmp_path, data_dir):
     # Per chunk the NOA bound is each chunk's range x 1e-3: tighter in the chunks of small range.
     tightest = min(1e-3 * (x[i:i + 100].max() - x[i:i + 100].min()) for i in range(0, 999, 100))
     assert tightest < eb and np.max(np.abs(c - x)) <= eb
+
+
+def test_numcodecs_finds_the_zarr_codec_of_the_installed_package(installed):
+    """A Zarr v2 array's stored configuration ({"id": "h5fz", ...}) is
+    resolved by numcodecs through the package's entry point, without h5fz
+    imported first (issue 33)."""
+    pytest.importorskip("numcodecs")
+    out = run_installed(installed, """
+        import sys, numpy as np, numcodecs
+        codec = numcodecs.get_codec({"id": "h5fz", "compression_opts": [3, 1, 3539053052, 1062232653],
+                                     "fill_value": None})
+        assert "h5fz" in sys.modules and "site-packages" in sys.modules["h5fz"].__file__
+        a = np.linspace(0, 1, 32 * 32, dtype="f4").reshape(32, 32)
+        b = np.frombuffer(codec.decode(codec.encode(a)), dtype="f4").reshape(a.shape)
+        assert np.max(np.abs(b - a)) <= 1e-3
+        print(type(codec).__name__)
+    """)
+    assert out == "FZCodec"

@@ -61,7 +61,7 @@ if [[ "$PY_A" == "$FZ_VENV_A/bin/python" && ! -x "$PY_A" ]]; then
 fi
 if "$PY_A" - "$FZ_H5PY_A" <<'PYEOF' 2>/dev/null
 import fnmatch, sys
-import h5py, numpy, pytest, hdf5plugin, setuptools, wheel, matplotlib, xarray, h5netcdf  # noqa: F401
+import h5py, numpy, pytest, hdf5plugin, setuptools, wheel, matplotlib, xarray, h5netcdf, numcodecs, zarr  # noqa: F401
 sys.exit(0 if fnmatch.fnmatch(h5py.version.version, sys.argv[1]) else 1)
 PYEOF
 then
@@ -69,9 +69,10 @@ then
 else
   # setuptools and wheel: the test that pip-installs tools/python builds it
   # without a network (--no-build-isolation); matplotlib: h5fz compare --plot;
-  # xarray and h5netcdf: netCDF-4 files with the filter (tests/python/test_netcdf.py).
+  # xarray and h5netcdf: netCDF-4 files with the filter (tests/python/test_netcdf.py);
+  # numcodecs and zarr 2: the Zarr codec (tests/python/test_zarr.py).
   "$PY_A" -m pip install -q "h5py==${FZ_H5PY_A}" numpy pytest hdf5plugin "setuptools>=61" wheel matplotlib \
-    xarray h5netcdf
+    xarray h5netcdf numcodecs "zarr>=2.18,<3"
   fz_note "installed: $(fz_h5py_version "$PY_A")"
 fi
 
@@ -80,7 +81,7 @@ PY_B="$(fz_python_b)"
 fz_say "Python B (h5py ${FZ_H5PY_B}, HDF5 1.14): $PY_B"
 if [[ -n "${FZ_PY_B:-}" ]]; then
   fz_note "given by FZ_PY_B: not touched"
-elif [[ -x "$PY_B" ]] && "$PY_B" -c 'import h5py, numpy, pytest, sys; sys.exit(0 if h5py.version.hdf5_version.startswith("1.14") else 1)' 2>/dev/null; then
+elif [[ -x "$PY_B" ]] && "$PY_B" -c 'import h5py, numpy, pytest, numcodecs, sys; sys.exit(0 if h5py.version.hdf5_version.startswith("1.14") else 1)' 2>/dev/null; then
   fz_note "present: $(fz_h5py_version "$PY_B")"
 else
   base="$PY_A"
@@ -88,7 +89,7 @@ else
   fz_note "creating $FZ_VENV_B from $base"
   rm -rf "$FZ_VENV_B"
   "$base" -m venv "$FZ_VENV_B"
-  "$FZ_VENV_B/bin/python" -m pip install -q "h5py==${FZ_H5PY_B}" numpy pytest
+  "$FZ_VENV_B/bin/python" -m pip install -q "h5py==${FZ_H5PY_B}" numpy pytest numcodecs
   fz_note "installed: $(fz_h5py_version "$PY_B")"
 fi
 

@@ -26,8 +26,9 @@ compression_opts layout (the "user layout", see docs/CD_VALUES.md):
 The code sits in private modules, one seam each: _options (presets, modes,
 compression_opts, parse_opts), _dataset (chunks, global_abs_bound),
 _register (finding and registering the plugin), _fz (FZ), _inspect (the
-stored layout, filter_values, inspect), _read (read), _write (write) and
-_compare (compare).
+stored layout, filter_values, inspect), _read (read), _write (write),
+_compare (compare) and _zarr (FZCodec, the Zarr v2 codec: imported, with
+numcodecs, only when h5fz.FZCodec is used).
 Import from h5fz itself: those module names are not an interface.
 """
 
@@ -95,6 +96,14 @@ def compare(path_a, path_b, plot=None):
     """Per dataset of two files: max abs and rel error, PSNR, both ratios (h5fz.compare module)."""
     from ._compare import compare as _compare
     return _compare(path_a, path_b, plot=plot)
+
+
+def __getattr__(name):
+    # h5fz.FZCodec (the Zarr v2 codec) imports numcodecs: only when asked for.
+    if name == "FZCodec":
+        from ._zarr import FZCodec
+        return FZCodec
+    raise AttributeError("module 'h5fz' has no attribute %r" % name)
 
 
 _register_on_import()
