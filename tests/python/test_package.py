@@ -243,3 +243,15 @@ def test_numcodecs_finds_the_zarr_codec_of_the_installed_package(installed):
         print(type(codec).__name__)
     """)
     assert out == "FZCodec"
+
+
+def test_the_wheel_declares_both_zarr_entry_points(installed):
+    """numcodecs (Zarr v2) and zarr-python 3 find the codecs by these names."""
+    import zipfile
+    _, wheel_path, _, _ = installed
+    with zipfile.ZipFile(wheel_path) as z:
+        name = [n for n in z.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        assert len(name) == 1, z.namelist()
+        text = z.read(name[0]).decode()
+    assert "[numcodecs.codecs]\nh5fz = h5fz._zarr:FZCodec" in text, text
+    assert "[zarr.codecs]\nh5fz = h5fz._zarr3:FZZarr3" in text, text

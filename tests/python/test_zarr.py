@@ -171,3 +171,92 @@ def test_bad_chunks_and_frames_are_refused():
         codec.decode(frame, out=np.empty(10, dtype="f4"))
     out = np.empty(256, dtype="f4")
     assert codec.decode(frame, out=out) is out
+
+
+# ---- zarr-python 3 (h5fz.FZZarr3) ----------------------------------------------
+
+
+def zarr3():
+    zarr = pytest.importorskip("zarr")
+    if int(zarr.__version__.split(".")[0]) < 3:
+        pytest.skip("zarr %s: the zarr-python 3 codec needs zarr 3" % zarr.__version__)
+    return zarr
+
+
+@pytest.mark.parametrize("preset, dtype, fill", [(p, "<f4", 0.0) for p in PRESETS] +
+                         [("fzgpu", "<f8", -999.0), ("pfpl", "<i2", 3), ("lossless", "<u1", 0)])
+def test_zarr3_chunks_are_the_filters_frames(tmp_path, preset, dtype, fill):
+    zarr = zarr3()
+    data = fz_samples.load_real("wmag91.float")[:40, :50, :60].astype(dtype) if dtype[1] == "f" else \
+        fz_samples.smooth((40, 50, 60), dtype)
+    chunks = (16, 24, 32)
+    if h5fz.PRESETS[preset] in h5fz.LOSSY_PRESETS:
+        opts = h5fz.compression_opts(preset, "abs", 0.5) if dtype[1] in "iu" else \
+            h5fz.compression_opts(preset, "noa", 1e-3)
+    else:
+        opts = h5fz.compression_opts(preset)
+    z = zarr.create_array(str(tmp_path / "a.zarr"), shape=data.shape, chunks=chunks, dtype=dtype, fill_value=fill,
+                          serializer=h5fz.FZZarr3(compression_opts=opts), compressors=None)
+    z[...] = data
+    expected = filter_frames(tmp_path, data, chunks, opts, fillvalue=fill)
+    for offset, frame in expected.items():
+        key = "c/" + "/".join(str(o // c) for o, c in zip(offset, chunks))
+        with open(str(tmp_path / "a.zarr" / key), "rb") as f:
+            assert f.read() == frame, "%s %s: chunk %s differs from the filter's frame" % (preset, dtype, key)
+    back = zarr.open_array(str(tmp_path / "a.zarr"), mode="r")[...]
+    err = np.abs(back.astype(np.float64) - data.astype(np.float64))
+    if len(opts) == 1:  # lossless
+        limit = 0.0
+    elif opts[1] == h5fz.mode_id("noa"):  # each chunk's range; the whole array's bounds them all
+        limit = h5fz.join_bound(opts[2], opts[3]) * (float(data.max()) - float(data.min()))
+    else:
+        limit = h5fz.join_bound(opts[2], opts[3])
+    assert np.all(err <= limit), "%s %s: %d elements over the bound" % (preset, dtype, int((err > limit).sum()))
+
+
+def test_zarr3_batches_chunks_and_keeps_the_bound_in_a_memory_store(monkeypatch):
+    zarr = zarr3()
+    from h5fz import _chunk_codec
+    calls = []
+    real = _chunk_codec.encode_chunks
+
+    def counting(who, stored, chunks, device="auto", threads=0):
+        calls.append(len(chunks))
+        return real(who, stored, chunks, device, threads)
+
+    monkeypatch.setattr(_chunk_codec, "encode_chunks", counting)
+    data = fz_samples.load_real("vorticity.128_128_41")
+    with zarr.config.set({"codec_pipeline.batch_size": 16}):
+        store = zarr.storage.MemoryStore()
+        z = zarr.create_array(store, shape=data.shape, chunks=(16, 64, 64), dtype=data.dtype,
+                              serializer=h5fz.FZZarr3(preset="cuszhi-cr", noa=1e-3), compressors=None)
+        z[...] = data
+        back = zarr.open_array(store, mode="r")[...]
+    assert max(calls) > 1, calls  # chunks handed over together went to the engine together
+    assert sum(calls) == 3 * 2 * 2
+    assert np.all(np.abs(back.astype(np.float64) - data) <= 1e-3 * (float(data.max()) - float(data.min())))
+
+
+def test_zarr3_metadata_names_the_codec_and_refuses_bad_input(tmp_path):
+    zarr = zarr3()
+    codec = h5fz.FZZarr3(preset="fzgpu", abs=0.5)
+    assert codec.to_dict() == {"name": "h5fz", "configuration": {"compression_opts":
+                                                                 list(h5fz.compression_opts("fzgpu", "abs", 0.5))}}
+    assert h5fz.FZZarr3.from_dict(codec.to_dict()) == codec
+    with pytest.raises(TypeError, match="numbers"):
+        zarr.create_array(str(tmp_path / "c.zarr"), shape=(8,), chunks=(4,), dtype="complex64",
+                          serializer=codec, compressors=None)
+    with pytest.raises(ValueError, match="one of"):
+        h5fz.FZZarr3(preset="fzgpu", abs=1, noa=1)
+    z = zarr.create_array(str(tmp_path / "d.zarr"), shape=(64,), chunks=(32,), dtype="f4", serializer=codec,
+                          compressors=None)
+    z[...] = np.arange(64, dtype="f4")
+    with open(str(tmp_path / "d.zarr" / "c" / "1"), "r+b") as f:
+        frame = bytearray(f.read())
+        frame[-2] ^= 0xFF
+        f.seek(0)
+        f.write(frame)
+    reopened = zarr.open_array(str(tmp_path / "d.zarr"), mode="r")
+    assert np.all(np.abs(reopened[:32] - np.arange(32, dtype="f4")) <= 0.5)
+    with pytest.raises(ValueError, match="decoding"):
+        reopened[32:]

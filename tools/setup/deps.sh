@@ -89,7 +89,9 @@ else
   fz_note "creating $FZ_VENV_B from $base"
   rm -rf "$FZ_VENV_B"
   "$base" -m venv "$FZ_VENV_B"
-  "$FZ_VENV_B/bin/python" -m pip install -q "h5py==${FZ_H5PY_B}" numpy pytest numcodecs
+  # numcodecs and zarr 3 (it needs Python 3.11): the zarr-python 3 codec (tests/python/test_zarr.py).
+  "$FZ_VENV_B/bin/python" -m pip install -q "h5py==${FZ_H5PY_B}" numpy pytest numcodecs \
+    'zarr>=3,<4; python_version >= "3.11"'
   fz_note "installed: $(fz_h5py_version "$PY_B")"
 fi
 

@@ -27,8 +27,9 @@ The code sits in private modules, one seam each: _options (presets, modes,
 compression_opts, parse_opts), _dataset (chunks, global_abs_bound),
 _register (finding and registering the plugin), _fz (FZ), _inspect (the
 stored layout, filter_values, inspect), _read (read), _write (write),
-_compare (compare) and _zarr (FZCodec, the Zarr v2 codec: imported, with
-numcodecs, only when h5fz.FZCodec is used).
+_compare (compare), _chunk_codec (chunks to frames without HDF5) with _zarr
+(FZCodec, the numcodecs / Zarr v2 codec) and _zarr3 (FZZarr3, the
+zarr-python 3 codec), imported with numcodecs or zarr only when used.
 Import from h5fz itself: those module names are not an interface.
 """
 
@@ -103,6 +104,10 @@ def __getattr__(name):
     if name == "FZCodec":
         from ._zarr import FZCodec
         return FZCodec
+    # h5fz.FZZarr3 (the zarr-python 3 codec) imports zarr: only when asked for.
+    if name == "FZZarr3":
+        from ._zarr3 import FZZarr3
+        return FZZarr3
     raise AttributeError("module 'h5fz' has no attribute %r" % name)
 
 
