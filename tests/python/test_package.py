@@ -255,3 +255,24 @@ def test_the_wheel_declares_both_zarr_entry_points(installed):
         text = z.read(name[0]).decode()
     assert "[numcodecs.codecs]\nh5fz = h5fz._zarr:FZCodec" in text, text
     assert "[zarr.codecs]\nh5fz = h5fz._zarr3:FZZarr3" in text, text
+
+
+def test_xarray_finds_the_h5fz_engine_of_the_installed_package(installed, tmp_path):
+    """xarray.open_dataset(path, engine="h5fz") by name, through the
+    package's xarray.backends entry point (issue 33)."""
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    a = np.linspace(0, 1, 20 * 30, dtype="f4").reshape(20, 30)
+    path = str(tmp_path / "e.nc")
+    xr.Dataset({"t": (("y", "x"), a)}).to_netcdf(path, engine="h5netcdf", encoding={
+        "t": {"chunksizes": (10, 30), **h5fz.FZ(preset="fzgpu", abs=1e-3)}})
+    out = run_installed(installed, """
+        import numpy as np, xarray as xr
+        ds = xr.open_dataset(%r, engine="h5fz")
+        inner = ds.t.variable._data  # (lazy wrappers around the backend's array, before any loading)
+        while hasattr(inner, "array"):
+            inner = inner.array
+        assert np.max(np.abs(ds.t.values - np.linspace(0, 1, 600, dtype="f4").reshape(20, 30))) <= 1e-3
+        print(type(inner).__name__)
+    """ % path)
+    assert out == "FZArrayWrapper"
