@@ -25,21 +25,14 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "tools", "python"))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from write_bench import field_arguments  # noqa: E402  (it puts the clone's tools/python on the path)
 from h5py_bench import PLANE, tiled_field, find_plugin_dir, cpu_model  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--plugin-dir", default=None)
-parser.add_argument("--data", default=os.environ.get("FZ_DATA", os.path.join(REPO, "..", "shared", "data")))
-parser.add_argument("--gib", type=float, default=1.0)
-parser.add_argument("--chunk-mib", type=int, default=4)
-parser.add_argument("--bound", type=float, default=1e-3)
+field_arguments(parser)
 parser.add_argument("--presets", default="fzgpu,cuszhi-cr")
 parser.add_argument("--reps", type=int, default=3)
-parser.add_argument("--dir", default=None)
 parser.add_argument("--child", default=None, help=argparse.SUPPRESS)  # engine,path
 
 
