@@ -260,3 +260,50 @@ def test_zarr3_metadata_names_the_codec_and_refuses_bad_input(tmp_path):
     assert np.all(np.abs(reopened[:32] - np.arange(32, dtype="f4")) <= 0.5)
     with pytest.raises(ValueError, match="decoding"):
         reopened[32:]
+
+
+def test_the_plugins_chunk_calls_refuse_bad_input():
+    """h5z_fz_chunk_cd_values and h5z_fz_frame_decoded_bytes, the plugin
+    calls the codecs stand on: every bad argument is an error with a
+    message, never a crash."""
+    import ctypes
+    from h5fz import _chunk_codec as core
+    words = h5fz.compression_opts("fzgpu", "noa", 1e-3)
+    f4 = np.dtype("<f4")
+    with pytest.raises(ValueError, match="dimension 1"):
+        core.stored_words("t", words, f4, (4, 0, 4), None)
+    with pytest.raises(ValueError, match="dimension 0"):
+        core.stored_words("t", words, f4, (1 << 32,), None)
+    with pytest.raises(ValueError, match="rank 33"):
+        core.stored_words("t", words, f4, (1,) * 33, None)
+    with pytest.raises(TypeError, match="numbers"):
+        core.stored_words("t", words, np.dtype("U4"), (4,), None)
+    with pytest.raises(ValueError, match="preset"):
+        core.stored_words("t", [99], f4, (4,), None)
+    lib = core._library()
+    error = ctypes.create_string_buffer(256)
+    count = ctypes.c_size_t(7)
+    user = (ctypes.c_uint * len(words))(*words)
+    dims = (ctypes.c_ulonglong * 1)(16)
+    room = (ctypes.c_uint * 64)()
+    # An element kind or size the filter does not take as numbers.
+    for kind, size in ((b"f", 3), (b"i", 16), (b"c", 8)):
+        assert lib.h5z_fz_chunk_cd_values(len(words), user, kind, size, 0, 1, dims, None, room, 64,
+                                          ctypes.byref(count), error, len(error)) == -1
+        assert b"numbers" in error.value and count.value == 0
+    # No room for the words, a null count, a rank without dims.
+    assert lib.h5z_fz_chunk_cd_values(len(words), user, b"f", 4, 0, 1, dims, None, room, 3, ctypes.byref(count),
+                                      error, len(error)) == -1
+    assert b"room for 3" in error.value
+    assert lib.h5z_fz_chunk_cd_values(len(words), user, b"f", 4, 0, 1, dims, None, room, 64, None, error,
+                                      len(error)) == -1
+    assert lib.h5z_fz_chunk_cd_values(len(words), user, b"f", 4, 0, 1, None, None, room, 64, ctypes.byref(count),
+                                      error, len(error)) == -1
+    # Good arguments: the stored layout, the chunk's dims in it.
+    assert lib.h5z_fz_chunk_cd_values(len(words), user, b"f", 4, 0, 1, dims, None, room, 64, ctypes.byref(count),
+                                      error, len(error)) == 0
+    assert tuple(h5fz.parse_stored(list(room[:count.value]))["chunk_dims"]) == (16,)
+    size = ctypes.c_ulonglong(5)
+    assert lib.h5z_fz_frame_decoded_bytes(None, 10, ctypes.byref(size), error, len(error)) == -1
+    assert b"null frame" in error.value and size.value == 0
+    assert lib.h5z_fz_frame_decoded_bytes(b"FZM", 3, None, error, len(error)) == -1
