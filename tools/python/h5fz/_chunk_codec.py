@@ -92,13 +92,34 @@ def fill_element(who, fill_value, dtype):
     return np.array([fill_value], dtype=dtype)  # rounded to the type, as HDF5 stores it
 
 
+_STORED = {}  # stored_words' answers: a few per array, tiny
+
+
+def check_device(who, device):
+    """Where chunks are encoded and decoded: a string the engine takes."""
+    if not isinstance(device, str):
+        raise TypeError("%s: device is a string ('auto', 'cpu', 'cuda', 'cuda:N'), got %r" % (who, device))
+    return device
+
+
 def stored_words(who, words, dtype, shape, fill):
     """The stored cd_values of chunks of this element type and shape under
     the user's words and fill element (None: no fill value), as set_local
-    writes them for an HDF5 dataset: a ctypes array."""
+    writes them for an HDF5 dataset: a ctypes array, computed once per
+    process for each choice (chunks of an array share it; a codec's batches
+    ask again and again)."""
     if dtype.kind not in "fiu":
         raise TypeError("%s: %s elements cannot be encoded: it takes numbers (float16/32/64, integers of 1-8 "
                         "bytes)" % (who, dtype))
+    key = (tuple(words), dtype.str, tuple(shape), None if fill is None else fill.tobytes())
+    found = _STORED.get(key)
+    if found is None:
+        found = _stored_words_now(who, words, dtype, shape, fill)
+        _STORED[key] = found
+    return found
+
+
+def _stored_words_now(who, words, dtype, shape, fill):
     lib = _library()
     user = (ctypes.c_uint * max(1, len(words)))(*words)
     dims = (ctypes.c_ulonglong * len(shape))(*shape)

@@ -54,13 +54,10 @@ class FZCodec(Codec):
         words = core.user_words(_WHO, preset, abs, noa, rel, missing, tuning, alpha, beta, compression_opts)
         if fill_value is not None and not isinstance(fill_value, (int, float, np.integer, np.floating)):
             raise TypeError("%s: fill_value is a number or None, got %r" % (_WHO, fill_value))
-        if not isinstance(device, str):
-            raise TypeError("%s: device is a string ('auto', 'cpu', 'cuda', 'cuda:N'), got %r" % (_WHO, device))
         self.compression_opts = words
         self.fill_value = fill_value
-        self.device = device
+        self.device = core.check_device(_WHO, device)
         self.threads = int(threads)
-        self._stored = {}  # (dtype, chunk shape) -> the stored cd_values
         # The words are checked now, as HDF5 checks them at dataset
         # creation: a bad choice fails here, not at the first chunk.
         core.stored_words(_WHO, words, np.dtype("f4"), (1,), None)
@@ -78,11 +75,8 @@ class FZCodec(Codec):
         return "h5fz.FZCodec(compression_opts=%r, fill_value=%r)" % (self.compression_opts, self.fill_value)
 
     def _stored_words(self, dtype, shape):
-        key = (dtype.str, tuple(shape))
-        if key not in self._stored:
-            fill = core.fill_element(_WHO, self.fill_value, dtype)
-            self._stored[key] = core.stored_words(_WHO, self.compression_opts, dtype, shape, fill)
-        return self._stored[key]
+        fill = core.fill_element(_WHO, self.fill_value, dtype)
+        return core.stored_words(_WHO, self.compression_opts, dtype, shape, fill)
 
     def encode(self, buf):
         """A chunk (an array of numbers, its shape the chunk's) into its frame (bytes)."""

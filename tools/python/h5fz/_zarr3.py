@@ -50,8 +50,7 @@ class FZZarr3(ArrayBytesCodec):
     def __init__(self, *, preset=None, abs=None, noa=None, rel=None, missing=None, tuning=None, alpha=None,
                  beta=None, compression_opts=None, device="auto", threads=0):
         words = core.user_words(_WHO, preset, abs, noa, rel, missing, tuning, alpha, beta, compression_opts)
-        if not isinstance(device, str):
-            raise TypeError("%s: device is a string ('auto', 'cpu', 'cuda', 'cuda:N'), got %r" % (_WHO, device))
+        core.check_device(_WHO, device)
         # The words checked now, as HDF5 checks them at dataset creation.
         core.stored_words(_WHO, words, np.dtype("f4"), (1,), None)
         object.__setattr__(self, "compression_opts", tuple(words))
