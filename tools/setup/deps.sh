@@ -12,6 +12,7 @@ APT_PACKAGES=(
   netcdf-bin ferret-datasets
   clang libclang-rt-dev
   libgtest-dev googletest
+  patchelf
   openmpi-bin python3-mpi4py python3-h5py-mpi libhdf5-openmpi-dev
 )
 
@@ -61,18 +62,18 @@ if [[ "$PY_A" == "$FZ_VENV_A/bin/python" && ! -x "$PY_A" ]]; then
 fi
 if "$PY_A" - "$FZ_H5PY_A" <<'PYEOF' 2>/dev/null
 import fnmatch, sys
-import h5py, numpy, pytest, hdf5plugin, setuptools, wheel, matplotlib, xarray, h5netcdf, numcodecs, zarr, dask  # noqa: F401
+import h5py, numpy, pytest, hdf5plugin, matplotlib, xarray, h5netcdf, numcodecs, zarr, dask, auditwheel  # noqa: F401
 sys.exit(0 if fnmatch.fnmatch(h5py.version.version, sys.argv[1]) else 1)
 PYEOF
 then
   fz_note "present: $(fz_h5py_version "$PY_A")"
 else
-  # setuptools and wheel: the test that pip-installs tools/python builds it
-  # without a network (--no-build-isolation); matplotlib: h5fz compare --plot;
+  # auditwheel (with Debian's patchelf): the wheel's repair (tools/setup/wheel.sh);
+  # matplotlib: h5fz compare --plot;
   # xarray and h5netcdf: netCDF-4 files with the filter (tests/python/test_netcdf.py);
   # numcodecs and zarr 2: the Zarr codec (tests/python/test_zarr.py); dask: xarray's chunks={}
   # through engine="h5fz" (tests/python/test_xarray_fz.py).
-  "$PY_A" -m pip install -q "h5py==${FZ_H5PY_A}" numpy pytest hdf5plugin "setuptools>=61" wheel matplotlib \
+  "$PY_A" -m pip install -q "h5py==${FZ_H5PY_A}" numpy pytest hdf5plugin auditwheel matplotlib \
     xarray h5netcdf numcodecs "zarr>=2.18,<3" "dask[array]"
   fz_note "installed: $(fz_h5py_version "$PY_A")"
 fi

@@ -2,12 +2,13 @@
 # THE test command of H5Z-FZ (README, .ci/run): installs what is missing, builds,
 # runs GoogleTest (CPU labels), the sanitizer build, its tests and the h5fz tool's
 # hostile-file tests under it, every libFuzzer
-# target for a bounded time, and pytest under three HDF5 versions. Runs every
+# target for a bounded time, pytest under three HDF5 versions, and the wheel
+# (pip wheel . + auditwheel) installed into fresh venvs. Runs every
 # step even when an earlier one failed, prints a summary, exits non-zero when
 # anything failed.
 #
 #   FZ_FUZZ_SECONDS   seconds per fuzz target (default 20; 0 skips fuzzing)
-#   FZ_SKIP           space-separated steps to skip: deps build ctest asan fuzz pytest,
+#   FZ_SKIP           space-separated steps to skip: deps build ctest asan fuzz pytest wheel,
 #                     or single ones: asan:build asan:ctest fuzz:build fuzz:run pytest:A ...
 #   FZ_JOBS           parallel build/test jobs (default: cores)
 #   FZ_CMAKE_ARGS     extra CMake arguments for the main build
@@ -111,6 +112,18 @@ do_pytest_a() { pytest_under "$(fz_python_a)"; }
 do_pytest_b() { pytest_under "$(fz_python_b)"; }
 do_pytest_c() { pytest_under "$(fz_python_c)"; }
 
+# The wheel as `pip wheel .` builds it from this clone, repaired by auditwheel,
+# then installed into fresh venvs that hold nothing else (tests/python/test_wheel.py).
+# CPU-only here unless FZ_WHEEL_CUDA says otherwise: the CUDA wheel's fatbin
+# (five architectures) would add about ten minutes on two cores; the CUDA
+# wheel is built and tested on the GPU machine (tools/setup/gpu_wheel.sh).
+do_wheel() {
+  local wheel
+  wheel="$(FZ_WHEEL_CUDA="${FZ_WHEEL_CUDA:-OFF}" bash tools/setup/wheel.sh | tail -n 1)"
+  [[ -f "$wheel" ]] || { echo "tools/setup/wheel.sh gave no wheel"; return 1; }
+  FZ_WHEEL="$wheel" "$(fz_python_a)" -m pytest -p no:cacheprovider -q -rfEs tests/python/test_wheel.py
+}
+
 step deps do_deps
 step build do_build
 step ctest do_ctest
@@ -122,6 +135,7 @@ step fuzz:run do_fuzz_run
 step "pytest:A (HDF5 2.0)" do_pytest_a
 step "pytest:B (HDF5 1.14)" do_pytest_b
 step "pytest:C (HDF5 1.10)" do_pytest_c
+step wheel do_wheel
 
 echo
 echo "================ H5Z-FZ test summary ($((SECONDS - T0))s) ================"

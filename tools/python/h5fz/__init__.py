@@ -33,6 +33,13 @@ zarr-python 3 codec), imported with numcodecs or zarr only when used.
 Import from h5fz itself: those module names are not an interface.
 """
 
+try:  # written into the installed package by its build (pyproject.toml), from CMakeLists.txt
+    from ._version import __version__
+except ImportError:  # a clone's tools/python on sys.path: the clone's CMakeLists.txt says it
+    from ._register import clone_version as _clone_version
+    __version__ = _clone_version()
+    del _clone_version
+
 from ._options import (
     AVAILABLE_PRESETS, DEFAULT_SPLINE_TUNING, FILTER_ID, FILTER_NAME, LOSSY_PRESETS, MAX_SPLINE_ALPHA_BETA,
     MODE_NAMES, MODES, NO_MISSING_WORD, PRESET_MODES, PRESET_NAMES, PRESET_TABLE, PRESETS, SPLINE_PRESETS,

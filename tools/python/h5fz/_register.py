@@ -18,6 +18,18 @@ _REPO = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))
 _SHIPPED_PLUGIN_DIR = os.path.join(_HERE, "plugin")
 
 
+def clone_version():
+    """The version in the clone's CMakeLists.txt (project(H5ZFZ VERSION ...)),
+    the one place it is written; "unknown" outside a clone."""
+    import re
+    try:
+        with open(os.path.join(_REPO, "CMakeLists.txt")) as f:
+            found = re.search(r"project\(H5ZFZ VERSION ([0-9][0-9.]*)", f.read())
+    except OSError:
+        return "unknown"
+    return found.group(1) if found else "unknown"
+
+
 def _plugin_candidates():
     env = [p for p in os.environ.get("HDF5_PLUGIN_PATH", "").split(os.pathsep) if p]
     return env, [_SHIPPED_PLUGIN_DIR, os.path.join(_REPO, "build", "plugin")]
