@@ -178,6 +178,33 @@ uint32_t device_crc32c(const uint8_t* data, size_t bytes, ChunkWork& work, Lane&
   return host;
 }
 
+ChecksumBeside::ChecksumBeside(DeviceContext& context, Lane& after, const std::vector<DeviceSpan>& spans,
+                               size_t total)
+    : lane_(context.lease()), work_(context, *lane_) {
+  cudaEvent_t ready = nullptr;
+  check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate (checksum)");
+  const cudaError_t recorded = cudaEventRecord(ready, after.stream);
+  const cudaError_t waited = recorded == cudaSuccess ? cudaStreamWaitEvent(lane_->stream, ready, 0) : recorded;
+  (void)cudaEventDestroy(ready);  // (destroyed once the wait is enqueued: the wait still holds)
+  check(waited, "cudaStreamWaitEvent (checksum)");
+  const uint32_t* crc = enqueue_crc32c(spans, total, work_, *lane_);
+  auto* host = reinterpret_cast<uint32_t*>(lane_->scalars.reserve(sizeof(uint32_t)));
+  check(cudaMemcpyAsync(host, crc, sizeof(uint32_t), cudaMemcpyDeviceToHost, lane_->stream), "checksum download");
+  host_ = host;
+}
+
+ChecksumBeside::~ChecksumBeside() {
+  if (!waited_ && cudaStreamSynchronize(lane_->stream) != cudaSuccess) (void)cudaGetLastError();
+}
+
+uint32_t ChecksumBeside::value() {
+  if (!waited_) {
+    check(cudaStreamSynchronize(lane_->stream), "checksum (GPU)");
+    waited_ = true;
+  }
+  return *host_;
+}
+
 FrameOut frame_from_device(const Pipeline& pipeline, const std::vector<DeviceBuffer>& buffers, FrameInfo info,
                                    ChunkWork& work, Lane& lane, const Executor& exec, FrameTarget target) {
   const std::vector<uint8_t> ids = pipeline.stored_buffers();

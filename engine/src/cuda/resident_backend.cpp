@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <optional>
+#include <vector>
 
 #include "common/error.hpp"
 #include "cuda/chunk_work.hpp"
@@ -22,17 +25,42 @@ void require_capacity(size_t frame_bytes, const FrameTarget& target) {
                 std::to_string(target.capacity) + " given (max_frame_bytes() always suffices)");
 }
 
-// The frame's header (its payload already in place on the device) completed
-// with the payload's checksum, computed there, and uploaded in front of it.
-size_t finish_device_frame(Bytes header, FrameInfo info, size_t payload, FrameTarget target,
-                           cuda::ChunkWork& work, cuda::Lane& lane) {
-  set_payload_crc(header, info, cuda::device_crc32c(target.data + header.size(), payload, work, lane));
+// The frame's header (its payload already in place on the device, or on its
+// way there on the lane) completed with the payload's checksum and uploaded
+// in front of it.
+size_t finish_device_frame(Bytes header, FrameInfo info, size_t payload, uint32_t payload_crc, FrameTarget target,
+                           cuda::Lane& lane) {
+  set_payload_crc(header, info, payload_crc);
   uint8_t* pinned = lane.scalars.reserve(header.size());
   std::memcpy(pinned, header.data(), header.size());
   cuda::check(cudaMemcpyAsync(target.data, pinned, header.size(), cudaMemcpyHostToDevice, lane.stream),
               "frame header");
   cuda::check(cudaStreamSynchronize(lane.stream), "frame header");
   return header.size() + payload;
+}
+
+// The payload's spans copied back to back to `dst` on the lane, and their
+// checksum: computed where they are, beside the copies (both only read
+// them), unless `dst` overlaps a span, when it is computed after the copies
+// over `dst` (the same bytes).
+uint32_t copy_payload(const std::vector<cuda::DeviceSpan>& spans, size_t total, uint8_t* dst,
+                      cuda::DeviceContext& context, cuda::Lane& lane) {
+  const auto overlaps = [&](const cuda::DeviceSpan& span) {
+    const auto* begin = static_cast<const uint8_t*>(span.data);
+    return span.size != 0 && total != 0 && std::less<const uint8_t*>()(begin, dst + total) &&
+           std::less<const uint8_t*>()(dst, begin + span.size);
+  };
+  std::optional<cuda::ChecksumBeside> beside;
+  if (std::none_of(spans.begin(), spans.end(), overlaps)) beside.emplace(context, lane, spans, total);
+  size_t at = 0;
+  for (const cuda::DeviceSpan& span : spans) {
+    if (span.size)
+      cuda::check(cudaMemcpyAsync(dst + at, span.data, span.size, cudaMemcpyDeviceToDevice, lane.stream),
+                  "frame payload");
+    at += span.size;
+  }
+  if (!beside) beside.emplace(context, lane, std::vector<cuda::DeviceSpan>{{dst, total}}, total);
+  return beside->value();
 }
 
 cuda::DeviceContext& usable_context(int device) {
@@ -74,15 +102,11 @@ class ResidentEncoder final : public ChunkEncoder {
       return out;
     }
     require_capacity(header.size() + payload, target);
-    size_t at = header.size();
-    for (size_t k = 0; k < ids.size(); ++k) {
-      if (sizes[k])
-        cuda::check(cudaMemcpyAsync(target.data + at, buffers[ids[k]].data, sizes[k], cudaMemcpyDeviceToDevice,
-                                    lane_->stream),
-                    "frame payload");
-      at += sizes[k];
-    }
-    out.written = finish_device_frame(std::move(header), info, payload, target, work_, *lane_);
+    std::vector<cuda::DeviceSpan> spans;
+    for (size_t k = 0; k < ids.size(); ++k) spans.push_back({buffers[ids[k]].data, static_cast<size_t>(sizes[k])});
+    const size_t at = header.size();
+    const uint32_t crc = copy_payload(spans, payload, target.data + at, context_, *lane_);
+    out.written = finish_device_frame(std::move(header), info, payload, crc, target, *lane_);
     return out;
   }
 
@@ -128,6 +152,46 @@ class ThroughHostEncoder final : public ChunkEncoder {
   std::unique_ptr<ChunkEncoder> cpu_;
 };
 
+// The stages' inverse of a resident frame's streams into `out`; nothing when
+// a stream is malformed (the host path then reports it).
+std::optional<size_t> decode_resident(const Pipeline& pipeline, const FrameInfo& info, const uint8_t* payload,
+                                      uint8_t* out, size_t capacity, size_t max_stream_bytes, cuda::ChunkWork& work,
+                                      cuda::Lane& lane) {
+  const uint8_t* frame = payload - info.header_bytes;
+  const std::vector<uint8_t> ids = pipeline.stored_buffers();
+  if (ids.size() != info.stored_sizes.size()) return std::nullopt;  // the host path reports it
+  std::vector<DeviceBuffer> view(256);
+  size_t at = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    view[ids[k]] = {const_cast<uint8_t*>(payload) + at, static_cast<size_t>(info.stored_sizes[k]), nullptr, nullptr};
+    at += info.stored_sizes[k];
+  }
+  // The chunk is decoded straight into `out` where it can be: no copy of
+  // the whole chunk afterwards, and no chunk-sized buffer beside it (issue 31
+  // item 5). Not when `out` overlaps the frame, which the inverses still read,
+  // or is not aligned as the pool aligns what the stages expect.
+  const bool out_overlaps_frame = out < frame + info.frame_bytes && frame < out + capacity;
+  const bool out_aligned = reinterpret_cast<uintptr_t>(out) % 256 == 0;
+  const DeviceBuffer destination =
+      out_overlaps_frame || !out_aligned ? DeviceBuffer{} : DeviceBuffer{out, capacity, nullptr, nullptr};
+  try {
+    const DeviceBuffer chunk = cuda::run_inverse(pipeline, view, work, max_stream_bytes,
+                                                cuda::side_by_side_for(work, info.original_bytes), destination);
+    if (chunk.size != info.original_bytes || chunk.size > capacity) return std::nullopt;
+    // As in inverse_on_device: statuses and the chunk in one synchronisation;
+    // on a set status `out` holds garbage that the host path overwrites.
+    const cuda::WordsOnHost words(work, lane, nullptr);
+    if (chunk.size && chunk.data != out)
+      cuda::check(cudaMemcpyAsync(out, chunk.data, chunk.size, cudaMemcpyDeviceToDevice, lane.stream), "chunk");
+    cuda::check(cudaStreamSynchronize(lane.stream), "GPU pipeline inverse");
+    if (words.any_status_set()) return std::nullopt;
+    return chunk.size;
+  } catch (const FormatError&) {
+    return std::nullopt;  // the host decoder reports it
+  }
+}
+
+
 }  // namespace
 
 std::optional<int> device_of_pointer(const void* pointer) {
@@ -155,15 +219,13 @@ FrameOut store_raw_on_device(const uint8_t* chunk, const FrameInfo& description,
   cuda::DeviceContext& context = usable_context(device);
   cuda::CurrentDeviceGuard guard(device);
   cuda::LaneLease lane = context.lease();
-  cuda::ChunkWork work(context, *lane);
   const size_t bytes = static_cast<size_t>(info.original_bytes);
   Bytes header = write_frame_header(info, {bytes}, 0);
   require_capacity(header.size() + bytes, target);
-  if (bytes)
-    cuda::check(cudaMemcpyAsync(target.data + header.size(), chunk, bytes, cudaMemcpyDeviceToDevice, lane->stream),
-                "frame payload");
+  const size_t at = header.size();
   FrameOut out;
-  out.written = finish_device_frame(std::move(header), info, bytes, target, work, *lane);
+  const uint32_t crc = copy_payload({{chunk, bytes}}, bytes, target.data + at, context, *lane);
+  out.written = finish_device_frame(std::move(header), info, bytes, crc, target, *lane);
   return out;
 }
 
@@ -195,48 +257,31 @@ std::optional<size_t> decompress_device_resident(const Pipeline& pipeline, const
   cuda::ChunkWork work(context, *lane);
   const uint8_t* payload = frame + info.header_bytes;
   const size_t payload_bytes = info.frame_bytes - info.header_bytes;
-  if (cuda::device_crc32c(payload, payload_bytes, work, *lane) != info.payload_crc)
-    throw FormatError("FZM frame payload checksum mismatch (corrupted)");
-  if (info.original_bytes > capacity)
+  // The payload's checksum runs beside the decode, which reads the streams
+  // as they are (its kernels and the host's parsing refuse malformed streams
+  // by themselves, whatever the checksum): the result stands only when the
+  // checksum matches, else this throws and `out` holds whatever the decode
+  // wrote, as after any failed call.
+  cuda::ChecksumBeside checksum(context, *lane, {{payload, payload_bytes}}, payload_bytes);
+  const auto require_checksum = [&] {
+    if (checksum.value() != info.payload_crc) throw FormatError("FZM frame payload checksum mismatch (corrupted)");
+  };
+  if (info.original_bytes > capacity) {
+    require_checksum();
     throw FormatError("frame decodes to " + std::to_string(info.original_bytes) + " bytes, more than the " +
                       std::to_string(capacity) + " allowed");
+  }
   if (info.raw) {
+    require_checksum();
     if (payload_bytes)
       cuda::check(cudaMemcpyAsync(out, payload, payload_bytes, cudaMemcpyDeviceToDevice, lane->stream), "raw frame");
     cuda::check(cudaStreamSynchronize(lane->stream), "raw frame");
     return payload_bytes;
   }
-  const std::vector<uint8_t> ids = pipeline.stored_buffers();
-  if (ids.size() != info.stored_sizes.size()) return std::nullopt;  // the host path reports it
-  std::vector<DeviceBuffer> view(256);
-  size_t at = 0;
-  for (size_t k = 0; k < ids.size(); ++k) {
-    view[ids[k]] = {const_cast<uint8_t*>(payload) + at, static_cast<size_t>(info.stored_sizes[k]), nullptr, nullptr};
-    at += info.stored_sizes[k];
-  }
-  // The chunk is decoded straight into `out` where it can be: no copy of
-  // the whole chunk afterwards, and no chunk-sized buffer beside it (issue 31
-  // item 5). Not when `out` overlaps the frame, which the inverses still read,
-  // or is not aligned as the pool aligns what the stages expect.
-  const bool out_overlaps_frame = out < frame + info.frame_bytes && frame < out + capacity;
-  const bool out_aligned = reinterpret_cast<uintptr_t>(out) % 256 == 0;
-  const DeviceBuffer destination =
-      out_overlaps_frame || !out_aligned ? DeviceBuffer{} : DeviceBuffer{out, capacity, nullptr, nullptr};
-  try {
-    const DeviceBuffer chunk = cuda::run_inverse(pipeline, view, work, max_stream_bytes,
-                                                cuda::side_by_side_for(work, info.original_bytes), destination);
-    if (chunk.size != info.original_bytes || chunk.size > capacity) return std::nullopt;
-    // As in inverse_on_device: statuses and the chunk in one synchronisation;
-    // on a set status `out` holds garbage that the host path overwrites.
-    const cuda::WordsOnHost words(work, *lane, nullptr);
-    if (chunk.size && chunk.data != out)
-      cuda::check(cudaMemcpyAsync(out, chunk.data, chunk.size, cudaMemcpyDeviceToDevice, lane->stream), "chunk");
-    cuda::check(cudaStreamSynchronize(lane->stream), "GPU pipeline inverse");
-    if (words.any_status_set()) return std::nullopt;
-    return chunk.size;
-  } catch (const FormatError&) {
-    return std::nullopt;  // the host decoder reports it
-  }
+  const std::optional<size_t> decoded = decode_resident(pipeline, info, payload, out, capacity, max_stream_bytes,
+                                                        work, *lane);
+  require_checksum();
+  return decoded;
 }
 
 }  // namespace fz::engine
