@@ -32,7 +32,23 @@ echo "    built in $((SECONDS - start)) s"
 wheel=$(ls "$work"/dist/h5fz-*.whl)
 echo "    $(basename "$wheel") $(du -h "$wheel" | cut -f1)"
 echo "==> install beside this machine's h5py and NumPy"
-python3 -m venv --system-site-packages "$work/user"
+# A venv of its own (no network here for pip to fetch NumPy and h5py): a .pth
+# file lists where this machine's NumPy, h5py and CuPy live (they may sit in
+# a user site that --system-site-packages leaves out).
+python3 -m venv "$work/user"
+site=$("$work/user/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+python3 - "$site/machine_packages.pth" <<'PY'
+import importlib.util, os, sys
+dirs = []
+for name in ("numpy", "h5py", "cupy", "cupy_backends", "fastrlock"):
+    spec = importlib.util.find_spec(name)
+    if spec and spec.origin:
+        d = os.path.dirname(os.path.dirname(spec.origin))
+        if d not in dirs:
+            dirs.append(d)
+open(sys.argv[1], "w").write("".join(d + "\n" for d in dirs))
+print("    machine packages from:", ", ".join(dirs))
+PY
 "$work/user/bin/pip" install -q --no-index --no-deps "$wheel"
 mkdir -p "$work/elsewhere"
 cd "$work/elsewhere"
