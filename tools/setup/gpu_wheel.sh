@@ -14,6 +14,7 @@ arch="${1:-90}"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${OUT:-/tmp/gpu_wheel}"
 work="$(mktemp -d)"
+machine_python="$(command -v python3)"  # this machine's, before the tools' venv goes first on PATH
 mkdir -p "$out"
 cd "$repo"
 echo "==> build tools (offline, .devdeps/wheels)"
@@ -35,9 +36,9 @@ echo "==> install beside this machine's h5py and NumPy"
 # A venv of its own (no network here for pip to fetch NumPy and h5py): a .pth
 # file lists where this machine's NumPy, h5py and CuPy live (they may sit in
 # a user site that --system-site-packages leaves out).
-python3 -m venv "$work/user"
+"$machine_python" -m venv "$work/user"
 site=$("$work/user/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-python3 - "$site/machine_packages.pth" <<'PY'
+"$machine_python" - "$site/machine_packages.pth" <<'PY'
 import importlib.util, os, sys
 dirs = []
 for name in ("numpy", "h5py", "cupy", "cupy_backends", "fastrlock"):
