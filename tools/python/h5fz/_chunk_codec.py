@@ -50,6 +50,9 @@ def _library():
         lib.h5z_fz_decode_batch.argtypes = [ctypes.c_size_t, pointers, sizes, pointers, sizes, sizes,
                                             ctypes.c_char_p, ctypes.c_uint, ctypes.c_char_p, ctypes.c_size_t]
         lib.h5z_fz_decode_batch.restype = ctypes.c_int
+        lib.h5z_fz_decode_batch_to_device.argtypes = [ctypes.c_size_t, pointers, sizes, pointers, sizes, sizes,
+                                                      ctypes.c_char_p, ctypes.c_size_t]
+        lib.h5z_fz_decode_batch_to_device.restype = ctypes.c_int
         _LIB = lib
     return _LIB
 
@@ -142,11 +145,7 @@ def encode_chunks(who, stored, chunks, device="auto", threads=0):
     if n == 0:
         return []
     lib = _library()
-    nbytes = chunks[0].nbytes
-    capacity = lib.h5z_fz_max_frame_bytes(nbytes, max(1, chunks[0].ndim))
-    if capacity == 0:
-        raise ValueError("%s: no frame size for a chunk of %d bytes" % (who, nbytes))
-    room = np.empty(n * capacity, dtype=np.uint8)
+    room, capacity = _frame_rooms(who, n, chunks[0].nbytes, chunks[0].ndim)
     encoded = (ctypes.c_size_t * n)()
     error = ctypes.create_string_buffer(1024)
     status = lib.h5z_fz_encode_dataset_batch(
@@ -156,6 +155,40 @@ def encode_chunks(who, stored, chunks, device="auto", threads=0):
         (ctypes.c_size_t * n)(*([capacity] * n)), encoded, device.encode(), threads, error, len(error))
     if status != 0:
         raise ValueError("%s: encoding %d chunk(s) of %s %s: %s"
+                         % (who, n, chunks[0].shape, chunks[0].dtype, _message(error)))
+    return [room[i * capacity:i * capacity + encoded[i]].tobytes() for i in range(n)]
+
+
+def _frame_rooms(who, n, chunk_bytes, ndim):
+    lib = _library()
+    capacity = lib.h5z_fz_max_frame_bytes(chunk_bytes, max(1, ndim))
+    if capacity == 0:
+        raise ValueError("%s: no frame size for a chunk of %d bytes" % (who, chunk_bytes))
+    return np.empty(n * capacity, dtype=np.uint8), capacity
+
+
+def encode_device_chunks(who, stored, chunks):
+    """Frames (bytes) of chunks in GPU memory (C-contiguous CuPy arrays, all
+    of the shape and type `stored` was made for), encoded together on their
+    GPU: only the frames cross to the host."""
+    n = len(chunks)
+    if n == 0:
+        return []
+    lib = _library()
+    if not lib.h5z_fz_device_available():
+        raise RuntimeError("%s: the chunks are in GPU memory, but this plugin has no usable GPU (a build "
+                           "without CUDA, or no device): use zarr's CPU buffers" % who)
+    nbytes = chunks[0].nbytes
+    room, capacity = _frame_rooms(who, n, nbytes, chunks[0].ndim)
+    encoded = (ctypes.c_size_t * n)()
+    error = ctypes.create_string_buffer(1024)
+    status = lib.h5z_fz_encode_dataset_batch_from_device(
+        len(stored), stored, n, (ctypes.c_void_p * n)(*[c.data.ptr for c in chunks]),
+        (ctypes.c_size_t * n)(*[c.nbytes for c in chunks]),
+        (ctypes.c_void_p * n)(*[room.ctypes.data + i * capacity for i in range(n)]),
+        (ctypes.c_size_t * n)(*([capacity] * n)), encoded, error, len(error))
+    if status != 0:
+        raise ValueError("%s: encoding %d chunk(s) of %s %s on the GPU: %s"
                          % (who, n, chunks[0].shape, chunks[0].dtype, _message(error)))
     return [room[i * capacity:i * capacity + encoded[i]].tobytes() for i in range(n)]
 
@@ -171,8 +204,9 @@ def decoded_bytes(who, frame):
 
 
 def decode_frames(who, frames, outputs, device="auto", threads=0):
-    """Frames (uint8 arrays) into outputs (writable uint8 arrays of exactly
-    each frame's decoded size), decoded together."""
+    """Frames (uint8 arrays in host memory) into outputs (writable uint8
+    arrays of exactly each frame's decoded size), decoded together; outputs
+    that are CuPy arrays (GPU memory) are decoded on their GPU."""
     n = len(frames)
     if n == 0:
         return
@@ -183,10 +217,23 @@ def decode_frames(who, frames, outputs, device="auto", threads=0):
     lib = _library()
     decoded = (ctypes.c_size_t * n)()
     error = ctypes.create_string_buffer(1024)
-    status = lib.h5z_fz_decode_batch(
-        n, (ctypes.c_void_p * n)(*[f.ctypes.data for f in frames]), (ctypes.c_size_t * n)(*[f.nbytes for f in frames]),
-        (ctypes.c_void_p * n)(*[o.ctypes.data for o in outputs]), (ctypes.c_size_t * n)(*[o.nbytes for o in outputs]),
-        decoded, device.encode(), threads, error, len(error))
+    frame_pointers = (ctypes.c_void_p * n)(*[f.ctypes.data for f in frames])
+    frame_sizes = (ctypes.c_size_t * n)(*[f.nbytes for f in frames])
+    sizes = (ctypes.c_size_t * n)(*[o.nbytes for o in outputs])
+    on_gpu = [hasattr(o, "__cuda_array_interface__") for o in outputs]
+    if any(on_gpu):
+        if not all(on_gpu):
+            raise ValueError("%s: a batch decodes into host or GPU memory, not both" % who)
+        if not lib.h5z_fz_device_available():
+            raise RuntimeError("%s: GPU buffers asked for, but this plugin has no usable GPU (a build without "
+                               "CUDA, or no device): use zarr's CPU buffers" % who)
+        status = lib.h5z_fz_decode_batch_to_device(
+            n, frame_pointers, frame_sizes, (ctypes.c_void_p * n)(*[o.data.ptr for o in outputs]), sizes, decoded,
+            error, len(error))
+    else:
+        status = lib.h5z_fz_decode_batch(
+            n, frame_pointers, frame_sizes, (ctypes.c_void_p * n)(*[o.ctypes.data for o in outputs]), sizes,
+            decoded, device.encode(), threads, error, len(error))
     if status != 0:
         raise ValueError("%s: decoding: %s" % (who, _message(error)))
     for i, out in enumerate(outputs):

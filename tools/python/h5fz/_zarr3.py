@@ -7,8 +7,10 @@ endian) and fill value; zarr 3 always has a fill value, and it counts as an
 HDF5 dataset's user-defined one (kept exactly, out of NOA's range). The
 chunks zarr's codec pipeline hands over together are encoded and decoded in
 one call to the engine (all cores, or the GPU), in a worker thread so the
-event loop keeps going. Host buffers only, for now: a chunk in GPU memory
-(zarr's GPU buffers) is refused with a message.
+event loop keeps going. With zarr's GPU buffers (``zarr.config.enable_gpu()``,
+CuPy) the chunks stay in GPU memory: they are encoded there and only their
+frames come to the host for the store; frames read from the store are decoded
+into GPU memory, a batch at a time (``codec_pipeline.batch_size`` chunks).
 
 Registered with zarr under the name "h5fz" when imported (``h5fz.FZZarr3``
 imports it) and through the ``zarr.codecs`` entry point when installed.
@@ -90,15 +92,25 @@ class FZZarr3(ArrayBytesCodec):
             if chunk is None:
                 continue
             array = chunk.as_ndarray_like()
-            if not isinstance(array, np.ndarray):
-                raise TypeError("%s: chunks in GPU memory are not taken yet; use zarr's CPU buffers" % _WHO)
             dtype, shape, fill = self._layout(spec)
-            array = np.ascontiguousarray(array.reshape(shape), dtype=dtype)
-            key = (dtype.str, shape, fill.tobytes())
-            groups.setdefault(key, (dtype, shape, fill, []))[3].append((i, array))
-        for dtype, shape, fill, members in groups.values():
+            on_gpu = _on_gpu(array)
+            if on_gpu:
+                array = _cupy().ascontiguousarray(array.reshape(shape), dtype=dtype)
+            elif isinstance(array, np.ndarray):
+                array = np.ascontiguousarray(array.reshape(shape), dtype=dtype)
+            else:
+                raise TypeError("%s: a chunk of %s is neither a NumPy array nor in GPU memory (CuPy)"
+                                % (_WHO, type(array).__name__))
+            key = (dtype.str, shape, fill.tobytes(), on_gpu)
+            groups.setdefault(key, (dtype, shape, fill, on_gpu, []))[4].append((i, array))
+        for dtype, shape, fill, on_gpu, members in groups.values():
             stored = core.stored_words(_WHO, list(self.compression_opts), dtype, shape, fill)
-            frames = core.encode_chunks(_WHO, stored, [a for _, a in members], self.device, self.threads)
+            arrays = [a for _, a in members]
+            if on_gpu:
+                with _cupy().cuda.Device(arrays[0].device.id):
+                    frames = core.encode_device_chunks(_WHO, stored, arrays)
+            else:
+                frames = core.encode_chunks(_WHO, stored, arrays, self.device, self.threads)
             for (i, _), frame in zip(members, frames):
                 spec = chunks_and_specs[i][1]
                 out[i] = spec.prototype.buffer.from_bytes(frame)
@@ -107,12 +119,20 @@ class FZZarr3(ArrayBytesCodec):
     def _decode_batch(self, chunks_and_specs):
         out = [None] * len(chunks_and_specs)
         frames, targets, places = [], [], []
+        # Chunks come back where their frames were read to: GPU buffers in
+        # (zarr's GPU prototype), GPU buffers out. The engine reads frames
+        # from host memory, so a frame in GPU memory is copied down (it is
+        # the small side), and its chunk decoded on the GPU.
+        on_gpu = [data is not None and _on_gpu(data.as_array_like()) for data, _ in chunks_and_specs]
+        if any(on_gpu) and not all(g for g, (data, _) in zip(on_gpu, chunks_and_specs) if data is not None):
+            raise ValueError("%s: a batch of frames is in host or GPU memory, not both" % _WHO)
+        xp = _cupy() if any(on_gpu) else np
         for i, (data, spec) in enumerate(chunks_and_specs):
             if data is None:
                 continue
             dtype, shape, _ = self._layout(spec)
             frames.append(np.ascontiguousarray(data.as_numpy_array()).view(np.uint8).reshape(-1))
-            targets.append(np.empty(shape, dtype=dtype))
+            targets.append(xp.empty(shape, dtype=dtype))
             places.append(i)
         core.decode_frames(_WHO, frames, [t.reshape(-1).view(np.uint8) for t in targets], self.device,
                            self.threads)
@@ -128,6 +148,18 @@ class FZZarr3(ArrayBytesCodec):
 
     async def decode(self, chunks_and_specs):
         return await asyncio.to_thread(self._decode_batch, list(chunks_and_specs))
+
+
+def _on_gpu(array):
+    return hasattr(array, "__cuda_array_interface__")
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        raise RuntimeError("%s: zarr handed over GPU buffers, which need CuPy" % _WHO) from None
+    return cupy
 
 
 register_codec(core.CODEC_ID, FZZarr3)
