@@ -131,9 +131,17 @@ class FZZarr3(ArrayBytesCodec):
             if data is None:
                 continue
             dtype, shape, _ = self._layout(spec)
-            frames.append(np.ascontiguousarray(data.as_numpy_array()).view(np.uint8).reshape(-1))
+            if not any(on_gpu):
+                frames.append(np.ascontiguousarray(data.as_numpy_array()).view(np.uint8).reshape(-1))
             targets.append(xp.empty(shape, dtype=dtype))
             places.append(i)
+        if any(on_gpu) and places:
+            # The batch's frames joined on the GPU and copied down at once: one
+            # synchronisation, not one a frame.
+            pieces = [xp.ascontiguousarray(chunks_and_specs[i][0].as_array_like()).reshape(-1).view(xp.uint8)
+                      for i in places]
+            joined = xp.concatenate(pieces).get()
+            frames = np.split(joined, np.cumsum([p.size for p in pieces])[:-1])
         core.decode_frames(_WHO, frames, [t.reshape(-1).view(np.uint8) for t in targets], self.device,
                            self.threads)
         for i, target in zip(places, targets):
