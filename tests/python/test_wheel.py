@@ -18,7 +18,6 @@ The wheel comes from FZ_WHEEL (tools/setup/test.sh's "wheel" step builds it
 and runs this file); without it these tests skip. The venvs need PyPI
 (pip's cache serves a second run)."""
 
-import glob
 import os
 import re
 import subprocess

@@ -65,6 +65,13 @@ def field_arguments(parser):
     parser.add_argument("--dir", default=None)
 
 
+def field_layout(args):
+    """(bytes of a plane, planes of the field, planes of a chunk) for the options of field_arguments."""
+    plane_bytes = PLANE[0] * PLANE[1] * 4
+    planes = int(args.gib * (1 << 30)) // plane_bytes
+    return plane_bytes, planes, max(1, (args.chunk_mib << 20) // plane_bytes)
+
+
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 field_arguments(parser)
 parser.add_argument("--presets", default="fzgpu,cuszhi-cr")
@@ -86,9 +93,7 @@ def child(args):
     """One write in this process: prints {"seconds", "extra_mib"} as JSON."""
     import h5py
     method, preset, path = args.child.split(",", 2)
-    plane_bytes = PLANE[0] * PLANE[1] * 4
-    planes = int(args.gib * (1 << 30)) // plane_bytes
-    chunk_planes = max(1, (args.chunk_mib << 20) // plane_bytes)
+    plane_bytes, planes, chunk_planes = field_layout(args)
     array = np.ascontiguousarray(tiled_field(args.data, planes))
     if method.startswith("gpu-"):
         import cupy
@@ -169,9 +174,7 @@ def main():
         return child(args)
     import h5py
     folder = tempfile.mkdtemp(prefix="fz-write-", dir=args.dir)
-    plane_bytes = PLANE[0] * PLANE[1] * 4
-    planes = int(args.gib * (1 << 30)) // plane_bytes
-    chunk_planes = max(1, (args.chunk_mib << 20) // plane_bytes)
+    plane_bytes, planes, chunk_planes = field_layout(args)
     raw_mb = planes * plane_bytes / 1e6
     print("# writes: %.0f MB float32 (%d x %d x %d), chunks %d x %d x %d (%.1f MiB), NOA %g; best of %d"
           % (raw_mb, planes, PLANE[0], PLANE[1], chunk_planes, PLANE[0], PLANE[1],

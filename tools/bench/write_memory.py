@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from write_bench import field_arguments, memory_kib  # noqa: E402  (it puts the clone's tools/python on the path)
+from write_bench import field_arguments, field_layout, memory_kib  # noqa: E402  (it puts the clone's tools/python on the path)
 from h5py_bench import PLANE, tiled_field, find_plugin_dir  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -40,9 +40,7 @@ def child(args):
     import h5py
     import h5fz
     preset, threads, path = args.child.split(",", 2)
-    plane_bytes = PLANE[0] * PLANE[1] * 4
-    planes = int(args.gib * (1 << 30)) // plane_bytes
-    chunk_planes = max(1, (args.chunk_mib << 20) // plane_bytes)
+    plane_bytes, planes, chunk_planes = field_layout(args)
     array = np.ascontiguousarray(tiled_field(args.data, planes))
 
     def one_write():
@@ -67,8 +65,7 @@ def main():
     os.environ["HDF5_PLUGIN_PATH"] = find_plugin_dir(args.plugin_dir)
     if args.child:
         return child(args)
-    plane_bytes = PLANE[0] * PLANE[1] * 4
-    chunk_planes = max(1, (args.chunk_mib << 20) // plane_bytes)
+    plane_bytes, _, chunk_planes = field_layout(args)
     chunk_mib = chunk_planes * plane_bytes / 2 ** 20
     folder = tempfile.mkdtemp(prefix="fz-write-memory-", dir=args.dir)
     path = os.path.join(folder, "w.h5")

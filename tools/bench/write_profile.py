@@ -27,7 +27,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from h5py_bench import PLANE, tiled_field, find_plugin_dir  # noqa: E402
-from write_bench import field_arguments  # noqa: E402
+from write_bench import field_arguments, field_layout  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 field_arguments(parser)
@@ -42,9 +42,7 @@ def main():
     os.environ["HDF5_PLUGIN_PATH"] = find_plugin_dir(args.plugin_dir)
     import h5py
     import h5fz
-    plane_bytes = PLANE[0] * PLANE[1] * 4
-    planes = int(args.gib * (1 << 30)) // plane_bytes
-    chunk_planes = max(1, (args.chunk_mib << 20) // plane_bytes)
+    plane_bytes, planes, chunk_planes = field_layout(args)
     array = np.ascontiguousarray(tiled_field(args.data, planes))
     if args.gpu:
         import cupy

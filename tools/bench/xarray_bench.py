@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from write_bench import field_arguments  # noqa: E402  (it puts the clone's tools/python on the path)
+from write_bench import field_arguments, field_layout  # noqa: E402  (it puts the clone's tools/python on the path)
 from h5py_bench import PLANE, tiled_field, find_plugin_dir, cpu_model  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -67,9 +67,7 @@ def main():
     import h5py
     import xarray as xr
     import h5fz
-    plane_bytes = PLANE[0] * PLANE[1] * 4
-    planes = int(args.gib * (1 << 30)) // plane_bytes
-    chunk_planes = max(1, (args.chunk_mib << 20) // plane_bytes)
+    plane_bytes, planes, chunk_planes = field_layout(args)
     field = np.ascontiguousarray(tiled_field(args.data, planes))
     raw_mb = field.nbytes / 1e6
     folder = tempfile.mkdtemp(prefix="fz-xarray-", dir=args.dir)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from write_bench import field_arguments  # noqa: E402  (it puts the clone's tools/python on the path)
+from write_bench import field_arguments, field_layout  # noqa: E402  (it puts the clone's tools/python on the path)
 from h5py_bench import PLANE, tiled_field, find_plugin_dir, cpu_model  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -85,9 +85,7 @@ def main():
     import h5fz
     if int(zarr.__version__.split(".")[0]) < 3:
         sys.exit("zarr_bench.py needs zarr 3 (tools/setup/deps.sh installs it in interpreter B)")
-    plane_bytes = PLANE[0] * PLANE[1] * 4
-    planes = int(args.gib * (1 << 30)) // plane_bytes
-    chunk_planes = max(1, (args.chunk_mib << 20) // plane_bytes)
+    plane_bytes, planes, chunk_planes = field_layout(args)
     field = np.ascontiguousarray(tiled_field(args.data, planes))
     value_range = float(field.max()) - float(field.min())
     raw_mb = field.nbytes / 1e6

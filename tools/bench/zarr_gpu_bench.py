@@ -28,21 +28,15 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from write_bench import field_arguments  # noqa: E402  (it puts the clone's tools/python on the path)
+from write_bench import field_arguments, field_layout  # noqa: E402  (it puts the clone's tools/python on the path)
 from h5py_bench import PLANE, tiled_field, find_plugin_dir  # noqa: E402
+from zarr_bench import store_bytes  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 field_arguments(parser)
 parser.add_argument("--reps", type=int, default=3)
 parser.add_argument("--batch", type=int, default=64)
 parser.add_argument("--presets", default="fzgpu,cuszhi-cr")
-
-
-def store_bytes(path):
-    total = 0
-    for root, _, files in os.walk(path):
-        total += sum(os.path.getsize(os.path.join(root, f)) for f in files if f != "zarr.json")
-    return total
 
 
 def main():
@@ -54,9 +48,7 @@ def main():
     import h5fz
     if int(zarr.__version__.split(".")[0]) < 3:
         sys.exit("zarr_gpu_bench.py needs zarr 3")
-    plane_bytes = PLANE[0] * PLANE[1] * 4
-    planes = int(args.gib * (1 << 30)) // plane_bytes
-    chunk_planes = max(1, (args.chunk_mib << 20) // plane_bytes)
+    plane_bytes, planes, chunk_planes = field_layout(args)
     field = np.ascontiguousarray(tiled_field(args.data, planes))
     on_gpu = cp.asarray(field)
     raw_mb = field.nbytes / 1e6
