@@ -6,6 +6,7 @@
 // overlap another's kernels; on the CPU the workers share the thread budget.
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -26,6 +27,44 @@ namespace {
 // that there is one worker (and one lane) per thread, since each chunk's
 // copies through pinned memory are CPU work too.
 constexpr unsigned kGpuChunksInFlight = 4;
+
+// Chunks of device-memory batches (decompress_batch_to_device,
+// compress_each_on_device) in flight on one device at once, across every
+// call of the process: concurrent calls (zarr's batches, a program's
+// threads) share kGpuChunksInFlight slots a device. More in flight does not
+// keep the GPU busier, the host's CUDA calls only contend: four calls of 64
+// frames at once (16 decodes in flight) took 2-3 ms a 4 MiB frame, one call
+// alone (4 in flight) 0.1-0.3 ms (docs/PERFORMANCE.md, "Zarr 3 with GPU
+// buffers").
+class DeviceSlots {
+ public:
+  explicit DeviceSlots(int device) : slots_(of(device)) {
+    std::unique_lock<std::mutex> lock(slots_.mutex);
+    slots_.free.wait(lock, [&] { return slots_.taken < kGpuChunksInFlight; });
+    ++slots_.taken;
+  }
+  ~DeviceSlots() {
+    {
+      std::lock_guard<std::mutex> lock(slots_.mutex);
+      --slots_.taken;
+    }
+    slots_.free.notify_one();
+  }
+  DeviceSlots(const DeviceSlots&) = delete;
+  DeviceSlots& operator=(const DeviceSlots&) = delete;
+
+ private:
+  struct Slots {
+    std::mutex mutex;
+    std::condition_variable free;
+    unsigned taken = 0;
+  };
+  static Slots& of(int device) {
+    static Slots per_device[64];  // (device numbers beyond share a slot set: a bound, not an error)
+    return per_device[static_cast<unsigned>(device) % 64];
+  }
+  Slots& slots_;
+};
 
 // The workers a batch of `items` runs on, and the CPU threads each item may
 // use, out of `threads`.
@@ -169,6 +208,7 @@ std::vector<size_t> decompress_batch_to_device(const std::vector<FrameView>& fra
   }
   const DeviceStaging staging(offsets.back(), device);
   run_items(frames.size(), kGpuChunksInFlight, "decompress_batch_to_device: frame", [&](size_t i) {
+    const DeviceSlots slot(device);
     uint8_t* frame = staging.data + offsets[i];
     engine::copy_host_to_device(static_cast<const uint8_t*>(frames[i].frame), frames[i].frame_bytes, frame, device);
     lengths[i] = decompress_on_device(frame, frames[i].frame_bytes, frames[i].out, frames[i].capacity, policy);
@@ -214,6 +254,7 @@ void compress_each_on_device(const std::vector<ChunkView>& chunks, const DataTyp
   for (unsigned w = 0; w < workers; ++w) rooms.push_back(staging.data + w * padded);
   const std::string item = what + ": chunk";
   run_items(chunks.size(), workers, item.c_str(), [&](size_t i) {
+    const DeviceSlots slot(device);
     uint8_t* frame;
     {
       std::lock_guard<std::mutex> lock(rooms_mutex);
