@@ -21,7 +21,11 @@ def main(argv=None):
     env.setdefault("H5FZ_PYTHON", sys.executable)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(PROGRAM, [PROGRAM] + args, env)
+    try:
+        os.execve(PROGRAM, [PROGRAM] + args, env)
+    except OSError as e:  # (execve returns only on failure)
+        print("h5fz: cannot run %s: %s" % (PROGRAM, e), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
