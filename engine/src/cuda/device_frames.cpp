@@ -170,14 +170,6 @@ uint32_t* enqueue_crc32c(const std::vector<DeviceSpan>& spans, size_t total, Chu
   return crc;
 }
 
-// The checksum of device bytes, read back.
-uint32_t device_crc32c(const uint8_t* data, size_t bytes, ChunkWork& work, Lane& lane) {
-  const uint32_t* crc = enqueue_crc32c({{data, bytes}}, bytes, work, lane);
-  uint32_t host = 0;
-  work.read_back(reinterpret_cast<const uint8_t*>(crc), sizeof host, reinterpret_cast<uint8_t*>(&host));
-  return host;
-}
-
 ChecksumBeside::ChecksumBeside(DeviceContext& context, Lane& after, const std::vector<DeviceSpan>& spans,
                                size_t total)
     : lane_(context.lease()), work_(context, *lane_) {

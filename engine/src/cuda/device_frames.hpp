@@ -58,9 +58,6 @@ constexpr size_t kDeviceCrcMinBytes = size_t{64} << 10;
 uint32_t* enqueue_crc32c(const std::vector<DeviceSpan>& spans, size_t total, ChunkWork& work,
                          Lane& lane);
 
-// The checksum of device bytes, read back.
-uint32_t device_crc32c(const uint8_t* data, size_t bytes, ChunkWork& work, Lane& lane);
-
 // The checksum of the concatenated device spans computed on a lane of its
 // own, beside what the caller's lane does next (the payload's copy into the
 // frame, the stages' decode): it needs nothing else of the chunk, and it runs

@@ -191,7 +191,6 @@ std::optional<size_t> decode_resident(const Pipeline& pipeline, const FrameInfo&
   }
 }
 
-
 }  // namespace
 
 std::optional<int> device_of_pointer(const void* pointer) {

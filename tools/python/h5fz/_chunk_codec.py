@@ -138,58 +138,50 @@ def _stored_words_now(who, words, dtype, shape, fill):
     return (ctypes.c_uint * count.value)(*stored[:count.value])
 
 
+def on_gpu(array):
+    """Whether an array lives in GPU memory (CuPy and anything with the CUDA array interface)."""
+    return hasattr(array, "__cuda_array_interface__")
+
+
 def encode_chunks(who, stored, chunks, device="auto", threads=0):
     """Frames (bytes) of host chunks (C-contiguous arrays, all of the shape
     and type `stored` was made for), encoded together."""
-    n = len(chunks)
-    if n == 0:
-        return []
-    lib = _library()
-    room, capacity = _frame_rooms(who, n, chunks[0].nbytes, chunks[0].ndim)
-    encoded = (ctypes.c_size_t * n)()
-    error = ctypes.create_string_buffer(1024)
-    status = lib.h5z_fz_encode_dataset_batch(
-        len(stored), stored, n, (ctypes.c_void_p * n)(*[c.ctypes.data for c in chunks]),
-        (ctypes.c_size_t * n)(*[c.nbytes for c in chunks]),
-        (ctypes.c_void_p * n)(*[room.ctypes.data + i * capacity for i in range(n)]),
-        (ctypes.c_size_t * n)(*([capacity] * n)), encoded, device.encode(), threads, error, len(error))
-    if status != 0:
-        raise ValueError("%s: encoding %d chunk(s) of %s %s: %s"
-                         % (who, n, chunks[0].shape, chunks[0].dtype, _message(error)))
-    return [room[i * capacity:i * capacity + encoded[i]].tobytes() for i in range(n)]
-
-
-def _frame_rooms(who, n, chunk_bytes, ndim):
-    lib = _library()
-    capacity = lib.h5z_fz_max_frame_bytes(chunk_bytes, max(1, ndim))
-    if capacity == 0:
-        raise ValueError("%s: no frame size for a chunk of %d bytes" % (who, chunk_bytes))
-    return np.empty(n * capacity, dtype=np.uint8), capacity
+    return _encode(who, stored, chunks, "", "h5z_fz_encode_dataset_batch", (device.encode(), threads))
 
 
 def encode_device_chunks(who, stored, chunks):
     """Frames (bytes) of chunks in GPU memory (C-contiguous CuPy arrays, all
     of the shape and type `stored` was made for), encoded together on their
     GPU: only the frames cross to the host."""
+    if chunks and not _library().h5z_fz_device_available():
+        raise RuntimeError("%s: the chunks are in GPU memory, but this plugin has no usable GPU (a build "
+                           "without CUDA, or no device): use zarr's CPU buffers" % who)
+    return _encode(who, stored, chunks, " on the GPU", "h5z_fz_encode_dataset_batch_from_device", ())
+
+
+def _encode(who, stored, chunks, where, function, placement):
+    """The frames of `chunks` through the plugin's `function` (its
+    arguments: the stored words, the chunks, one room of
+    h5z_fz_max_frame_bytes a chunk, `placement` (device and threads, for
+    host chunks), the error buffer), cut from the rooms."""
     n = len(chunks)
     if n == 0:
         return []
     lib = _library()
-    if not lib.h5z_fz_device_available():
-        raise RuntimeError("%s: the chunks are in GPU memory, but this plugin has no usable GPU (a build "
-                           "without CUDA, or no device): use zarr's CPU buffers" % who)
-    nbytes = chunks[0].nbytes
-    room, capacity = _frame_rooms(who, n, nbytes, chunks[0].ndim)
+    capacity = lib.h5z_fz_max_frame_bytes(chunks[0].nbytes, max(1, chunks[0].ndim))
+    if capacity == 0:
+        raise ValueError("%s: no frame size for a chunk of %d bytes" % (who, chunks[0].nbytes))
+    room = np.empty(n * capacity, dtype=np.uint8)
     encoded = (ctypes.c_size_t * n)()
     error = ctypes.create_string_buffer(1024)
-    status = lib.h5z_fz_encode_dataset_batch_from_device(
-        len(stored), stored, n, (ctypes.c_void_p * n)(*[c.data.ptr for c in chunks]),
-        (ctypes.c_size_t * n)(*[c.nbytes for c in chunks]),
+    addresses = [c.data.ptr if on_gpu(c) else c.ctypes.data for c in chunks]
+    status = getattr(lib, function)(
+        len(stored), stored, n, (ctypes.c_void_p * n)(*addresses), (ctypes.c_size_t * n)(*[c.nbytes for c in chunks]),
         (ctypes.c_void_p * n)(*[room.ctypes.data + i * capacity for i in range(n)]),
-        (ctypes.c_size_t * n)(*([capacity] * n)), encoded, error, len(error))
+        (ctypes.c_size_t * n)(*([capacity] * n)), encoded, *placement, error, len(error))
     if status != 0:
-        raise ValueError("%s: encoding %d chunk(s) of %s %s on the GPU: %s"
-                         % (who, n, chunks[0].shape, chunks[0].dtype, _message(error)))
+        raise ValueError("%s: encoding %d chunk(s) of %s %s%s: %s"
+                         % (who, n, chunks[0].shape, chunks[0].dtype, where, _message(error)))
     return [room[i * capacity:i * capacity + encoded[i]].tobytes() for i in range(n)]
 
 
@@ -220,9 +212,9 @@ def decode_frames(who, frames, outputs, device="auto", threads=0):
     frame_pointers = (ctypes.c_void_p * n)(*[f.ctypes.data for f in frames])
     frame_sizes = (ctypes.c_size_t * n)(*[f.nbytes for f in frames])
     sizes = (ctypes.c_size_t * n)(*[o.nbytes for o in outputs])
-    on_gpu = [hasattr(o, "__cuda_array_interface__") for o in outputs]
-    if any(on_gpu):
-        if not all(on_gpu):
+    gpu = [on_gpu(o) for o in outputs]
+    if any(gpu):
+        if not all(gpu):
             raise ValueError("%s: a batch decodes into host or GPU memory, not both" % who)
         if not lib.h5z_fz_device_available():
             raise RuntimeError("%s: GPU buffers asked for, but this plugin has no usable GPU (a build without "

@@ -93,7 +93,7 @@ class FZZarr3(ArrayBytesCodec):
                 continue
             array = chunk.as_ndarray_like()
             dtype, shape, fill = self._layout(spec)
-            on_gpu = _on_gpu(array)
+            on_gpu = core.on_gpu(array)
             if on_gpu:
                 array = _cupy().ascontiguousarray(array.reshape(shape), dtype=dtype)
             elif isinstance(array, np.ndarray):
@@ -123,19 +123,20 @@ class FZZarr3(ArrayBytesCodec):
         # (zarr's GPU prototype), GPU buffers out. The engine reads frames
         # from host memory, so a frame in GPU memory is copied down (it is
         # the small side), and its chunk decoded on the GPU.
-        on_gpu = [data is not None and _on_gpu(data.as_array_like()) for data, _ in chunks_and_specs]
-        if any(on_gpu) and not all(g for g, (data, _) in zip(on_gpu, chunks_and_specs) if data is not None):
+        where = {core.on_gpu(data.as_array_like()) for data, _ in chunks_and_specs if data is not None}
+        if len(where) > 1:
             raise ValueError("%s: a batch of frames is in host or GPU memory, not both" % _WHO)
-        xp = _cupy() if any(on_gpu) else np
+        gpu = where == {True}
+        xp = _cupy() if gpu else np
         for i, (data, spec) in enumerate(chunks_and_specs):
             if data is None:
                 continue
             dtype, shape, _ = self._layout(spec)
-            if not any(on_gpu):
+            if not gpu:
                 frames.append(np.ascontiguousarray(data.as_numpy_array()).view(np.uint8).reshape(-1))
             targets.append(xp.empty(shape, dtype=dtype))
             places.append(i)
-        if any(on_gpu) and places:
+        if gpu and places:
             # The batch's frames joined on the GPU and copied down at once: one
             # synchronisation, not one a frame.
             pieces = [xp.ascontiguousarray(chunks_and_specs[i][0].as_array_like()).reshape(-1).view(xp.uint8)
@@ -156,10 +157,6 @@ class FZZarr3(ArrayBytesCodec):
 
     async def decode(self, chunks_and_specs):
         return await asyncio.to_thread(self._decode_batch, list(chunks_and_specs))
-
-
-def _on_gpu(array):
-    return hasattr(array, "__cuda_array_interface__")
 
 
 def _cupy():
