@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -280,6 +281,84 @@ TEST(PredictorChoice, CodedBytesEstimateFollowsTheCoder) {
       const double real = double(out.at(0).size()), est = double(coded_bytes_estimate(bytes));
       EXPECT_NEAR(est, real, std::max(0.02 * real, 16.0)) << "spread " << spread << ", " << n << " codes";
     }
+}
+
+// One piece's tokens against a plain walk over its codes: the others'
+// counts, the run tokens between them, the runs before the first and after
+// the last.
+TEST(PredictorChoice, CodeTokensCountEveryRun) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t n = trial % 7 == 0 ? rng() % 40 : rng() % 3000;
+    const double p_run = std::uniform_real_distribution<double>(0, 1)(rng);
+    const uint16_t m = static_cast<uint16_t>(4096 + rng() % 3);
+    std::vector<uint16_t> codes(n);
+    for (uint16_t& c : codes)
+      c = std::uniform_real_distribution<double>(0, 1)(rng) < p_run ? m : static_cast<uint16_t>(4090 + rng() % 12);
+    const ByteSpan bytes(reinterpret_cast<const uint8_t*>(codes.data()), 2 * n);
+    const CodeTokens t = count_code_tokens(bytes, m);
+    std::map<uint16_t, uint32_t> others;
+    uint64_t runs[kCodeRunCap + 1] = {}, run = 0, lead = n;
+    bool first = true;
+    for (size_t i = 0; i < n; ++i) {
+      if (codes[i] == m) {
+        ++run;
+        continue;
+      }
+      ++others[codes[i]];
+      if (first) {
+        lead = run;
+        first = false;
+      } else {
+        for (; run >= kCodeRunCap; run -= kCodeRunCap) ++runs[kCodeRunCap];
+        ++runs[run];
+      }
+      run = 0;
+    }
+    ASSERT_EQ(t.run_code, m);
+    ASSERT_EQ(t.n, n);
+    ASSERT_EQ(t.has_other, !first);
+    ASSERT_EQ(t.lead, lead) << "trial " << trial;
+    ASSERT_EQ(t.trail, first ? n : run) << "trial " << trial;
+    for (uint32_t k = 0; k <= kCodeRunCap; ++k) ASSERT_EQ(t.runs[k], runs[k]) << "trial " << trial << ", token " << k;
+    const std::vector<std::pair<uint16_t, uint32_t>> expected(others.begin(), others.end());
+    ASSERT_EQ(t.others, expected) << "trial " << trial;
+  }
+}
+
+// A stream estimated in pieces, each counted for its own guess of the run
+// code (right, wrong, or differing between pieces), costs what the whole
+// stream does: runs that cross pieces, pieces of run codes only, empty ones.
+TEST(PredictorChoice, CodedBytesEstimateOfPiecesIsTheWholeStreams) {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t n = rng() % 20000;
+    const double p_run = std::uniform_real_distribution<double>(0, 1)(rng);
+    const double spread = std::uniform_real_distribution<double>(0.5, 300)(rng);
+    std::normal_distribution<double> q(0, spread);
+    std::vector<uint16_t> codes(n);
+    for (uint16_t& c : codes)
+      c = std::uniform_real_distribution<double>(0, 1)(rng) < p_run
+              ? uint16_t{4096}
+              : static_cast<uint16_t>(4096 + std::lround(std::clamp(q(rng), -4000.0, 4000.0)));
+    if (trial % 5 == 0 && n > 200)  // a long run of the run code over several pieces
+      std::fill(codes.begin() + n / 3, codes.begin() + n / 3 + std::min<size_t>(n / 2, 700), uint16_t{4096});
+    const ByteSpan whole(reinterpret_cast<const uint8_t*>(codes.data()), 2 * n);
+    std::vector<size_t> cuts{0, n};
+    for (size_t k = rng() % 6; k > 0; --k) cuts.push_back(n ? rng() % (n + 1) : 0);
+    if (trial % 7 == 0) cuts.push_back(cuts.back());  // an empty piece
+    std::sort(cuts.begin(), cuts.end());
+    std::vector<ByteSpan> pieces;
+    std::vector<CodeTokens> tokens;
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      const ByteSpan piece = whole.subspan(2 * cuts[k], 2 * (cuts[k + 1] - cuts[k]));
+      pieces.push_back(piece);
+      const uint16_t guess = rng() % 3 == 0 ? static_cast<uint16_t>(4096 + rng() % 5 - 2) : likely_run_code(piece);
+      tokens.push_back(count_code_tokens(piece, guess));
+    }
+    ASSERT_EQ(coded_bytes_estimate(pieces, tokens), coded_bytes_estimate(whole))
+        << "trial " << trial << ": " << n << " codes in " << pieces.size() << " pieces";
+  }
 }
 
 // The sample's cost beside the chunk's compression (printed, not held): a

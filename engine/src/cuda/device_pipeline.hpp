@@ -86,10 +86,11 @@ FiniteRange device_chunk_facts(const uint8_t* chunk, size_t bytes, const DataTyp
                                Lane& lane, DevicePrefix* prefix = nullptr);
 
 // The choice takes about as long whatever the chunk's size (its sample is
-// four blocks of 32^3, 128^2 or 16384 points: 2.1-2.6 ms on the H200
-// machine's host); from this size on the device's spline takes as long or
-// longer (2.7 ms at 512 MiB), and its outputs are half the chunk's bytes,
-// which a chunk that chooses otherwise holds until it is done.
-constexpr size_t kSpeculativePrefixMinBytes = size_t{16} << 20;
+// four blocks of 32^3, 128^2 or 16384 points): about 1.2 ms on the H200
+// machine's host before its estimates were counted per block, while the
+// device's spline of a 4 MiB chunk took 0.27 ms (2.7 ms at 512 MiB). From
+// 1 MiB on the spline hides behind the choice; its outputs are half the
+// chunk's bytes, which a chunk that chooses otherwise holds until it is done.
+constexpr size_t kSpeculativePrefixMinBytes = size_t{1} << 20;
 
 }  // namespace fz::engine::cuda

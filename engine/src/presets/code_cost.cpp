@@ -1,11 +1,13 @@
 // The entropy stage's stored bytes estimated from the codes' histograms
-// (code_cost.hpp): one pass over the codes that counts the tokens for a
-// guessed run code (a second when the guess was not the most frequent code),
-// then a sum over the distinct codes.
+// (code_cost.hpp): one pass over each piece of the codes that counts the
+// tokens for a guessed run code (a second when the guess was not the most
+// frequent code), the pieces' counts joined, then a sum over the distinct
+// codes.
 #include "code_cost.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -15,7 +17,7 @@
 namespace fz::engine {
 namespace {
 
-constexpr uint32_t kRunCap = 63;       // the ANS stage's longest run token ("63 and go on")
+constexpr uint32_t kRunCap = kCodeRunCap;
 constexpr unsigned kProbBits = 14;     // cuszhi-cr's table precision (cuszhi.cpp, lorenzo.cpp)
 constexpr uint64_t kLaneSymbols = 8192;
 constexpr uint64_t kLaneBytes = 6;     // a lane's final state (u32) and word count (u16)
@@ -68,23 +70,34 @@ uint16_t code_at(const uint8_t* b, uint64_t i) {
   return c;
 }
 
+// A run of `run` run codes before another code: run / 63 tokens 63 and the
+// token run % 63 (a token 0 after whole 63s: the other code needs it).
+void add_run(uint64_t (&runs)[kRunCap + 1], uint64_t run) {
+  if (run < kRunCap) {
+    ++runs[run];
+  } else {
+    runs[kRunCap] += run / kRunCap;
+    ++runs[run % kRunCap];
+  }
+}
+
 // The tokens of the n codes at b with run code m: every other code counted
-// in h, the run tokens in runs (a run of L copies of m before another code
-// is L / 63 tokens 63 and the token L % 63; the final run drops a token 0).
+// in h, the runs of m between them in t.runs, the run before the first and
+// after the last in t.lead and t.trail (they join the pieces around).
 // Only the codes other than m are visited one by one (SSE2 finds them 16 at
 // a time), so a stream that is mostly m costs little more than its reading.
-void count_tokens(const uint8_t* b, uint64_t n, uint16_t m, Histogram& h, uint64_t (&runs)[kRunCap + 1]) {
+void count_tokens(const uint8_t* b, uint64_t n, uint16_t m, Histogram& h, CodeTokens& t) {
   uint64_t start = 0;  // just past the last code other than m
+  bool first = true;
   uint32_t* count = h.count.data();  // (a local: the stores do not make it reload)
   auto other = [&](uint64_t p) {
     const uint16_t s = code_at(b, p);
     if (count[s]++ == 0) h.seen.push_back(s);
-    const uint64_t run = p - start;
-    if (run < kRunCap) {
-      ++runs[run];
+    if (first) {
+      t.lead = p;
+      first = false;
     } else {
-      runs[kRunCap] += run / kRunCap;
-      ++runs[run % kRunCap];
+      add_run(t.runs, p - start);
     }
     start = p + 1;
   };
@@ -106,9 +119,11 @@ void count_tokens(const uint8_t* b, uint64_t n, uint16_t m, Histogram& h, uint64
 #endif
   for (; i < n; ++i)
     if (code_at(b, i) != m) other(i);
-  const uint64_t run = n - start;
-  runs[kRunCap] += run / kRunCap;
-  if (run % kRunCap) ++runs[run % kRunCap];
+  t.run_code = m;
+  t.n = n;
+  t.has_other = !first;
+  if (first) t.lead = n;
+  t.trail = n - start;
 }
 
 }  // namespace
@@ -128,21 +143,75 @@ uint64_t log2_q16(uint64_t x) {
   return r;
 }
 
-uint64_t coded_bytes_estimate(ByteSpan codes) {
-  const uint64_t n = codes.size / 2;
-  if (n == 0) return varint_bytes(0);
-  const uint8_t* b = codes.data;
-
-  // The tokens for a guessed run code (the last stream's on this thread:
-  // streams of one preset share it), then the run code they show: the most
-  // frequent code, the smallest among equals. Only when the guess was wrong
-  // are they counted again, so the result never depends on the guess.
+CodeTokens count_code_tokens(ByteSpan codes, uint16_t run_code) {
   thread_local Histogram h;
-  thread_local uint16_t guess = 0;
+  CodeTokens t;
+  count_tokens(codes.data, codes.size / 2, run_code, h, t);
+  std::sort(h.seen.begin(), h.seen.end());
+  t.others.reserve(h.seen.size());
+  for (uint16_t s : h.seen) t.others.emplace_back(s, h.count[s]);
+  h.clear();
+  return t;
+}
+
+uint16_t likely_run_code(ByteSpan codes) {
+  constexpr uint64_t kLooked = 256;
+  uint16_t first[kLooked];
+  const uint64_t n = std::min<uint64_t>(codes.size / 2, kLooked);
+  for (uint64_t i = 0; i < n; ++i) first[i] = code_at(codes.data, i);
+  std::sort(first, first + n);
+  uint16_t best = 0;
+  uint64_t best_count = 0;
+  for (uint64_t i = 0; i < n;) {
+    uint64_t j = i;
+    while (j < n && first[j] == first[i]) ++j;
+    if (j - i > best_count) best = first[i], best_count = j - i;
+    i = j;
+  }
+  return best;
+}
+
+namespace {
+
+// coded_bytes_estimate of the pieces, and the run code it found (*run_code).
+uint64_t estimate_pieces(const std::vector<ByteSpan>& pieces, std::vector<CodeTokens> tokens, uint16_t* run_code) {
+  if (tokens.size() != pieces.size()) throw std::logic_error("coded_bytes_estimate: a piece without its tokens");
+  uint64_t n = 0;
+  for (const ByteSpan& p : pieces) n += p.size / 2;
+  if (n == 0) return varint_bytes(0);
+
+  // The pieces' tokens for one run code m, joined: a piece's first other
+  // code ends the run that the pieces before left open.
+  thread_local Histogram h;
   uint64_t runs[kRunCap + 1] = {};
-  uint16_t mode = guess;
+  const auto join = [&] {
+    h.clear();
+    std::fill(std::begin(runs), std::end(runs), 0);
+    uint64_t open = 0;
+    for (const CodeTokens& t : tokens) {
+      if (t.has_other) {
+        add_run(runs, open + t.lead);
+        open = t.trail;
+      } else {
+        open += t.n;
+      }
+      for (uint32_t k = 0; k <= kRunCap; ++k) runs[k] += t.runs[k];
+      for (const auto& [s, c] : t.others) {
+        if (h.count[s] == 0) h.seen.push_back(s);
+        h.count[s] += c;
+      }
+    }
+    runs[kRunCap] += open / kRunCap;  // the final run needs no token 0
+    if (open % kRunCap) ++runs[open % kRunCap];
+  };
+  // Every piece counted for the first piece's run code, then for the
+  // stream's most frequent code (the smallest among equals) if that is
+  // another: the counts of all codes but the run code are exact either way.
+  uint16_t mode = tokens[0].run_code;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    count_tokens(b, n, mode, h, runs);
+    for (size_t i = 0; i < pieces.size(); ++i)
+      if (tokens[i].run_code != mode) tokens[i] = count_code_tokens(pieces[i], mode);
+    join();
     uint64_t mode_count = n;
     for (uint16_t s : h.seen) mode_count -= h.count[s];
     uint16_t best = mode;
@@ -150,11 +219,9 @@ uint64_t coded_bytes_estimate(ByteSpan codes) {
     for (uint16_t s : h.seen)
       if (h.count[s] > best_count || (h.count[s] == best_count && s < best)) best = s, best_count = h.count[s];
     if (best == mode) break;
-    h.clear();
-    std::fill(std::begin(runs), std::end(runs), 0);
-    mode = best;
+    mode = best;  // (the second count is for the true mode: it always stops there)
   }
-  guess = mode;
+  *run_code = mode;
 
   uint64_t run_total = 0;
   for (uint64_t c : runs) run_total += c;
@@ -183,6 +250,21 @@ uint64_t coded_bytes_estimate(ByteSpan codes) {
   const uint64_t coded = head + tables + lanes + payload;
   const uint64_t stored = varint_bytes(n) + 1 + 2 * n;
   return coded < stored ? coded : stored;
+}
+
+}  // namespace
+
+uint64_t coded_bytes_estimate(ByteSpan codes) {
+  // The last stream's run code on this thread: streams of one preset share it.
+  thread_local uint16_t guess = 0;
+  std::vector<CodeTokens> tokens;
+  tokens.push_back(count_code_tokens(codes, guess));
+  return estimate_pieces({codes}, std::move(tokens), &guess);
+}
+
+uint64_t coded_bytes_estimate(const std::vector<ByteSpan>& pieces, std::vector<CodeTokens> tokens) {
+  uint16_t run_code = 0;
+  return estimate_pieces(pieces, std::move(tokens), &run_code);
 }
 
 }  // namespace fz::engine

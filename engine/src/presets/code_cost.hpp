@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "common/bytes.hpp"
 
@@ -26,6 +28,32 @@ namespace fz::engine {
 // Estimated stored bytes of the u16 codes `codes` (little-endian, an even
 // number of bytes) under the ANS stage of cuszhi-cr.
 uint64_t coded_bytes_estimate(ByteSpan codes);
+
+// The same estimate for a stream that comes in pieces (the sample's blocks,
+// each coded on its own thread), counted piece by piece where each piece is
+// made and joined at the end: a stream's tokens are those of its pieces but
+// for the runs of the run code that cross from one piece into the next.
+// The longest run token ("63 and go on").
+constexpr uint32_t kCodeRunCap = 63;
+struct CodeTokens {
+  uint16_t run_code = 0;  // the code counted in runs (any: see below)
+  uint64_t n = 0;         // codes in the piece
+  bool has_other = false;
+  uint64_t lead = 0;   // run codes before the piece's first other code (n when there is none)
+  uint64_t trail = 0;  // run codes after its last other code
+  uint64_t runs[kCodeRunCap + 1] = {};  // the run tokens in between
+  std::vector<std::pair<uint16_t, uint32_t>> others;  // the other codes' counts, by code
+};
+// One piece's tokens for run code `run_code`.
+CodeTokens count_code_tokens(ByteSpan codes, uint16_t run_code);
+// A run code likely to be the stream's (the most frequent code of the
+// piece's first codes): a right guess saves counting the pieces again.
+uint16_t likely_run_code(ByteSpan codes);
+// coded_bytes_estimate of the pieces one after another. tokens[i] are
+// pieces[i]'s for any run code; the pieces counted for another code than
+// the stream's most frequent one are counted again, so the result does not
+// depend on the guesses.
+uint64_t coded_bytes_estimate(const std::vector<ByteSpan>& pieces, std::vector<CodeTokens> tokens);
 
 // floor(log2(x) * 2^16) for x >= 1 (0 for x == 0), exact in integers.
 uint64_t log2_q16(uint64_t x);

@@ -42,13 +42,16 @@ size_t product(const std::vector<size_t>& v) {
 
 // One pipeline's cost over the sample: the bytes of its stored streams but
 // the ANS stages' outputs, summed over the blocks, and each ANS stage's
-// input codes of every block, concatenated, then costed once at the end: a
+// input codes of every block, costed once at the end as if concatenated: a
 // chunk pays for each ANS stage's tables and lane headers once, and so does
 // the sample (costing each block apart overweighed the spline's three code
 // groups' tables against Lorenzo's one: up to 5% off on a 2-D field). The
 // ANS stages' bytes are estimated from the codes' histograms
 // (coded_bytes_estimate), not coded: running the coder was most of the
-// choice's time.
+// choice's time. Each block's codes are counted by the task that made them,
+// and the counts joined at the end (code_cost.hpp): counted at the end, one
+// stream after another, they were a third of the choice's time and half its
+// wait on many cores.
 class SampleCost {
  public:
   // With `remember` (the pipeline itself, cached: the block is the whole
@@ -67,8 +70,9 @@ class SampleCost {
       if (type == StageType::Ans || type == StageType::AnsInterleaved) {
         if (ans_.size() <= ans_index) ans_.push_back(coded_for(*node.stage));
         const ByteSpan codes = span_of(node.inputs[0]);
-        Bytes& all = ans_[ans_index++].codes;
-        all.insert(all.end(), codes.data, codes.data + codes.size);
+        Coded& coded = ans_[ans_index++];
+        coded.pieces.emplace_back(codes.data, codes.data + codes.size);
+        coded.tokens.push_back(count_code_tokens(codes, likely_run_code(codes)));
         coded_later[node.first_output] = true;
         continue;
       }
@@ -107,7 +111,9 @@ class SampleCost {
         ans_.push_back(std::move(other.ans_[i]));
         continue;
       }
-      ans_[i].codes.insert(ans_[i].codes.end(), other.ans_[i].codes.begin(), other.ans_[i].codes.end());
+      Coded& mine = ans_[i];
+      for (Bytes& piece : other.ans_[i].pieces) mine.pieces.push_back(std::move(piece));
+      for (CodeTokens& tokens : other.ans_[i].tokens) mine.tokens.push_back(std::move(tokens));
     }
   }
 
@@ -115,13 +121,15 @@ class SampleCost {
     uint64_t n = stored_;
     for (const Coded& c : ans_) {
       if (coded == CodedBytes::kEstimate) {
-        n += coded_bytes_estimate(ByteSpan(c.codes));
+        n += coded_bytes_estimate(std::vector<ByteSpan>(c.pieces.begin(), c.pieces.end()), c.tokens);
         continue;
       }
+      Bytes all;
+      for (const Bytes& piece : c.pieces) all.insert(all.end(), piece.begin(), piece.end());
       StageContext ctx{serial_executor(), SIZE_MAX};
       std::vector<Bytes> out;
       (c.interleaved ? make_ansi({c.config.alphabet, c.config.prob_bits}) : make_ans(c.config))
-          ->forward({ByteSpan(c.codes)}, out, ctx);
+          ->forward({ByteSpan(all)}, out, ctx);
       n += out.at(0).size();
     }
     return n;
@@ -131,7 +139,8 @@ class SampleCost {
   struct Coded {
     ans::Config config;        // the alphabet and M (and type 14's lane size)
     bool interleaved = false;  // stage type 15 (cuszhi-cr since 2026-11-28)
-    Bytes codes;               // every block's codes
+    std::vector<Bytes> pieces;       // every block's codes, in block order
+    std::vector<CodeTokens> tokens;  // each piece's, counted by the thread that made it
   };
   // The estimate (code_cost.hpp) models type 14's tokens and lane records;
   // type 15's pairs cost the same to within its lane records (0.5-0.9%),
@@ -139,9 +148,9 @@ class SampleCost {
   static Coded coded_for(const Stage& stage) {
     if (stage.type() == StageType::AnsInterleaved) {
       const ans::InterleavedConfig& c = static_cast<const AnsInterleavedStage&>(stage).coder_config();
-      return {ans::Config{c.alphabet, c.prob_bits, 8192}, true, Bytes()};
+      return {ans::Config{c.alphabet, c.prob_bits, 8192}, true, {}, {}};
     }
-    return {static_cast<const AnsStage&>(stage).coder_config(), false, Bytes()};
+    return {static_cast<const AnsStage&>(stage).coder_config(), false, {}, {}};
   }
   uint64_t stored_ = 0;
   std::vector<Coded> ans_;
@@ -242,8 +251,8 @@ SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dim
     const auto chunk_pipeline = cached_forward_pipeline(dtype, dims, options, spline_values);
     parts[kSpline].add(*chunk_pipeline, ByteSpan(samples[0]), chunk_pipeline);
   }
-  // Each candidate's blocks summed in block order, then its bytes (the ANS
-  // estimates, a third of the choice's time), the candidates side by side.
+  // Each candidate's blocks summed in block order, then its bytes (the
+  // blocks' code counts joined), the candidates side by side.
   uint64_t bytes[kCandidates] = {0, 0, 0};
   exec.parallel_tasks(foldable ? 3 : 2, [&](size_t candidate) {
     SampleCost total;
