@@ -154,21 +154,29 @@ CodeTokens count_code_tokens(ByteSpan codes, uint16_t run_code) {
   return t;
 }
 
-uint16_t likely_run_code(ByteSpan codes) {
+CodeTokens count_code_tokens(ByteSpan codes) {
+  // The guess: the most frequent of the first 256 codes.
   constexpr uint64_t kLooked = 256;
   uint16_t first[kLooked];
-  const uint64_t n = std::min<uint64_t>(codes.size / 2, kLooked);
-  for (uint64_t i = 0; i < n; ++i) first[i] = code_at(codes.data, i);
-  std::sort(first, first + n);
-  uint16_t best = 0;
-  uint64_t best_count = 0;
-  for (uint64_t i = 0; i < n;) {
+  const uint64_t looked = std::min<uint64_t>(codes.size / 2, kLooked);
+  for (uint64_t i = 0; i < looked; ++i) first[i] = code_at(codes.data, i);
+  std::sort(first, first + looked);
+  uint16_t guess = 0;
+  uint64_t guess_count = 0;
+  for (uint64_t i = 0; i < looked;) {
     uint64_t j = i;
-    while (j < n && first[j] == first[i]) ++j;
-    if (j - i > best_count) best = first[i], best_count = j - i;
+    while (j < looked && first[j] == first[i]) ++j;
+    if (j - i > guess_count) guess = first[i], guess_count = j - i;
     i = j;
   }
-  return best;
+  CodeTokens t = count_code_tokens(codes, guess);
+  // Its most frequent code from the counts (those of every other code are exact).
+  uint64_t best_count = t.n;
+  for (const auto& [s, c] : t.others) best_count -= c;
+  uint16_t best = guess;
+  for (const auto& [s, c] : t.others)
+    if (c > best_count || (c == best_count && s < best)) best = s, best_count = c;
+  return best == guess ? t : count_code_tokens(codes, best);
 }
 
 namespace {

@@ -46,9 +46,10 @@ struct CodeTokens {
 };
 // One piece's tokens for run code `run_code`.
 CodeTokens count_code_tokens(ByteSpan codes, uint16_t run_code);
-// A run code likely to be the stream's (the most frequent code of the
-// piece's first codes): a right guess saves counting the pieces again.
-uint16_t likely_run_code(ByteSpan codes);
+// One piece's tokens for its own most frequent code (the smallest among
+// equals), which is nearly always its stream's: counted for the most
+// frequent of its first codes, and again only when that was not the one.
+CodeTokens count_code_tokens(ByteSpan codes);
 // coded_bytes_estimate of the pieces one after another. tokens[i] are
 // pieces[i]'s for any run code; the pieces counted for another code than
 // the stream's most frequent one are counted again, so the result does not

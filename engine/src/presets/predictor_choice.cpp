@@ -72,7 +72,7 @@ class SampleCost {
         const ByteSpan codes = span_of(node.inputs[0]);
         Coded& coded = ans_[ans_index++];
         coded.pieces.emplace_back(codes.data, codes.data + codes.size);
-        coded.tokens.push_back(count_code_tokens(codes, likely_run_code(codes)));
+        coded.tokens.push_back(count_code_tokens(codes));
         coded_later[node.first_output] = true;
         continue;
       }
