@@ -283,21 +283,34 @@ TEST(PredictorChoice, CodedBytesEstimateFollowsTheCoder) {
     }
 }
 
-// One piece's tokens against a plain walk over its codes: the others'
-// counts, the run tokens between them, the runs before the first and after
-// the last.
-TEST(PredictorChoice, CodeTokensCountEveryRun) {
+// One piece's counts and runs against a plain walk over its codes: each
+// code's count, the most frequent code (the smallest among equals), the run
+// tokens between other codes, the runs before the first and after the last.
+TEST(PredictorChoice, CodeCountsAndRunsFollowAPlainWalk) {
   std::mt19937 rng(5);
-  for (int trial = 0; trial < 200; ++trial) {
+  for (int trial = 0; trial < 300; ++trial) {
     const size_t n = trial % 7 == 0 ? rng() % 40 : rng() % 3000;
     const double p_run = std::uniform_real_distribution<double>(0, 1)(rng);
     const uint16_t m = static_cast<uint16_t>(4096 + rng() % 3);
     std::vector<uint16_t> codes(n);
     for (uint16_t& c : codes)
       c = std::uniform_real_distribution<double>(0, 1)(rng) < p_run ? m : static_cast<uint16_t>(4090 + rng() % 12);
+    if (trial % 4 == 0 && n > 100)  // runs of 63 and more
+      std::fill(codes.begin() + n / 4, codes.begin() + n / 4 + std::min<size_t>(n / 2, 63 * (1 + trial % 3)), m);
     const ByteSpan bytes(reinterpret_cast<const uint8_t*>(codes.data()), 2 * n);
-    const CodeTokens t = count_code_tokens(bytes, m);
-    std::map<uint16_t, uint32_t> others;
+
+    std::map<uint16_t, uint32_t> all;
+    for (uint16_t c : codes) ++all[c];
+    CodeCounts counts = count_codes(bytes);
+    std::sort(counts.begin(), counts.end());
+    ASSERT_EQ(counts, CodeCounts(all.begin(), all.end())) << "trial " << trial;
+    uint16_t mode = 0;
+    uint32_t most = 0;
+    for (const auto& [c, k] : all)
+      if (k > most) mode = c, most = k;
+    ASSERT_EQ(run_code_of({&counts}), mode) << "trial " << trial;
+
+    const CodeRuns r = count_code_runs(bytes, m);
     uint64_t runs[kCodeRunCap + 1] = {}, run = 0, lead = n;
     bool first = true;
     for (size_t i = 0; i < n; ++i) {
@@ -305,7 +318,6 @@ TEST(PredictorChoice, CodeTokensCountEveryRun) {
         ++run;
         continue;
       }
-      ++others[codes[i]];
       if (first) {
         lead = run;
         first = false;
@@ -315,30 +327,17 @@ TEST(PredictorChoice, CodeTokensCountEveryRun) {
       }
       run = 0;
     }
-    ASSERT_EQ(t.run_code, m);
-    ASSERT_EQ(t.n, n);
-    ASSERT_EQ(t.has_other, !first);
-    ASSERT_EQ(t.lead, lead) << "trial " << trial;
-    ASSERT_EQ(t.trail, first ? n : run) << "trial " << trial;
-    for (uint32_t k = 0; k <= kCodeRunCap; ++k) ASSERT_EQ(t.runs[k], runs[k]) << "trial " << trial << ", token " << k;
-    const std::vector<std::pair<uint16_t, uint32_t>> expected(others.begin(), others.end());
-    ASSERT_EQ(t.others, expected) << "trial " << trial;
-    // Counted for its own most frequent code (the smallest among equals).
-    std::map<uint16_t, uint64_t> all;
-    for (uint16_t c : codes) ++all[c];
-    uint16_t mode = 0;
-    uint64_t most = 0;
-    for (const auto& [c, k] : all)
-      if (k > most) mode = c, most = k;
-    if (n > 0) {
-      ASSERT_EQ(count_code_tokens(bytes).run_code, mode) << "trial " << trial;
-    }
+    ASSERT_EQ(r.n, n);
+    ASSERT_EQ(r.has_other, !first);
+    ASSERT_EQ(r.lead, lead) << "trial " << trial;
+    ASSERT_EQ(r.trail, first ? n : run) << "trial " << trial;
+    for (uint32_t k = 0; k <= kCodeRunCap; ++k) ASSERT_EQ(r.runs[k], runs[k]) << "trial " << trial << ", token " << k;
   }
 }
 
-// A stream estimated in pieces, each counted for its own guess of the run
-// code (right, wrong, or differing between pieces), costs what the whole
-// stream does: runs that cross pieces, pieces of run codes only, empty ones.
+// A stream estimated in pieces costs what the whole stream does: runs that
+// cross pieces, pieces of run codes only, empty ones, a run code that is
+// not the most frequent code of every piece.
 TEST(PredictorChoice, CodedBytesEstimateOfPiecesIsTheWholeStreams) {
   std::mt19937 rng(9);
   for (int trial = 0; trial < 300; ++trial) {
@@ -353,23 +352,25 @@ TEST(PredictorChoice, CodedBytesEstimateOfPiecesIsTheWholeStreams) {
               : static_cast<uint16_t>(4096 + std::lround(std::clamp(q(rng), -4000.0, 4000.0)));
     if (trial % 5 == 0 && n > 200)  // a long run of the run code over several pieces
       std::fill(codes.begin() + n / 3, codes.begin() + n / 3 + std::min<size_t>(n / 2, 700), uint16_t{4096});
+    if (trial % 6 == 0 && n > 200)  // a piece whose own most frequent code is another
+      std::fill(codes.begin(), codes.begin() + n / 8, uint16_t{4097});
     const ByteSpan whole(reinterpret_cast<const uint8_t*>(codes.data()), 2 * n);
     std::vector<size_t> cuts{0, n};
     for (size_t k = rng() % 6; k > 0; --k) cuts.push_back(n ? rng() % (n + 1) : 0);
     if (trial % 7 == 0) cuts.push_back(cuts.back());  // an empty piece
     std::sort(cuts.begin(), cuts.end());
     std::vector<ByteSpan> pieces;
-    std::vector<CodeTokens> tokens;
+    std::vector<CodeCounts> counts;
     for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-      const ByteSpan piece = whole.subspan(2 * cuts[k], 2 * (cuts[k + 1] - cuts[k]));
-      pieces.push_back(piece);
-      if (rng() % 3 == 0) {
-        tokens.push_back(count_code_tokens(piece, static_cast<uint16_t>(4096 + rng() % 5 - 2)));
-      } else {
-        tokens.push_back(count_code_tokens(piece));
-      }
+      pieces.push_back(whole.subspan(2 * cuts[k], 2 * (cuts[k + 1] - cuts[k])));
+      counts.push_back(count_codes(pieces.back()));
     }
-    ASSERT_EQ(coded_bytes_estimate(pieces, tokens), coded_bytes_estimate(whole))
+    std::vector<const CodeCounts*> all;
+    for (const CodeCounts& c : counts) all.push_back(&c);
+    const uint16_t m = run_code_of(all);
+    std::vector<CodeRuns> runs;
+    for (const ByteSpan& piece : pieces) runs.push_back(count_code_runs(piece, m));
+    ASSERT_EQ(coded_bytes_estimate(all, runs), coded_bytes_estimate(whole))
         << "trial " << trial << ": " << n << " codes in " << pieces.size() << " pieces";
   }
 }

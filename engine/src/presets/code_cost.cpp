@@ -1,8 +1,7 @@
 // The entropy stage's stored bytes estimated from the codes' histograms
-// (code_cost.hpp): one pass over each piece of the codes that counts the
-// tokens for a guessed run code (a second when the guess was not the most
-// frequent code), the pieces' counts joined, then a sum over the distinct
-// codes.
+// (code_cost.hpp): a pass over each piece of the codes that counts them, a
+// second that counts the runs of the most frequent, the pieces' runs
+// joined, then a sum over the distinct codes.
 #include "code_cost.hpp"
 
 #include <algorithm>
@@ -81,49 +80,45 @@ void add_run(uint64_t (&runs)[kRunCap + 1], uint64_t run) {
   }
 }
 
-// The tokens of the n codes at b with run code m: every other code counted
-// in h, the runs of m between them in t.runs, the run before the first and
-// after the last in t.lead and t.trail (they join the pieces around).
-// Only the codes other than m are visited one by one (SSE2 finds them 16 at
-// a time), so a stream that is mostly m costs little more than its reading.
-void count_tokens(const uint8_t* b, uint64_t n, uint16_t m, Histogram& h, CodeTokens& t) {
-  uint64_t start = 0;  // just past the last code other than m
-  bool first = true;
-  uint32_t* count = h.count.data();  // (a local: the stores do not make it reload)
-  auto other = [&](uint64_t p) {
-    const uint16_t s = code_at(b, p);
-    if (count[s]++ == 0) h.seen.push_back(s);
-    if (first) {
-      t.lead = p;
-      first = false;
-    } else {
-      add_run(t.runs, p - start);
-    }
-    start = p + 1;
-  };
+// Calls other(p) for each code at p in [from, to) of the codes at b that
+// is not m and follows an m (or nothing), with the position of the other
+// code before it (kNone for none), and returns how many others follow an
+// other (their runs are 0). SSE2 compares 16 codes at a time; a block's
+// others that follow others are counted from the bit mask alone, so only
+// the ends of runs are visited one by one.
+constexpr uint64_t kNone = ~uint64_t{0};
+template <typename Other>
+uint64_t scan_runs(const uint8_t* b, uint64_t n, uint16_t m, uint64_t& last, Other&& other) {
+  uint64_t zero_runs = 0;
   uint64_t i = 0;
 #if defined(__SSE2__)
   const __m128i mm = _mm_set1_epi16(static_cast<short>(m));
   for (; i + 16 <= n; i += 16) {
-    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * i));
-    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * i + 16));
-    // Two mask bits a code; the even ones say "not m".
-    uint32_t others = ~(static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(lo, mm))) |
-                        static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi16(hi, mm))) << 16) &
-                      0x55555555u;
-    while (others != 0) {
-      other(i + static_cast<unsigned>(__builtin_ctz(others)) / 2);
-      others &= others - 1;
+    const __m128i lo = _mm_cmpeq_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * i)), mm);
+    const __m128i hi = _mm_cmpeq_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * i + 16)), mm);
+    // A bit a code: set for the codes that are not m.
+    const uint32_t others = ~static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(lo, hi))) & 0xFFFFu;
+    if (others == 0) continue;
+    const uint32_t after_other = (others << 1) | (last != kNone && last + 1 == i ? 1u : 0u);
+    zero_runs += static_cast<unsigned>(__builtin_popcount(others & after_other));
+    for (uint32_t ends = others & ~after_other; ends != 0; ends &= ends - 1) {
+      const unsigned bit = static_cast<unsigned>(__builtin_ctz(ends));
+      const uint32_t before = others & ((1u << bit) - 1);
+      other(i + bit, before ? i + 31 - static_cast<unsigned>(__builtin_clz(before)) : last);
     }
+    last = i + 31 - static_cast<unsigned>(__builtin_clz(others));
   }
 #endif
-  for (; i < n; ++i)
-    if (code_at(b, i) != m) other(i);
-  t.run_code = m;
-  t.n = n;
-  t.has_other = !first;
-  if (first) t.lead = n;
-  t.trail = n - start;
+  for (; i < n; ++i) {
+    if (code_at(b, i) == m) continue;
+    if (last != kNone && last + 1 == i) {
+      ++zero_runs;
+    } else {
+      other(i, last);
+    }
+    last = i;
+  }
+  return zero_runs;
 }
 
 }  // namespace
@@ -143,93 +138,85 @@ uint64_t log2_q16(uint64_t x) {
   return r;
 }
 
-CodeTokens count_code_tokens(ByteSpan codes, uint16_t run_code) {
+CodeCounts count_codes(ByteSpan codes) {
   thread_local Histogram h;
-  CodeTokens t;
-  count_tokens(codes.data, codes.size / 2, run_code, h, t);
-  std::sort(h.seen.begin(), h.seen.end());
-  t.others.reserve(h.seen.size());
-  for (uint16_t s : h.seen) t.others.emplace_back(s, h.count[s]);
+  const uint64_t n = codes.size / 2;
+  uint32_t* count = h.count.data();
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint16_t s = code_at(codes.data, i);
+    if (count[s]++ == 0) h.seen.push_back(s);
+  }
+  CodeCounts counts;
+  counts.reserve(h.seen.size());
+  for (uint16_t s : h.seen) counts.emplace_back(s, count[s]);
   h.clear();
-  return t;
+  return counts;
 }
 
-CodeTokens count_code_tokens(ByteSpan codes) {
-  // The guess: the most frequent of the first 256 codes.
-  constexpr uint64_t kLooked = 256;
-  uint16_t first[kLooked];
-  const uint64_t looked = std::min<uint64_t>(codes.size / 2, kLooked);
-  for (uint64_t i = 0; i < looked; ++i) first[i] = code_at(codes.data, i);
-  std::sort(first, first + looked);
-  uint16_t guess = 0;
-  uint64_t guess_count = 0;
-  for (uint64_t i = 0; i < looked;) {
-    uint64_t j = i;
-    while (j < looked && first[j] == first[i]) ++j;
-    if (j - i > guess_count) guess = first[i], guess_count = j - i;
-    i = j;
-  }
-  CodeTokens t = count_code_tokens(codes, guess);
-  // Its most frequent code from the counts (those of every other code are exact).
-  uint64_t best_count = t.n;
-  for (const auto& [s, c] : t.others) best_count -= c;
-  uint16_t best = guess;
-  for (const auto& [s, c] : t.others)
-    if (c > best_count || (c == best_count && s < best)) best = s, best_count = c;
-  return best == guess ? t : count_code_tokens(codes, best);
-}
-
-namespace {
-
-// coded_bytes_estimate of the pieces, and the run code it found (*run_code).
-uint64_t estimate_pieces(const std::vector<ByteSpan>& pieces, std::vector<CodeTokens> tokens, uint16_t* run_code) {
-  if (tokens.size() != pieces.size()) throw std::logic_error("coded_bytes_estimate: a piece without its tokens");
-  uint64_t n = 0;
-  for (const ByteSpan& p : pieces) n += p.size / 2;
-  if (n == 0) return varint_bytes(0);
-
-  // The pieces' tokens for one run code m, joined: a piece's first other
-  // code ends the run that the pieces before left open.
+uint16_t run_code_of(const std::vector<const CodeCounts*>& pieces) {
   thread_local Histogram h;
-  uint64_t runs[kRunCap + 1] = {};
-  const auto join = [&] {
-    h.clear();
-    std::fill(std::begin(runs), std::end(runs), 0);
-    uint64_t open = 0;
-    for (const CodeTokens& t : tokens) {
-      if (t.has_other) {
-        add_run(runs, open + t.lead);
-        open = t.trail;
-      } else {
-        open += t.n;
-      }
-      for (uint32_t k = 0; k <= kRunCap; ++k) runs[k] += t.runs[k];
-      for (const auto& [s, c] : t.others) {
-        if (h.count[s] == 0) h.seen.push_back(s);
-        h.count[s] += c;
-      }
+  for (const CodeCounts* piece : pieces)
+    for (const auto& [s, c] : *piece) {
+      if (h.count[s] == 0) h.seen.push_back(s);
+      h.count[s] += c;
     }
-    runs[kRunCap] += open / kRunCap;  // the final run needs no token 0
-    if (open % kRunCap) ++runs[open % kRunCap];
-  };
-  // Every piece counted for the first piece's run code, then for the
-  // stream's most frequent code (the smallest among equals) if that is
-  // another: the counts of all codes but the run code are exact either way.
-  uint16_t mode = tokens[0].run_code;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    for (size_t i = 0; i < pieces.size(); ++i)
-      if (tokens[i].run_code != mode) tokens[i] = count_code_tokens(pieces[i], mode);
-    join();
-    uint64_t mode_count = n;
-    for (uint16_t s : h.seen) mode_count -= h.count[s];
-    uint16_t best = mode;
-    uint64_t best_count = mode_count;
-    for (uint16_t s : h.seen)
-      if (h.count[s] > best_count || (h.count[s] == best_count && s < best)) best = s, best_count = h.count[s];
-    if (best == mode) break;
-    mode = best;  // (the second count is for the true mode: it always stops there)
+  uint16_t best = 0;
+  uint64_t best_count = 0;
+  for (uint16_t s : h.seen)
+    if (h.count[s] > best_count || (h.count[s] == best_count && s < best)) best = s, best_count = h.count[s];
+  h.clear();
+  return best;
+}
+
+CodeRuns count_code_runs(ByteSpan codes, uint16_t run_code) {
+  CodeRuns r;
+  r.n = codes.size / 2;
+  uint64_t last = kNone;
+  const uint64_t zero_runs = scan_runs(codes.data, r.n, run_code, last, [&](uint64_t p, uint64_t before) {
+    if (before == kNone) {
+      r.lead = p;
+    } else {
+      add_run(r.runs, p - before - 1);
+    }
+  });
+  r.runs[0] += zero_runs;  // (after: a run of whole 63s adds a token 0 too)
+  r.has_other = last != kNone;
+  if (!r.has_other) r.lead = r.n;
+  r.trail = r.has_other ? r.n - last - 1 : r.n;
+  return r;
+}
+
+uint64_t coded_bytes_estimate(const std::vector<const CodeCounts*>& counts, const std::vector<CodeRuns>& pieces) {
+  if (counts.size() != pieces.size()) throw std::logic_error("coded_bytes_estimate: a piece without its runs");
+  uint64_t n = 0;
+  for (const CodeRuns& p : pieces) n += p.n;
+  if (n == 0) return varint_bytes(0);
+  const uint16_t m = run_code_of(counts);
+
+  // The pieces' run tokens joined: a piece's first other code ends the run
+  // that the pieces before left open.
+  uint64_t runs[kRunCap + 1] = {};
+  uint64_t open = 0;
+  for (const CodeRuns& p : pieces) {
+    if (p.has_other) {
+      add_run(runs, open + p.lead);
+      open = p.trail;
+    } else {
+      open += p.n;
+    }
+    for (uint32_t k = 0; k <= kRunCap; ++k) runs[k] += p.runs[k];
   }
-  *run_code = mode;
+  runs[kRunCap] += open / kRunCap;  // the final run needs no token 0
+  if (open % kRunCap) ++runs[open % kRunCap];
+
+  // Every code but m, with its count over the pieces.
+  thread_local Histogram h;
+  for (const CodeCounts* piece : counts)
+    for (const auto& [s, c] : *piece) {
+      if (s == m) continue;
+      if (h.count[s] == 0) h.seen.push_back(s);
+      h.count[s] += c;
+    }
 
   uint64_t run_total = 0;
   for (uint64_t c : runs) run_total += c;
@@ -260,19 +247,10 @@ uint64_t estimate_pieces(const std::vector<ByteSpan>& pieces, std::vector<CodeTo
   return coded < stored ? coded : stored;
 }
 
-}  // namespace
-
 uint64_t coded_bytes_estimate(ByteSpan codes) {
-  // The last stream's run code on this thread: streams of one preset share it.
-  thread_local uint16_t guess = 0;
-  std::vector<CodeTokens> tokens;
-  tokens.push_back(count_code_tokens(codes, guess));
-  return estimate_pieces({codes}, std::move(tokens), &guess);
-}
-
-uint64_t coded_bytes_estimate(const std::vector<ByteSpan>& pieces, std::vector<CodeTokens> tokens) {
-  uint16_t run_code = 0;
-  return estimate_pieces(pieces, std::move(tokens), &run_code);
+  const CodeCounts counts = count_codes(codes);
+  const std::vector<const CodeCounts*> pieces{&counts};
+  return coded_bytes_estimate(pieces, {count_code_runs(codes, run_code_of(pieces))});
 }
 
 }  // namespace fz::engine

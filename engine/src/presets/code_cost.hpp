@@ -30,31 +30,27 @@ namespace fz::engine {
 uint64_t coded_bytes_estimate(ByteSpan codes);
 
 // The same estimate for a stream that comes in pieces (the sample's blocks,
-// each coded on its own thread), counted piece by piece where each piece is
-// made and joined at the end: a stream's tokens are those of its pieces but
-// for the runs of the run code that cross from one piece into the next.
-// The longest run token ("63 and go on").
-constexpr uint32_t kCodeRunCap = 63;
-struct CodeTokens {
-  uint16_t run_code = 0;  // the code counted in runs (any: see below)
-  uint64_t n = 0;         // codes in the piece
+// each made on its own thread), in two passes over each piece that threads
+// can share: the codes counted (count_codes), which gives the stream's run
+// code m (its most frequent code, the smallest among equals), then the runs
+// of m (count_code_runs); a stream's tokens are its pieces' but for the runs
+// that cross from one piece into the next, which the estimate joins.
+constexpr uint32_t kCodeRunCap = 63;  // the longest run token ("63 and go on")
+using CodeCounts = std::vector<std::pair<uint16_t, uint32_t>>;  // each code that occurs, once, in no order
+CodeCounts count_codes(ByteSpan codes);
+// The stream's run code from its pieces' counts (0 for no codes).
+uint16_t run_code_of(const std::vector<const CodeCounts*>& pieces);
+struct CodeRuns {
+  uint64_t n = 0;        // codes in the piece
   bool has_other = false;
-  uint64_t lead = 0;   // run codes before the piece's first other code (n when there is none)
-  uint64_t trail = 0;  // run codes after its last other code
+  uint64_t lead = 0;     // run codes before the piece's first other code (n when there is none)
+  uint64_t trail = 0;    // run codes after its last other code
   uint64_t runs[kCodeRunCap + 1] = {};  // the run tokens in between
-  std::vector<std::pair<uint16_t, uint32_t>> others;  // the other codes' counts, by code
 };
-// One piece's tokens for run code `run_code`.
-CodeTokens count_code_tokens(ByteSpan codes, uint16_t run_code);
-// One piece's tokens for its own most frequent code (the smallest among
-// equals), which is nearly always its stream's: counted for the most
-// frequent of its first codes, and again only when that was not the one.
-CodeTokens count_code_tokens(ByteSpan codes);
-// coded_bytes_estimate of the pieces one after another. tokens[i] are
-// pieces[i]'s for any run code; the pieces counted for another code than
-// the stream's most frequent one are counted again, so the result does not
-// depend on the guesses.
-uint64_t coded_bytes_estimate(const std::vector<ByteSpan>& pieces, std::vector<CodeTokens> tokens);
+CodeRuns count_code_runs(ByteSpan codes, uint16_t run_code);
+// coded_bytes_estimate of the pieces one after another, from each piece's
+// counts and its runs for run_code_of(those counts).
+uint64_t coded_bytes_estimate(const std::vector<const CodeCounts*>& counts, const std::vector<CodeRuns>& runs);
 
 // floor(log2(x) * 2^16) for x >= 1 (0 for x == 0), exact in integers.
 uint64_t log2_q16(uint64_t x);

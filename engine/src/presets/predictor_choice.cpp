@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "ans/ans_stage.hpp"
 #include "ans/interleaved_stage.hpp"
@@ -49,7 +50,8 @@ size_t product(const std::vector<size_t>& v) {
 // ANS stages' bytes are estimated from the codes' histograms
 // (coded_bytes_estimate), not coded: running the coder was most of the
 // choice's time. Each block's codes are counted by the task that made them,
-// and the counts joined at the end (code_cost.hpp): counted at the end, one
+// the runs of each stage's most frequent code then counted a block at a
+// time, and both joined at the end (code_cost.hpp): counted at the end, one
 // stream after another, they were a third of the choice's time and half its
 // wait on many cores.
 class SampleCost {
@@ -72,7 +74,7 @@ class SampleCost {
         const ByteSpan codes = span_of(node.inputs[0]);
         Coded& coded = ans_[ans_index++];
         coded.pieces.emplace_back(codes.data, codes.data + codes.size);
-        coded.tokens.push_back(count_code_tokens(codes));
+        coded.counts.push_back(count_codes(codes));
         coded_later[node.first_output] = true;
         continue;
       }
@@ -113,7 +115,33 @@ class SampleCost {
       }
       Coded& mine = ans_[i];
       for (Bytes& piece : other.ans_[i].pieces) mine.pieces.push_back(std::move(piece));
-      for (CodeTokens& tokens : other.ans_[i].tokens) mine.tokens.push_back(std::move(tokens));
+      for (CodeCounts& counts : other.ans_[i].counts) mine.counts.push_back(std::move(counts));
+    }
+  }
+
+  // The second pass of the estimate (code_cost.hpp), a piece at a time so
+  // that threads can share it: the pieces of all ANS stages, numbered.
+  size_t pieces() const {
+    size_t k = 0;
+    for (const Coded& c : ans_) k += c.pieces.size();
+    return k;
+  }
+  void count_runs(size_t k) {
+    for (Coded& c : ans_) {
+      if (k >= c.pieces.size()) {
+        k -= c.pieces.size();
+        continue;
+      }
+      if (c.runs.size() != c.pieces.size()) throw std::logic_error("SampleCost: runs counted before their run codes");
+      c.runs[k] = count_code_runs(ByteSpan(c.pieces[k]), c.run_code);
+      return;
+    }
+  }
+  // Before count_runs: each ANS stage's run code, from all its pieces' counts.
+  void find_run_codes() {
+    for (Coded& c : ans_) {
+      c.run_code = run_code_of(counts_of(c));
+      c.runs.assign(c.pieces.size(), CodeRuns());
     }
   }
 
@@ -121,7 +149,7 @@ class SampleCost {
     uint64_t n = stored_;
     for (const Coded& c : ans_) {
       if (coded == CodedBytes::kEstimate) {
-        n += coded_bytes_estimate(std::vector<ByteSpan>(c.pieces.begin(), c.pieces.end()), c.tokens);
+        n += coded_bytes_estimate(counts_of(c), c.runs);
         continue;
       }
       Bytes all;
@@ -140,17 +168,24 @@ class SampleCost {
     ans::Config config;        // the alphabet and M (and type 14's lane size)
     bool interleaved = false;  // stage type 15 (cuszhi-cr since 2026-11-28)
     std::vector<Bytes> pieces;       // every block's codes, in block order
-    std::vector<CodeTokens> tokens;  // each piece's, counted by the thread that made it
+    std::vector<CodeCounts> counts;  // each piece's, counted by the thread that made it
+    uint16_t run_code = 0;           // find_run_codes
+    std::vector<CodeRuns> runs;      // count_runs
   };
+  static std::vector<const CodeCounts*> counts_of(const Coded& c) {
+    std::vector<const CodeCounts*> all;
+    for (const CodeCounts& k : c.counts) all.push_back(&k);
+    return all;
+  }
   // The estimate (code_cost.hpp) models type 14's tokens and lane records;
   // type 15's pairs cost the same to within its lane records (0.5-0.9%),
   // which every candidate pays alike.
   static Coded coded_for(const Stage& stage) {
     if (stage.type() == StageType::AnsInterleaved) {
       const ans::InterleavedConfig& c = static_cast<const AnsInterleavedStage&>(stage).coder_config();
-      return {ans::Config{c.alphabet, c.prob_bits, 8192}, true, {}, {}};
+      return {ans::Config{c.alphabet, c.prob_bits, 8192}, true, {}, {}, 0, {}};
     }
-    return {static_cast<const AnsStage&>(stage).coder_config(), false, {}, {}};
+    return {static_cast<const AnsStage&>(stage).coder_config(), false, {}, {}, 0, {}};
   }
   uint64_t stored_ = 0;
   std::vector<Coded> ans_;
@@ -251,14 +286,20 @@ SampleCosts sample_costs(const DataType& dtype, const std::vector<uint64_t>& dim
     const auto chunk_pipeline = cached_forward_pipeline(dtype, dims, options, spline_values);
     parts[kSpline].add(*chunk_pipeline, ByteSpan(samples[0]), chunk_pipeline);
   }
-  // Each candidate's blocks summed in block order, then its bytes (the
-  // blocks' code counts joined), the candidates side by side.
+  // Each candidate's blocks in block order; the runs of each ANS stage's
+  // codes, every block's on its own (the second pass of the estimate); then
+  // each candidate's bytes, the blocks' counts and runs joined.
+  SampleCost totals[kCandidates];
+  std::vector<std::pair<size_t, size_t>> run_passes;  // (candidate, piece)
+  for (size_t candidate = 0; candidate < kCandidates; ++candidate) {
+    for (size_t b = 0; b < boxes.size(); ++b) totals[candidate].merge(std::move(parts[b * kCandidates + candidate]));
+    totals[candidate].find_run_codes();
+    for (size_t k = 0; k < totals[candidate].pieces(); ++k) run_passes.emplace_back(candidate, k);
+  }
+  if (coded == CodedBytes::kEstimate)
+    exec.parallel_tasks(run_passes.size(), [&](size_t j) { totals[run_passes[j].first].count_runs(run_passes[j].second); });
   uint64_t bytes[kCandidates] = {0, 0, 0};
-  exec.parallel_tasks(foldable ? 3 : 2, [&](size_t candidate) {
-    SampleCost total;
-    for (size_t b = 0; b < boxes.size(); ++b) total.merge(std::move(parts[b * kCandidates + candidate]));
-    bytes[candidate] = total.bytes(coded);
-  });
+  exec.parallel_tasks(foldable ? 3 : 2, [&](size_t candidate) { bytes[candidate] = totals[candidate].bytes(coded); });
   return {bytes[kSpline], bytes[kLorenzo], foldable ? bytes[kFolded] : 0};
 }
 
