@@ -3,11 +3,13 @@
 // function over the same sample blocks (so every backend chooses alike);
 // the blocks come to the host in one synchronisation. On a large chunk the
 // device meanwhile runs the spline pipeline up to its spline, the choice's
-// usual answer, so that the device's spline (2.7 ms at 512 MiB, 0.26 ms at
-// 4 MiB) and the host's choosing (about 1.2 ms on the H200 machine, whatever
-// the chunk's size) run at the same time instead of one after the other.
+// usual answer, so that the host's choosing (2.1-2.6 ms on the H200 machine,
+// whatever the chunk's size) hides behind the device's spline (2.7 ms at
+// 512 MiB) instead of coming before it.
 #include <algorithm>
 #include <cstring>
+#include <future>
+#include <system_error>
 
 #include "cuda/device_pipeline.hpp"
 #include "device_forward.hpp"
@@ -86,17 +88,34 @@ FiniteRange device_chunk_facts(const uint8_t* chunk, size_t bytes, const DataTyp
       }
     throw std::logic_error("predictor choice: a sample box that sample_boxes did not give");
   };
-  // From kSpeculativePrefixMinBytes on, the spline pipeline's stages up to
-  // its spline are enqueued first: no stage of them reads back, so their
-  // launches return at once and the device runs them while this thread
-  // chooses. (A thread of its own for the choice cost more than it hid at
-  // 1-4 MiB: its start-up and its per-thread tables.)
-  if (prefix && bytes >= kSpeculativePrefixMinBytes)
-    run_spline_prefix(chunk, bytes, dtype, dims, options, values, work, *prefix);
   // The candidates run on the host's cores (the choice does not depend on
   // how many): on one thread they took ~10 ms of a 216 MiB chunk's ~11.
-  const std::unique_ptr<Executor> sample_exec = make_pool_executor(0);
-  const PredictorChoice choice = choose_predictor(dtype, dims, options, values, read_box, *sample_exec);
+  // While the device runs the prefix, one core is left to the thread that
+  // drives it.
+  const bool speculate = prefix && bytes >= kSpeculativePrefixMinBytes;
+  const std::unique_ptr<Executor> sample_exec =
+      make_pool_executor(speculate ? std::max(1u, default_thread_count() - 1) : 0);
+  const auto choose = [&] { return choose_predictor(dtype, dims, options, values, read_box, *sample_exec); };
+  std::future<PredictorChoice> chosen;
+  if (speculate) {
+    try {
+      chosen = std::async(std::launch::async, choose);
+    } catch (const std::system_error&) {
+      // No thread to spare: choose first, as a small chunk does.
+    }
+  }
+  PredictorChoice choice;
+  if (chosen.valid()) {
+    try {
+      run_spline_prefix(chunk, bytes, dtype, dims, options, values, work, *prefix);
+    } catch (...) {
+      chosen.wait();  // (the choice's own failure, if any, goes with it: this one is reported)
+      throw;
+    }
+    choice = chosen.get();
+  } else {
+    choice = choose();
+  }
   values.lorenzo = choice.lorenzo;
   values.fold = choice.fold;
   return values;

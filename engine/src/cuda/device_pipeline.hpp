@@ -86,11 +86,15 @@ FiniteRange device_chunk_facts(const uint8_t* chunk, size_t bytes, const DataTyp
                                Lane& lane, DevicePrefix* prefix = nullptr);
 
 // The choice takes about as long whatever the chunk's size (its sample is
-// four blocks of 32^3, 128^2 or 16384 points): about 1.2 ms on the H200
-// machine's host before its estimates were counted per block, while the
-// device's spline of a 4 MiB chunk took 0.27 ms (2.7 ms at 512 MiB). From
-// 1 MiB on the spline hides behind the choice; its outputs are half the
-// chunk's bytes, which a chunk that chooses otherwise holds until it is done.
-constexpr size_t kSpeculativePrefixMinBytes = size_t{1} << 20;
+// four blocks of 32^3, 128^2 or 16384 points: 2.1-2.6 ms on the H200
+// machine's host); from this size on the device's spline takes as long or
+// longer (2.7 ms at 512 MiB), and its outputs are half the chunk's bytes,
+// which a chunk that chooses otherwise holds until it is done. Measured
+// against 1 MiB (2026-11-29): with a thread of its own for the choice, 4 MiB
+// chunks gained at NOA 1e-2 and lost at 1e-4, 1 MiB chunks lost, and so did
+// h5fz.write's many chunks in flight; enqueueing the prefix first on the
+// same thread does not overlap, as the prefix's launches wait for the
+// device (2.7 ms at 512 MiB: 104 -> 76 GB/s).
+constexpr size_t kSpeculativePrefixMinBytes = size_t{16} << 20;
 
 }  // namespace fz::engine::cuda
