@@ -7,11 +7,16 @@
 # step even when an earlier one failed, prints a summary, exits non-zero when
 # anything failed.
 #
-#   FZ_FUZZ_SECONDS   seconds per fuzz target (default 20; 0 skips fuzzing)
+#   FZ_FUZZ_SECONDS   seconds per fuzz target (default 20; 0 skips fuzzing); FZ_JOBS
+#                     targets run at a time, each on its own core
 #   FZ_SKIP           space-separated steps to skip: deps build ctest asan fuzz pytest wheel,
 #                     or single ones: asan:build asan:ctest fuzz:build fuzz:run pytest:A ...
 #   FZ_JOBS           parallel build/test jobs (default: cores)
-#   FZ_CMAKE_ARGS     extra CMake arguments for the main build
+#   FZ_CMAKE_ARGS     extra CMake arguments for the main build. Unset on a machine
+#                     with no NVIDIA device (CI), the CUDA code is compiled for
+#                     sm_75 and sm_90 with PTX only, the oldest and the newest of
+#                     the default five (the same sources; their GPU tests run on
+#                     the GPU machine): half the CUDA compile time
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$FZ_REPO"
@@ -49,7 +54,14 @@ step() {
 }
 
 do_deps() { bash tools/setup/deps.sh; }
-do_build() { bash tools/setup/build.sh; }
+do_build() {
+  if [[ -z "${FZ_CMAKE_ARGS+set}" ]] && ! compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
+    fz_note "no NVIDIA device here: CUDA compiled for sm_75 and sm_90 (+PTX) only"
+    FZ_CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=75-real;90" bash tools/setup/build.sh
+  else
+    bash tools/setup/build.sh
+  fi
+}
 do_ctest() { ctest --test-dir "$FZ_BUILD_DIR" -L cpu --output-on-failure --no-tests=error -j "$FZ_JOBS"; }
 
 do_asan_build() {
@@ -78,25 +90,48 @@ do_fuzz_build() {
     -DFZ_FUZZ=ON -DFZ_BUILD_TESTS=OFF -DFZ_ENABLE_CUDA=OFF
   cmake --build "$FUZZ_DIR" -j "$FZ_JOBS"
 }
-do_fuzz_run() {
-  local fuzzers=() f name corpus failed=0
-  mapfile -t fuzzers < <(find "$FUZZ_DIR" -type f -name '*_fuzz' -perm -u+x | sort)
-  ((${#fuzzers[@]})) || { echo "no *_fuzz executables in $FUZZ_DIR"; return 1; }
-  if [[ "$FZ_FUZZ_SECONDS" == 0 ]]; then echo "FZ_FUZZ_SECONDS=0: built, not run"; return 0; fi
-  for f in "${fuzzers[@]}"; do
-    name="$(basename "$f")"
-    corpus="$FUZZ_DIR/corpus/$name"   # kept between runs; crashes go to $FUZZ_DIR/crash-*
-    mkdir -p "$corpus"
-    # The frame parser needs real frames to start from: the golden corpus.
-    [[ "$name" == frame_fuzz ]] && cp -n "$FZ_REPO"/tests/golden/v*/*.fzm "$corpus"/ 2>/dev/null
-    fz_note "$name: ${FZ_FUZZ_SECONDS}s"
+# One target for FZ_FUZZ_SECONDS; its exit status in $FUZZ_DIR/NAME.rc, what
+# it says in $FUZZ_DIR/NAME.out.
+fuzz_one() {
+  local f="$1" name corpus rc=0
+  name="$(basename "$f")"
+  corpus="$FUZZ_DIR/corpus/$name"   # kept between runs; crashes go to $FUZZ_DIR/crash-*
+  mkdir -p "$corpus"
+  # The frame parser needs real frames to start from: the golden corpus.
+  [[ "$name" == frame_fuzz ]] && cp -n "$FZ_REPO"/tests/golden/v*/*.fzm "$corpus"/ 2>/dev/null
+  {
     if "$f" "$corpus" -max_total_time="$FZ_FUZZ_SECONDS" -timeout=20 -rss_limit_mb=2048 \
          -print_final_stats=1 -artifact_prefix="$FUZZ_DIR/$name-" >"$FUZZ_DIR/$name.log" 2>&1; then
       grep -E '^stat::number_of_executed_units' "$FUZZ_DIR/$name.log" | sed "s/^/    $name /" || true
     else
+      rc=1
       echo "---- $name FAILED; last lines of $FUZZ_DIR/$name.log:"; tail -n 60 "$FUZZ_DIR/$name.log"
-      failed=1
     fi
+  } >"$FUZZ_DIR/$name.out" 2>&1
+  echo "$rc" >"$FUZZ_DIR/$name.rc"
+}
+do_fuzz_run() {
+  local fuzzers=() f name failed=0
+  mapfile -t fuzzers < <(find "$FUZZ_DIR" -type f -name '*_fuzz' -perm -u+x | sort)
+  ((${#fuzzers[@]})) || { echo "no *_fuzz executables in $FUZZ_DIR"; return 1; }
+  if [[ "$FZ_FUZZ_SECONDS" == 0 ]]; then echo "FZ_FUZZ_SECONDS=0: built, not run"; return 0; fi
+  # FZ_JOBS targets at a time: each is one process on one core, so each still
+  # runs its FZ_FUZZ_SECONDS on a core of its own (CI: two cores, half the time).
+  fz_note "${#fuzzers[@]} targets, ${FZ_FUZZ_SECONDS}s each, $FZ_JOBS at a time"
+  for f in "${fuzzers[@]}"; do
+    rm -f "$FUZZ_DIR/$(basename "$f").rc"
+    while (($(jobs -rp | wc -l) >= FZ_JOBS)); do wait -n || true; done
+    fuzz_one "$f" &
+  done
+  wait || true
+  for f in "${fuzzers[@]}"; do
+    name="$(basename "$f")"
+    cat "$FUZZ_DIR/$name.out" 2>/dev/null || true
+    case "$(cat "$FUZZ_DIR/$name.rc" 2>/dev/null || echo none)" in
+      0) ;;
+      1) failed=1 ;;
+      *) echo "---- $name: no result"; failed=1 ;;
+    esac
   done
   return "$failed"
 }
