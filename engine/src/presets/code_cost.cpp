@@ -80,10 +80,10 @@ void add_run(uint64_t (&runs)[kRunCap + 1], uint64_t run) {
   }
 }
 
-// Calls other(p) for each code at p in [from, to) of the codes at b that
-// is not m and follows an m (or nothing), with the position of the other
-// code before it (kNone for none), and returns how many others follow an
-// other (their runs are 0). SSE2 compares 16 codes at a time; a block's
+// Calls other(p, before) for each of the n codes at b that is not m and
+// follows an m (or nothing), with the position of the other code before it
+// (`last` on entry, kNone for none), and returns how many others follow an
+// other (their runs are 0); `last` ends at the last other code. SSE2 compares 16 codes at a time; a block's
 // others that follow others are counted from the bit mask alone, so only
 // the ends of runs are visited one by one.
 constexpr uint64_t kNone = ~uint64_t{0};
@@ -170,6 +170,7 @@ uint16_t run_code_of(const std::vector<const CodeCounts*>& pieces) {
 
 CodeRuns count_code_runs(ByteSpan codes, uint16_t run_code) {
   CodeRuns r;
+  r.run_code = run_code;
   r.n = codes.size / 2;
   uint64_t last = kNone;
   const uint64_t zero_runs = scan_runs(codes.data, r.n, run_code, last, [&](uint64_t p, uint64_t before) {
@@ -191,7 +192,25 @@ uint64_t coded_bytes_estimate(const std::vector<const CodeCounts*>& counts, cons
   uint64_t n = 0;
   for (const CodeRuns& p : pieces) n += p.n;
   if (n == 0) return varint_bytes(0);
-  const uint16_t m = run_code_of(counts);
+  // Every code with its count over the pieces, merged once: the run code m
+  // is the most frequent (the smallest among equals), the symbols the rest.
+  thread_local Histogram h;
+  for (const CodeCounts* piece : counts)
+    for (const auto& [s, c] : *piece) {
+      if (h.count[s] == 0) h.seen.push_back(s);
+      h.count[s] += c;
+    }
+  uint16_t m = 0;
+  uint64_t m_count = 0;
+  for (uint16_t s : h.seen)
+    if (h.count[s] > m_count || (h.count[s] == m_count && s < m)) m = s, m_count = h.count[s];
+  for (const CodeRuns& p : pieces)
+    if (p.n != 0 && p.run_code != m) {
+      h.clear();
+      throw std::logic_error("coded_bytes_estimate: runs counted for another run code");
+    }
+  h.count[m] = 0;  // the symbols: every code but m
+  h.seen.erase(std::find(h.seen.begin(), h.seen.end(), m));
 
   // The pieces' run tokens joined: a piece's first other code ends the run
   // that the pieces before left open.
@@ -209,14 +228,6 @@ uint64_t coded_bytes_estimate(const std::vector<const CodeCounts*>& counts, cons
   runs[kRunCap] += open / kRunCap;  // the final run needs no token 0
   if (open % kRunCap) ++runs[open % kRunCap];
 
-  // Every code but m, with its count over the pieces.
-  thread_local Histogram h;
-  for (const CodeCounts* piece : counts)
-    for (const auto& [s, c] : *piece) {
-      if (s == m) continue;
-      if (h.count[s] == 0) h.seen.push_back(s);
-      h.count[s] += c;
-    }
 
   uint64_t run_total = 0;
   for (uint64_t c : runs) run_total += c;

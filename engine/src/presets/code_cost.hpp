@@ -41,6 +41,7 @@ CodeCounts count_codes(ByteSpan codes);
 // The stream's run code from its pieces' counts (0 for no codes).
 uint16_t run_code_of(const std::vector<const CodeCounts*>& pieces);
 struct CodeRuns {
+  uint16_t run_code = 0;  // the code counted in runs
   uint64_t n = 0;        // codes in the piece
   bool has_other = false;
   uint64_t lead = 0;     // run codes before the piece's first other code (n when there is none)
